@@ -1,0 +1,68 @@
+"""Asset checks: the accounting adds up, enough of the run was exported, no live secret goes out."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+
+from trace_assets.assets import last_episode_rows, secret_scan_report, trace_runs
+from trace_assets.pipeline import Coverage
+from trace_assets.resources import TraceAssetsConfig
+
+
+def _coverage(trace_config: TraceAssetsConfig, run_id: str) -> Coverage:
+    staging = trace_config.staging(run_id)
+    return Coverage.from_dict(json.loads(staging.require(staging.coverage, "last_episode_rows").read_text()))
+
+
+@dg.asset_check(asset=last_episode_rows, blocking=True, partitions_def=trace_runs)
+def coverage_accounts_for_every_folder(
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
+) -> dg.AssetCheckResult:
+    """Every trial folder ends exported or excluded with a reason: the counts add up to trial_dirs."""
+    coverage = _coverage(trace_config, context.partition_key)
+    excluded = sum(coverage.excluded.values())
+    return dg.AssetCheckResult(
+        passed=coverage.accounted,
+        metadata={
+            "trial_dirs": coverage.trial_dirs,
+            "scored_plus_unscored": coverage.scored + coverage.unscored,
+            "exported_plus_excluded": coverage.exported + excluded,
+        },
+        description=None if coverage.accounted else "coverage counts do not add up to the trial folders listed",
+    )
+
+
+@dg.asset_check(asset=last_episode_rows, partitions_def=trace_runs)
+def export_ratio_above_threshold(
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
+) -> dg.AssetCheckResult:
+    """Warns when a smaller share of scored trials than usual made it into rows."""
+    coverage = _coverage(trace_config, context.partition_key)
+    passed = coverage.export_ratio >= trace_config.min_export_ratio
+    return dg.AssetCheckResult(
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"export_ratio": coverage.export_ratio, "threshold": trace_config.min_export_ratio},
+        description=None
+        if passed
+        else f"only {coverage.export_ratio:.2%} of scored trials were exported (threshold {trace_config.min_export_ratio:.0%})",
+    )
+
+
+@dg.asset_check(asset=secret_scan_report, blocking=True, partitions_def=trace_runs)
+def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig) -> dg.AssetCheckResult:
+    """Blocks publishing while the rows hold a live credential, unless on_secret is redact or allow."""
+    staging = trace_config.staging(context.partition_key)
+    report = json.loads(staging.require(staging.scan_report, "secret_scan_report").read_text())
+    live = {kind: v["live"] for kind, v in report.get("kinds", {}).items() if v.get("live")}
+    passed = not live or trace_config.on_secret != "block"
+    return dg.AssetCheckResult(
+        passed=passed,
+        metadata={"verdict": report["verdict"], "on_secret": trace_config.on_secret, "live_by_kind": live},
+        description=None
+        if passed
+        else f"live credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(live.items()))}); "
+        "set on_secret to redact or allow, or allowlist known placeholders",
+    )

@@ -1,0 +1,395 @@
+"""The run-level steps behind the assets, as plain functions over a staging folder.
+
+Each step streams trials in batches from the previous step's Parquet file into its own, so
+memory holds one batch of trial content at a time, whatever the size of the run. Listing and
+status files hold one small row per trial folder and are the accounting of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from trace_assets.export import ROW_COLUMNS, export_trial, needed_files
+from trace_assets.harbor import Exclusion, Reason, TrialSummary, parse_trial_result
+from trace_assets.listing import StoredObject, TrialFolder, group_trials
+from trace_assets.storage import TraceStore
+
+Progress = Callable[[str], None]
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+OBJECT_TYPE = pa.struct(
+    [("key", pa.string()), ("size", pa.int64()), ("etag", pa.string()), ("modified", TIMESTAMP)]
+)
+LISTING_SCHEMA = pa.schema(
+    [
+        ("trial_dir", pa.string()),
+        ("trial_name", pa.string()),
+        ("objects", pa.int64()),
+        ("bytes", pa.int64()),
+        ("has_result_json", pa.bool_()),
+        ("has_config_json", pa.bool_()),
+        ("has_trial_log", pa.bool_()),
+        ("has_agent_dir", pa.bool_()),
+        ("has_trajectory", pa.bool_()),
+        ("has_verifier_output", pa.bool_()),
+        ("newest_modified", TIMESTAMP),
+        ("files", pa.list_(OBJECT_TYPE)),
+    ]
+)
+SCORED_SCHEMA = pa.schema(
+    [
+        ("trial_dir", pa.string()),
+        ("trial_name", pa.string()),
+        ("status", pa.string()),  # "scored", or the reason it is not
+        ("detail", pa.string()),
+        ("task", pa.string()),
+        ("reward", pa.float64()),
+        ("exception_type", pa.string()),
+        ("result", pa.string()),
+        ("started_at", pa.string()),
+        ("agent", pa.string()),
+        ("model", pa.string()),
+        ("model_provider", pa.string()),
+        ("job_id", pa.string()),
+        ("result_trial_name", pa.string()),
+    ]
+)
+STATUS_SCHEMA = pa.schema(
+    [
+        ("trial_dir", pa.string()),
+        ("trial_name", pa.string()),
+        ("task", pa.string()),
+        ("status", pa.string()),  # "exported" or "excluded"
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("rows", pa.int64()),
+        ("objects", pa.int64()),
+        ("bytes", pa.int64()),
+    ]
+)
+CONVERSATION_TYPE = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
+
+
+def rows_schema(include_subagents: bool) -> pa.Schema:
+    fields = [pa.field("conversations", CONVERSATION_TYPE)]
+    fields += [pa.field(column, pa.string()) for column in ROW_COLUMNS[1:]]
+    if include_subagents:
+        fields.append(pa.field("trace_source", pa.string()))
+    return pa.schema(fields)
+
+
+@dataclass(frozen=True)
+class RunStaging:
+    """Where one run's intermediate files live between assets."""
+
+    root: Path
+    run_id: str
+
+    @property
+    def folder(self) -> Path:
+        return self.root / self.run_id
+
+    @property
+    def listing(self) -> Path:
+        return self.folder / "raw_trial_listing.parquet"
+
+    @property
+    def scored(self) -> Path:
+        return self.folder / "scored_trials.parquet"
+
+    @property
+    def statuses(self) -> Path:
+        return self.folder / "trials.parquet"
+
+    @property
+    def rows(self) -> Path:
+        return self.folder / "last_episode_rows.parquet"
+
+    @property
+    def coverage(self) -> Path:
+        return self.folder / "coverage.json"
+
+    @property
+    def scan_report(self) -> Path:
+        return self.folder / "secret_scan.json"
+
+    def require(self, path: Path, made_by: str) -> Path:
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: materialize {made_by} for run {self.run_id!r} first")
+        return path
+
+
+def _write_atomically(path: Path, write: Callable[[Path], Any]) -> Any:
+    """Write to a sibling temp file, then rename: a failed step never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.partial")
+    result = write(temp)
+    temp.replace(path)
+    return result
+
+
+# --------------------------------------------------------------------------- step 1: listing
+
+
+@dataclass(frozen=True)
+class ListingStats:
+    trial_dirs: int
+    objects: int
+    bytes: int
+    stray_objects: int
+    unscored: int
+
+
+def _listing_record(trial: TrialFolder) -> dict[str, Any]:
+    keys = trial.keys
+    return {
+        "trial_dir": trial.trial_dir,
+        "trial_name": trial.trial_name,
+        "objects": len(trial.objects),
+        "bytes": trial.total_bytes,
+        "has_result_json": "result.json" in keys,
+        "has_config_json": "config.json" in keys,
+        "has_trial_log": "trial.log" in keys,
+        "has_agent_dir": trial.has_folder("agent"),
+        "has_trajectory": "agent/trajectory.json" in keys,
+        "has_verifier_output": any(k in keys for k in ("verifier/test-stdout.txt", "verifier/test-stderr.txt")),
+        "newest_modified": trial.newest_modified,
+        "files": [asdict(o) for o in trial.objects],
+    }
+
+
+def build_listing(store: TraceStore, staging: RunStaging) -> ListingStats:
+    listing = group_trials(store.list_run(staging.run_id))
+    table = pa.Table.from_pylist([_listing_record(t) for t in listing.trials], schema=LISTING_SCHEMA)
+    _write_atomically(staging.listing, lambda p: pq.write_table(table, p))
+    return ListingStats(
+        trial_dirs=len(listing.trials),
+        objects=listing.total_objects,
+        bytes=listing.total_bytes,
+        stray_objects=listing.stray_objects,
+        unscored=sum(not t.has("result.json") for t in listing.trials),
+    )
+
+
+def iter_listing(path: Path, batch_size: int) -> Iterator[list[TrialFolder]]:
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=["trial_dir", "files"]):
+        yield [
+            TrialFolder(record["trial_dir"], tuple(StoredObject(**o) for o in record["files"]))
+            for record in batch.to_pylist()
+        ]
+
+
+# --------------------------------------------------------------------------- step 2: scored trials
+
+
+def _scored_record(trial: TrialFolder, parsed: TrialSummary | Exclusion | None) -> dict[str, Any]:
+    record: dict[str, Any] = {"trial_dir": trial.trial_dir, "trial_name": trial.trial_name}
+    if parsed is None:
+        record.update(status=Reason.NO_RESULT_JSON.value, detail="no result.json in the trial folder")
+    elif isinstance(parsed, Exclusion):
+        record.update(status=parsed.reason.value, detail=parsed.detail)
+    else:
+        record.update(
+            status="scored",
+            task=parsed.task,
+            reward=parsed.reward,
+            exception_type=parsed.exception_type,
+            result=parsed.result,
+            started_at=parsed.started_at,
+            agent=parsed.agent,
+            model=parsed.model,
+            model_provider=parsed.model_provider,
+            job_id=parsed.job_id,
+            result_trial_name=parsed.trial_name,
+        )
+    return record
+
+
+def summary_from_scored(record: dict[str, Any]) -> TrialSummary:
+    return TrialSummary(
+        trial_name=record["result_trial_name"],
+        task=record["task"],
+        agent=record["agent"],
+        model=record["model"],
+        model_provider=record["model_provider"],
+        started_at=record["started_at"],
+        job_id=record["job_id"],
+        reward=record["reward"],
+        exception_type=record["exception_type"],
+        result=record["result"],
+    )
+
+
+def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progress: Progress) -> Counter:
+    listing_path = staging.require(staging.listing, "raw_trial_listing")
+    statuses: Counter = Counter()
+
+    def write(path: Path) -> None:
+        with pq.ParquetWriter(path, SCORED_SCHEMA) as writer:
+            done = 0
+            for trials in iter_listing(listing_path, batch_size):
+                keys = [f"{t.trial_dir}/result.json" for t in trials if t.has("result.json")]
+                blobs = store.fetch(staging.run_id, keys)
+                records = []
+                for trial in trials:
+                    blob = blobs.get(f"{trial.trial_dir}/result.json")
+                    parsed = None if blob is None else parse_trial_result(blob, trial.trial_name)
+                    records.append(_scored_record(trial, parsed))
+                statuses.update(r["status"] for r in records)
+                writer.write_table(pa.Table.from_pylist(records, schema=SCORED_SCHEMA))
+                done += len(trials)
+                progress(f"scored_trials: read {done} trial folders")
+
+    _write_atomically(staging.scored, write)
+    return statuses
+
+
+# --------------------------------------------------------------------------- step 3: last-episode rows
+
+
+@dataclass
+class Coverage:
+    """What happened to every trial folder of a run. The counts add up exactly."""
+
+    run_id: str
+    trial_dirs: int = 0
+    scored: int = 0
+    unscored: int = 0
+    exported: int = 0
+    excluded: dict[str, int] = field(default_factory=dict)
+    rows: int = 0
+    subagent_rows: int = 0
+
+    @property
+    def export_ratio(self) -> float:
+        return self.exported / self.scored if self.scored else 0.0
+
+    @property
+    def accounted(self) -> bool:
+        return (
+            self.trial_dirs == self.scored + self.unscored
+            and self.trial_dirs == self.exported + sum(self.excluded.values())
+            and self.unscored == self.excluded.get(Reason.NO_RESULT_JSON.value, 0)
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "trial_dirs": self.trial_dirs,
+            "scored": self.scored,
+            "unscored": self.unscored,
+            "exported": self.exported,
+            "excluded": dict(sorted(self.excluded.items())),
+            "export_ratio": round(self.export_ratio, 6),
+            "rows": self.rows,
+            "subagent_rows": self.subagent_rows,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Coverage:
+        fields = {k: data[k] for k in ("run_id", "trial_dirs", "scored", "unscored", "exported", "excluded", "rows", "subagent_rows")}
+        return cls(**fields)
+
+
+def _iter_scored(path: Path, batch_size: int) -> Iterator[list[dict[str, Any]]]:
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+        yield batch.to_pylist()
+
+
+def export_rows(
+    store: TraceStore,
+    staging: RunStaging,
+    include_subagents: bool,
+    batch_size: int,
+    progress: Progress,
+) -> Coverage:
+    """Fetch each scored trial's trajectories and verifier logs, and write its rows and status."""
+    listing_path = staging.require(staging.listing, "raw_trial_listing")
+    scored_path = staging.require(staging.scored, "scored_trials")
+    coverage = Coverage(run_id=staging.run_id)
+    excluded: Counter = Counter()
+    schema = rows_schema(include_subagents)
+
+    def write_both(rows_path: Path) -> None:
+        def write_statuses(status_path: Path) -> None:
+            with pq.ParquetWriter(rows_path, schema) as rows_out, pq.ParquetWriter(status_path, STATUS_SCHEMA) as status_out:
+                for trials, scored in zip(iter_listing(listing_path, batch_size), _iter_scored(scored_path, batch_size), strict=True):
+                    rows, statuses = _export_batch(store, staging.run_id, trials, scored, include_subagents)
+                    for status in statuses:
+                        coverage.trial_dirs += 1
+                        if status["status"] == "exported":
+                            coverage.exported += 1
+                        else:
+                            excluded[status["reason"]] += 1
+                    coverage.rows += len(rows)
+                    coverage.subagent_rows += sum(r.get("trace_source", "main") != "main" for r in rows)
+                    rows_out.write_table(pa.Table.from_pylist(rows, schema=schema))
+                    status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
+                    progress(f"last_episode_rows: {coverage.trial_dirs} trial folders, {coverage.exported} exported")
+
+        _write_atomically(staging.statuses, write_statuses)
+
+    _write_atomically(staging.rows, write_both)
+    coverage.excluded = dict(excluded)
+    coverage.unscored = excluded.get(Reason.NO_RESULT_JSON.value, 0)
+    coverage.scored = coverage.trial_dirs - coverage.unscored
+    _write_atomically(staging.coverage, lambda p: p.write_text(json.dumps(coverage.as_dict(), indent=2) + "\n"))
+    return coverage
+
+
+def _export_batch(
+    store: TraceStore,
+    run_id: str,
+    trials: list[TrialFolder],
+    scored: list[dict[str, Any]],
+    include_subagents: bool,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    wanted = {
+        t.trial_dir: needed_files(t.keys, include_subagents) for t, s in zip(trials, scored) if s["status"] == "scored"
+    }
+    blobs = store.fetch(run_id, [f"{d}/{key}" for d, keys in wanted.items() for key in keys])
+    rows: list[dict[str, Any]] = []
+    statuses: list[dict[str, Any]] = []
+    for trial, record in zip(trials, scored):
+        if record["trial_dir"] != trial.trial_dir:
+            raise RuntimeError(f"scored_trials is out of step with the listing at {trial.trial_dir}: re-materialize it")
+        status = {
+            "trial_dir": trial.trial_dir,
+            "trial_name": trial.trial_name,
+            "task": record["task"],
+            "objects": len(trial.objects),
+            "bytes": trial.total_bytes,
+            "rows": 0,
+        }
+        if record["status"] != "scored":
+            status.update(status="excluded", reason=record["status"], detail=record["detail"])
+        else:
+            files = {key: blobs[f"{trial.trial_dir}/{key}"] for key in wanted[trial.trial_dir]}
+            result = export_trial(summary_from_scored(record), files, run_id, include_subagents)
+            if result.exclusion:
+                status.update(status="excluded", reason=result.exclusion.reason.value)
+            else:
+                status.update(status="exported", reason=None)
+            status.update(detail=result.detail or None, rows=len(result.rows))
+            rows.extend(result.rows)
+        statuses.append(status)
+    return rows, statuses
+
+
+def iter_rows(path: Path, batch_rows: int = 1000) -> Iterator[pa.Table]:
+    parquet = pq.ParquetFile(path)
+    for batch in parquet.iter_batches(batch_size=batch_rows):
+        yield pa.Table.from_batches([batch], schema=parquet.schema_arrow)
+
+
+def shard_count(total_rows: int, max_rows_per_shard: int) -> int:
+    return max(1, math.ceil(total_rows / max_rows_per_shard))

@@ -1,0 +1,111 @@
+"""Dagster resources: where traces are read from, where datasets go, and how the steps behave."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster_aws.s3 import S3Resource
+from pydantic import Field
+
+from trace_assets.pipeline import RunStaging
+from trace_assets.storage import TraceStore
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+SAMPLE_TRACES = PROJECT_DIR / "sample_traces"
+ON_SECRET_MODES = ("block", "redact", "allow")
+
+
+class ObjectStorage(S3Resource):
+    """Object-storage access, S3Resource's config (endpoint_url for MinIO, R2, Ceph), handed to s3fs.
+
+    Unset fields fall through to botocore's own environment handling (AWS_ENDPOINT_URL,
+    AWS_ENDPOINT_URL_S3, AWS_PROFILE, ...). Credentials stay inside the s3fs client.
+    """
+
+    max_attempts: int = 8
+
+    def storage_options(self, url: str) -> dict[str, Any]:
+        if not url.startswith(("s3://", "s3a://")):
+            return {}
+        options: dict[str, Any] = {
+            "config_kwargs": {"retries": {"max_attempts": self.max_attempts, "mode": "standard"}},
+            "skip_instance_cache": True,
+        }
+        client_kwargs: dict[str, Any] = {}
+        if self.region_name:
+            client_kwargs["region_name"] = self.region_name
+        if self.verify is not None:
+            client_kwargs["verify"] = self.verify
+        if client_kwargs:
+            options["client_kwargs"] = client_kwargs
+        if self.endpoint_url:
+            options["endpoint_url"] = self.endpoint_url
+        if self.use_unsigned_session:
+            options["anon"] = True
+        if self.profile_name:
+            options["profile"] = self.profile_name
+        if self.aws_access_key_id:
+            options["key"] = self.aws_access_key_id
+        if self.aws_secret_access_key:
+            options["secret"] = self.aws_secret_access_key
+        if self.aws_session_token:
+            options["token"] = self.aws_session_token
+        if not self.use_ssl:
+            options["use_ssl"] = False
+        return options
+
+
+class TraceAssetsConfig(dg.ConfigurableResource):
+    """Everything a run's materialization depends on, shown in the UI's resource page."""
+
+    traces_root: str = Field(description="fsspec URL holding <run_id>/trace_jobs/ folders")
+    publish_root: str = Field(description="fsspec URL datasets are published under, as <publish_root>/<run_id>/")
+    staging_root: str = Field(description="Local folder for the intermediate Parquet files between assets")
+    include_subagents: bool = Field(default=False, description="Also export subagent (summarization) rows")
+    batch_size: int = Field(default=256, description="Trials fetched and parsed per batch")
+    max_concurrency: int = Field(default=64, description="Object reads in flight at once")
+    max_rows_per_shard: int = Field(default=2000, description="Rows per published Parquet shard")
+    min_export_ratio: float = Field(default=0.9, description="Exported/scored below this warns")
+    on_secret: str = Field(default="block", description="block | redact | allow, on live credentials")
+    secret_patterns: str = Field(default="", description="Extra patterns, 'name=regex;name2=regex2'")
+    secret_allowlist: str = Field(default="", description="Comma-separated fingerprints of known placeholders")
+
+    def staging(self, run_id: str) -> RunStaging:
+        return RunStaging(Path(self.staging_root), run_id)
+
+    def store(self, storage: ObjectStorage) -> TraceStore:
+        return TraceStore(self.traces_root, storage.storage_options(self.traces_root), self.max_concurrency)
+
+    def publish_url(self, run_id: str) -> str:
+        return f"{self.publish_root.rstrip('/')}/{run_id}"
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> TraceAssetsConfig:
+    """The config for `dagster dev` and the CLI: environment variables, then explicit overrides."""
+    home = Path(env.get("DAGSTER_HOME") or PROJECT_DIR / ".dagster_home")
+    values: dict[str, Any] = {
+        "traces_root": env.get("TRACE_ASSETS_TRACES_ROOT") or str(SAMPLE_TRACES),
+        "publish_root": env.get("TRACE_ASSETS_PUBLISH_ROOT") or str(PROJECT_DIR / "published"),
+        "staging_root": env.get("TRACE_ASSETS_STAGING_ROOT") or str(home / "trace_assets_staging"),
+        "include_subagents": _flag(env.get("TRACE_ASSETS_SUBAGENTS")),
+        "on_secret": env.get("TRACE_ASSETS_ON_SECRET") or "block",
+        "secret_patterns": env.get("TRACE_ASSETS_SECRET_PATTERNS", ""),
+        "secret_allowlist": env.get("TRACE_ASSETS_SECRET_ALLOWLIST", ""),
+    }
+    for name, key in (("batch_size", "TRACE_ASSETS_BATCH_SIZE"), ("max_rows_per_shard", "TRACE_ASSETS_MAX_ROWS_PER_SHARD")):
+        if env.get(key):
+            values[name] = int(env[key])
+    if env.get("TRACE_ASSETS_MIN_EXPORT_RATIO"):
+        values["min_export_ratio"] = float(env["TRACE_ASSETS_MIN_EXPORT_RATIO"])
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    if values["on_secret"] not in ON_SECRET_MODES:
+        raise ValueError(f"on_secret must be one of {', '.join(ON_SECRET_MODES)}, not {values['on_secret']!r}")
+    return TraceAssetsConfig(**values)

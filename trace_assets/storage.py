@@ -1,0 +1,105 @@
+"""Read-side access to a traces root on any fsspec filesystem (a local folder, `s3://...`).
+
+One recursive listing per run (s3fs turns `find` into paged ListObjectsV2 calls without a
+delimiter), then concurrent GETs of exactly the keys asked for, in bounded batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import fsspec
+from fsspec.asyn import AsyncFileSystem
+
+from trace_assets.listing import StoredObject
+
+TRACE_JOBS = "trace_jobs"
+
+
+class FetchError(RuntimeError):
+    """Needed objects could not be read, even after retries: nothing may be published from a partial read."""
+
+    def __init__(self, failures: Mapping[str, BaseException]):
+        self.failures = dict(failures)
+        shown = ", ".join(sorted(self.failures)[:20])
+        more = f" (and {len(self.failures) - 20} more)" if len(self.failures) > 20 else ""
+        first = next(iter(self.failures.values()))
+        super().__init__(
+            f"{len(self.failures)} object(s) could not be read: {shown}{more}; first error: {type(first).__name__}: {first}"
+        )
+
+
+def _modified(info: Mapping[str, Any]) -> datetime | None:
+    value = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, tz=timezone.utc)
+    return None
+
+
+def _etag(info: Mapping[str, Any]) -> str | None:
+    value = info.get("ETag") or info.get("etag")
+    return str(value).strip('"') if value else None
+
+
+class TraceStore:
+    """A traces root: `<root>/<run_id>/trace_jobs/...`."""
+
+    def __init__(self, root_url: str, storage_options: Mapping[str, Any] | None = None, max_concurrency: int = 64):
+        self.root_url = root_url.rstrip("/")
+        self.fs, self.root = fsspec.core.url_to_fs(self.root_url, **dict(storage_options or {}))
+        self.root = self.root.rstrip("/")
+        self.max_concurrency = max_concurrency
+
+    def trace_jobs_path(self, run_id: str) -> str:
+        return f"{self.root}/{run_id}/{TRACE_JOBS}"
+
+    def run_ids(self) -> list[str]:
+        """Run folders under the root that hold a `trace_jobs/` folder."""
+        entries = self.fs.ls(self.root, detail=True)
+        runs = []
+        for entry in entries:
+            if entry.get("type") != "directory":
+                continue
+            name = entry["name"].rstrip("/").rsplit("/", 1)[-1]
+            if self.fs.isdir(f"{self.root}/{name}/{TRACE_JOBS}"):
+                runs.append(name)
+        return sorted(runs)
+
+    def list_run(self, run_id: str) -> list[StoredObject]:
+        """Every object under the run's trace_jobs/, keys relative to it, from one recursive listing."""
+        base = self.trace_jobs_path(run_id)
+        if not self.fs.isdir(base):
+            raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {run_id!r} under {self.root_url}")
+        found = self.fs.find(base, detail=True, withdirs=False)
+        prefix = base + "/"
+        return [
+            StoredObject(path[len(prefix) :], int(info.get("size") or 0), _etag(info), _modified(info))
+            for path, info in found.items()
+            if path.startswith(prefix) and info.get("type", "file") != "directory"
+        ]
+
+    def fetch(self, run_id: str, keys: list[str]) -> dict[str, bytes]:
+        """Bytes of each key (relative to trace_jobs/), fetched concurrently; raises FetchError on any failure."""
+        if not keys:
+            return {}
+        base = self.trace_jobs_path(run_id) + "/"
+        paths = [base + key for key in keys]
+        if isinstance(self.fs, AsyncFileSystem):
+            results = self.fs.cat(paths, on_error="return", batch_size=self.max_concurrency)
+        else:
+            results = {}
+            for path in paths:
+                try:
+                    results[path] = self.fs.cat_file(path)
+                except OSError as err:
+                    results[path] = err
+        failures = {path: value for path, value in results.items() if isinstance(value, BaseException)}
+        missing = set(paths) - set(results)
+        failures.update({path: FileNotFoundError(path) for path in missing})
+        if failures:
+            raise FetchError(failures)
+        return {path[len(base) :]: value for path, value in results.items()}

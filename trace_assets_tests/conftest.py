@@ -1,0 +1,1 @@
+pytest_plugins = ["trace_assets_tests.s3_fixtures"]
