@@ -81,10 +81,12 @@ def scored_trials(
 ) -> dg.MaterializeResult:
     """Each folder's result.json read as a TrialResult: task, reward, exception, agent, model."""
     staging = trace_config.staging(context.partition_key)
-    statuses = score_trials(trace_config.store(object_storage), staging, trace_config.batch_size, _reporter(context))
+    stats = score_trials(trace_config.store(object_storage), staging, trace_config.batch_size, _reporter(context))
     return dg.MaterializeResult(
         metadata={
-            **{f"status_{status}": dg.MetadataValue.int(count) for status, count in sorted(statuses.items())},
+            **{f"status_{status}": dg.MetadataValue.int(count) for status, count in sorted(stats.statuses.items())},
+            "result_json_read": dg.MetadataValue.int(stats.reread),
+            "result_json_unchanged": dg.MetadataValue.int(stats.cached),
             "path": dg.MetadataValue.path(str(staging.scored)),
         }
     )
@@ -98,7 +100,7 @@ def last_episode_rows(
 ) -> dg.MaterializeResult:
     """Harbor's `export --episodes last` row for every scored trial, and a status for every folder."""
     staging = trace_config.staging(context.partition_key)
-    coverage = export_rows(
+    coverage, stats = export_rows(
         trace_config.store(object_storage),
         staging,
         trace_config.include_subagents,
@@ -109,6 +111,8 @@ def last_episode_rows(
         metadata={
             **coverage_metadata(coverage),
             "subagent_rows": dg.MetadataValue.int(coverage.subagent_rows),
+            "trials_read": dg.MetadataValue.int(stats.reread),
+            "trials_unchanged": dg.MetadataValue.int(stats.cached),
             "path": dg.MetadataValue.path(str(staging.rows)),
         }
     )

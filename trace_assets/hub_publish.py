@@ -156,7 +156,9 @@ def publish_run_folder(
     have; nothing outside that folder is deleted, so runs published under different prefixes of
     one repo stay independent. The repo is created (private unless `private=False`) and a
     non-`main` branch is created from `main` when missing. Publishing into an existing public repo
-    requires `private=False`, so traces are never made public by accident.
+    requires `private=False`, so traces are never made public by accident. If another commit lands
+    on the branch while this one is being prepared, the Hub rejects it (HTTP 412) and nothing
+    changes; publishing again plans against the new head.
 
     `token=None` lets `huggingface_hub` find a token itself (HF_TOKEN, then the login cache);
     `endpoint=None` means `HF_ENDPOINT`, else https://huggingface.co.
@@ -191,7 +193,7 @@ def _publish(
     commit_message: str,
 ) -> PublishedCommit:
     head = _prepare_revision(api, repo_id, revision, private)
-    remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head)
+    remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head or revision)
     stale_shards = sorted(path for path in remote_files if path.startswith(shard_folder) and path not in uploads)
     logger.info(
         "Publishing %d files to dataset %s@%s, deleting %d stale shards",

@@ -7,10 +7,12 @@ status files hold one small row per trial folder and are the accounting of the r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trace_assets.export import ROW_COLUMNS, export_trial, needed_files
+from trace_assets.export import MAIN_TRACE_SOURCE, ROW_COLUMNS, export_trial, needed_files
 from trace_assets.harbor import Exclusion, Reason, TrialSummary, parse_trial_result
 from trace_assets.listing import StoredObject, TrialFolder, group_trials
 from trace_assets.storage import TraceStore
@@ -61,6 +63,7 @@ SCORED_SCHEMA = pa.schema(
         ("model_provider", pa.string()),
         ("job_id", pa.string()),
         ("result_trial_name", pa.string()),
+        ("source_fingerprint", pa.string()),
     ]
 )
 STATUS_SCHEMA = pa.schema(
@@ -74,9 +77,13 @@ STATUS_SCHEMA = pa.schema(
         ("rows", pa.int64()),
         ("objects", pa.int64()),
         ("bytes", pa.int64()),
+        ("source_fingerprint", pa.string()),  # of the objects the status was made from
     ]
 )
 CONVERSATION_TYPE = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
+
+
+STAGING_ONLY_COLUMN = "trial_dir"  # ties staged rows to their folder, for incremental re-reads
 
 
 def rows_schema(include_subagents: bool) -> pa.Schema:
@@ -84,6 +91,7 @@ def rows_schema(include_subagents: bool) -> pa.Schema:
     fields += [pa.field(column, pa.string()) for column in ROW_COLUMNS[1:]]
     if include_subagents:
         fields.append(pa.field("trace_source", pa.string()))
+    fields.append(pa.field(STAGING_ONLY_COLUMN, pa.string()))
     return pa.schema(fields)
 
 
@@ -188,11 +196,98 @@ def iter_listing(path: Path, batch_size: int) -> Iterator[list[TrialFolder]]:
         ]
 
 
+# --------------------------------------------------------------------------- incremental re-reads
+
+PARSER_VERSION = "1"  # bump when parsing changes, so cached results are not reused
+
+
+def fingerprint(objects: Iterable[StoredObject], *salt: object) -> str:
+    """Identity of a set of objects as listed (key, size, ETag, modification time)."""
+    digest = hashlib.sha256(PARSER_VERSION.encode())
+    for item in salt:
+        digest.update(f"|{item}".encode())
+    for obj in sorted(objects, key=lambda o: o.key):
+        modified = obj.modified.isoformat() if obj.modified else ""
+        digest.update(f"\n{obj.key}|{obj.size}|{obj.etag or ''}|{modified}".encode())
+    return digest.hexdigest()[:32]
+
+
+def _objects(trial: TrialFolder, keys: Iterable[str]) -> list[StoredObject]:
+    wanted = set(keys)
+    return [o for o in trial.objects if o.key in wanted]
+
+
+@contextmanager
+def _staged_writers(*targets: tuple[Path, pa.Schema]) -> Iterator[list[pq.ParquetWriter]]:
+    """Parquet writers on temp files, renamed into place together only if the step succeeds."""
+    temps = []
+    for path, _ in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temps.append(path.with_name(f".{path.name}.partial"))
+    writers = [pq.ParquetWriter(temp, schema) for temp, (_, schema) in zip(temps, targets)]
+    try:
+        yield writers
+    except BaseException:
+        for writer, temp in zip(writers, temps):
+            writer.close()
+            temp.unlink(missing_ok=True)
+        raise
+    for writer, temp, (path, _) in zip(writers, temps, targets):
+        writer.close()
+        temp.replace(path)
+
+
+def _previous_records(path: Path, required_column: str) -> dict[str, dict[str, Any]]:
+    """Last materialization's per-trial records (small: one per folder), if compatible."""
+    if not path.exists():
+        return {}
+    table = pq.read_table(path)
+    if required_column not in table.column_names:
+        return {}
+    return {record["trial_dir"]: record for record in table.to_pylist()}
+
+
+class _PreviousRows:
+    """Streams the last materialization's rows, grouped by trial, in publishing order."""
+
+    def __init__(self, path: Path, schema: pa.Schema):
+        self._groups = self._read(path, schema) if path.exists() else iter(())
+        self._current: tuple[tuple[str, str], list[dict[str, Any]]] | None = next(self._groups, None)
+
+    @staticmethod
+    def _read(path: Path, schema: pa.Schema) -> Iterator[tuple[tuple[str, str], list[dict[str, Any]]]]:
+        parquet = pq.ParquetFile(path)
+        if parquet.schema_arrow != schema:
+            return
+        group_key, group = None, []
+        for batch in parquet.iter_batches(batch_size=500):
+            for row in batch.to_pylist():
+                key = (row["trial_dir"].rsplit("/", 1)[-1], row["trial_dir"])
+                if key != group_key and group:
+                    yield group_key, group
+                    group = []
+                group_key = key
+                group.append(row)
+        if group:
+            yield group_key, group
+
+    def take(self, trial: TrialFolder) -> list[dict[str, Any]]:
+        """The trial's earlier rows (none if it had none); must be called in publishing order."""
+        key = (trial.trial_name, trial.trial_dir)
+        while self._current is not None and self._current[0] < key:
+            self._current = next(self._groups, None)
+        if self._current is not None and self._current[0] == key:
+            rows = self._current[1]
+            self._current = next(self._groups, None)
+            return rows
+        return []
+
+
 # --------------------------------------------------------------------------- step 2: scored trials
 
 
-def _scored_record(trial: TrialFolder, parsed: TrialSummary | Exclusion | None) -> dict[str, Any]:
-    record: dict[str, Any] = {"trial_dir": trial.trial_dir, "trial_name": trial.trial_name}
+def _scored_record(trial: TrialFolder, parsed: TrialSummary | Exclusion | None, source: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"trial_dir": trial.trial_dir, "trial_name": trial.trial_name, "source_fingerprint": source}
     if parsed is None:
         record.update(status=Reason.NO_RESULT_JSON.value, detail="no result.json in the trial folder")
     elif isinstance(parsed, Exclusion):
@@ -229,28 +324,41 @@ def summary_from_scored(record: dict[str, Any]) -> TrialSummary:
     )
 
 
-def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progress: Progress) -> Counter:
+@dataclass
+class StepStats:
+    statuses: Counter = field(default_factory=Counter)
+    reread: int = 0  # trials whose objects were fetched this time
+    cached: int = 0  # trials taken unchanged from the last materialization
+
+
+def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progress: Progress) -> StepStats:
+    """Parse every result.json, re-reading only those whose object changed since last time."""
     listing_path = staging.require(staging.listing, "raw_trial_listing")
-    statuses: Counter = Counter()
-
-    def write(path: Path) -> None:
-        with pq.ParquetWriter(path, SCORED_SCHEMA) as writer:
-            done = 0
-            for trials in iter_listing(listing_path, batch_size):
-                keys = [f"{t.trial_dir}/result.json" for t in trials if t.has("result.json")]
-                blobs = store.fetch(staging.run_id, keys)
-                records = []
-                for trial in trials:
-                    blob = blobs.get(f"{trial.trial_dir}/result.json")
-                    parsed = None if blob is None else parse_trial_result(blob, trial.trial_name)
-                    records.append(_scored_record(trial, parsed))
-                statuses.update(r["status"] for r in records)
-                writer.write_table(pa.Table.from_pylist(records, schema=SCORED_SCHEMA))
-                done += len(trials)
-                progress(f"scored_trials: read {done} trial folders")
-
-    _write_atomically(staging.scored, write)
-    return statuses
+    previous = _previous_records(staging.scored, "source_fingerprint")
+    stats = StepStats()
+    with _staged_writers((staging.scored, SCORED_SCHEMA)) as [writer]:
+        for trials in iter_listing(listing_path, batch_size):
+            sources = {t.trial_dir: fingerprint(_objects(t, ["result.json"])) for t in trials}
+            stale = [
+                t for t in trials
+                if t.has("result.json") and previous.get(t.trial_dir, {}).get("source_fingerprint") != sources[t.trial_dir]
+            ]
+            blobs = store.fetch(staging.run_id, [f"{t.trial_dir}/result.json" for t in stale])
+            records = []
+            for trial in trials:
+                source = sources[trial.trial_dir]
+                cached = previous.get(trial.trial_dir)
+                if cached is not None and cached["source_fingerprint"] == source and trial.has("result.json"):
+                    records.append(cached)
+                    stats.cached += 1
+                    continue
+                blob = blobs.get(f"{trial.trial_dir}/result.json")
+                records.append(_scored_record(trial, None if blob is None else parse_trial_result(blob, trial.trial_name), source))
+                stats.reread += blob is not None
+            stats.statuses.update(r["status"] for r in records)
+            writer.write_table(pa.Table.from_pylist(records, schema=SCORED_SCHEMA))
+            progress(f"scored_trials: {stats.reread + stats.cached} result.json files ({stats.cached} unchanged)")
+    return stats
 
 
 # --------------------------------------------------------------------------- step 3: last-episode rows
@@ -311,39 +419,40 @@ def export_rows(
     include_subagents: bool,
     batch_size: int,
     progress: Progress,
-) -> Coverage:
-    """Fetch each scored trial's trajectories and verifier logs, and write its rows and status."""
+) -> tuple[Coverage, StepStats]:
+    """Each scored trial's rows and every folder's status; unchanged trials come from the last run."""
     listing_path = staging.require(staging.listing, "raw_trial_listing")
     scored_path = staging.require(staging.scored, "scored_trials")
-    coverage = Coverage(run_id=staging.run_id)
-    excluded: Counter = Counter()
     schema = rows_schema(include_subagents)
-
-    def write_both(rows_path: Path) -> None:
-        def write_statuses(status_path: Path) -> None:
-            with pq.ParquetWriter(rows_path, schema) as rows_out, pq.ParquetWriter(status_path, STATUS_SCHEMA) as status_out:
-                for trials, scored in zip(iter_listing(listing_path, batch_size), _iter_scored(scored_path, batch_size), strict=True):
-                    rows, statuses = _export_batch(store, staging.run_id, trials, scored, include_subagents)
-                    for status in statuses:
-                        coverage.trial_dirs += 1
-                        if status["status"] == "exported":
-                            coverage.exported += 1
-                        else:
-                            excluded[status["reason"]] += 1
-                    coverage.rows += len(rows)
-                    coverage.subagent_rows += sum(r.get("trace_source", "main") != "main" for r in rows)
-                    rows_out.write_table(pa.Table.from_pylist(rows, schema=schema))
-                    status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
-                    progress(f"last_episode_rows: {coverage.trial_dirs} trial folders, {coverage.exported} exported")
-
-        _write_atomically(staging.statuses, write_statuses)
-
-    _write_atomically(staging.rows, write_both)
+    previous_statuses = _previous_records(staging.statuses, "source_fingerprint")
+    previous_rows = _PreviousRows(staging.rows, schema)
+    coverage = Coverage(run_id=staging.run_id)
+    stats = StepStats()
+    excluded: Counter = Counter()
+    with _staged_writers((staging.rows, schema), (staging.statuses, STATUS_SCHEMA)) as [rows_out, status_out]:
+        for trials, scored in zip(iter_listing(listing_path, batch_size), _iter_scored(scored_path, batch_size), strict=True):
+            rows, statuses = _export_batch(
+                store, staging.run_id, trials, scored, include_subagents, previous_statuses, previous_rows, stats
+            )
+            for status in statuses:
+                if status["status"] == "exported":
+                    coverage.exported += 1
+                else:
+                    excluded[status["reason"]] += 1
+            coverage.trial_dirs += len(statuses)
+            coverage.rows += len(rows)
+            coverage.subagent_rows += sum(r.get("trace_source", MAIN_TRACE_SOURCE) != MAIN_TRACE_SOURCE for r in rows)
+            rows_out.write_table(pa.Table.from_pylist(rows, schema=schema))
+            status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
+            progress(
+                f"last_episode_rows: {coverage.trial_dirs} trial folders, {coverage.exported} exported, "
+                f"{stats.cached} unchanged"
+            )
     coverage.excluded = dict(excluded)
     coverage.unscored = excluded.get(Reason.NO_RESULT_JSON.value, 0)
     coverage.scored = coverage.trial_dirs - coverage.unscored
     _write_atomically(staging.coverage, lambda p: p.write_text(json.dumps(coverage.as_dict(), indent=2) + "\n"))
-    return coverage
+    return coverage, stats
 
 
 def _export_batch(
@@ -352,16 +461,26 @@ def _export_batch(
     trials: list[TrialFolder],
     scored: list[dict[str, Any]],
     include_subagents: bool,
+    previous_statuses: dict[str, dict[str, Any]],
+    previous_rows: _PreviousRows,
+    stats: StepStats,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    wanted = {
-        t.trial_dir: needed_files(t.keys, include_subagents) for t, s in zip(trials, scored) if s["status"] == "scored"
-    }
-    blobs = store.fetch(run_id, [f"{d}/{key}" for d, keys in wanted.items() for key in keys])
-    rows: list[dict[str, Any]] = []
-    statuses: list[dict[str, Any]] = []
+    wanted: dict[str, list[str]] = {}
+    sources: dict[str, str] = {}
     for trial, record in zip(trials, scored):
         if record["trial_dir"] != trial.trial_dir:
             raise RuntimeError(f"scored_trials is out of step with the listing at {trial.trial_dir}: re-materialize it")
+        keys = needed_files(trial.keys, include_subagents) if record["status"] == "scored" else []
+        sources[trial.trial_dir] = fingerprint(_objects(trial, [*keys, "result.json"]), include_subagents, run_id)
+        unchanged = previous_statuses.get(trial.trial_dir, {}).get("source_fingerprint") == sources[trial.trial_dir]
+        if record["status"] == "scored" and not unchanged:
+            wanted[trial.trial_dir] = keys
+    blobs = store.fetch(run_id, [f"{d}/{key}" for d, keys in wanted.items() for key in keys])
+
+    rows: list[dict[str, Any]] = []
+    statuses: list[dict[str, Any]] = []
+    for trial, record in zip(trials, scored):
+        earlier_rows = previous_rows.take(trial)
         status = {
             "trial_dir": trial.trial_dir,
             "trial_name": trial.trial_name,
@@ -369,9 +488,17 @@ def _export_batch(
             "objects": len(trial.objects),
             "bytes": trial.total_bytes,
             "rows": 0,
+            "source_fingerprint": sources[trial.trial_dir],
         }
         if record["status"] != "scored":
             status.update(status="excluded", reason=record["status"], detail=record["detail"])
+        elif trial.trial_dir not in wanted:
+            cached = previous_statuses[trial.trial_dir]
+            status.update(status=cached["status"], reason=cached["reason"], detail=cached["detail"], rows=cached["rows"])
+            if len(earlier_rows) != cached["rows"]:
+                raise RuntimeError(f"cached rows of {trial.trial_dir} are incomplete: delete {run_id}'s staging folder")
+            rows.extend(earlier_rows)
+            stats.cached += 1
         else:
             files = {key: blobs[f"{trial.trial_dir}/{key}"] for key in wanted[trial.trial_dir]}
             result = export_trial(summary_from_scored(record), files, run_id, include_subagents)
@@ -380,15 +507,24 @@ def _export_batch(
             else:
                 status.update(status="exported", reason=None)
             status.update(detail=result.detail or None, rows=len(result.rows))
-            rows.extend(result.rows)
+            rows.extend({**row, "trial_dir": trial.trial_dir} for row in result.rows)
+            stats.reread += 1
+        stats.statuses[status["reason"] or "exported"] += 1
         statuses.append(status)
     return rows, statuses
 
 
 def iter_rows(path: Path, batch_rows: int = 1000) -> Iterator[pa.Table]:
+    """Staged rows in publishing order, without the staging-only `trial_dir` column."""
     parquet = pq.ParquetFile(path)
-    for batch in parquet.iter_batches(batch_size=batch_rows):
-        yield pa.Table.from_batches([batch], schema=parquet.schema_arrow)
+    columns = [name for name in parquet.schema_arrow.names if name != STAGING_ONLY_COLUMN]
+    for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+        yield pa.Table.from_batches([batch])
+
+
+def published_schema(path: Path) -> pa.Schema:
+    schema = pq.ParquetFile(path).schema_arrow
+    return schema.remove(schema.get_field_index(STAGING_ONLY_COLUMN))
 
 
 def shard_count(total_rows: int, max_rows_per_shard: int) -> int:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.card import dataset_card
-from trace_assets.pipeline import Coverage, iter_rows, shard_count
+from trace_assets.pipeline import Coverage, iter_rows, published_schema, shard_count
 
 DATA_DIR = "data"
 
@@ -45,8 +45,7 @@ def write_shards(
     transform: Callable[[pa.Table], pa.Table] = lambda table: table,
 ) -> ShardSet:
     """Stream rows (already in publishing order) into shards of at most `max_rows_per_shard` rows."""
-    parquet = pq.ParquetFile(rows_path)
-    total = parquet.metadata.num_rows
+    total = pq.ParquetFile(rows_path).metadata.num_rows
     count = shard_count(total, max_rows_per_shard)
     (out_dir / DATA_DIR).mkdir(parents=True, exist_ok=True)
     files = [shard_name(i, count) for i in range(count)]
@@ -69,7 +68,7 @@ def write_shards(
                 written += piece.num_rows
         for index, writer in enumerate(writers):
             if writer is None:  # an empty run still gets one shard carrying the schema
-                pq.write_table(parquet.schema_arrow.empty_table(), out_dir / files[index])
+                pq.write_table(published_schema(rows_path).empty_table(), out_dir / files[index])
     finally:
         for writer in writers:
             if writer is not None:
@@ -94,8 +93,7 @@ def build_run_folder(
     shutil.copyfile(statuses_path, out_dir / "trials.parquet")
     (out_dir / "coverage.json").write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / "secret_scan.json").write_text(json.dumps(scan_report, indent=2) + "\n")
-    schema = pq.ParquetFile(rows_path).schema_arrow
-    (out_dir / "README.md").write_text(dataset_card(coverage, scan_report, shards, schema))
+    (out_dir / "README.md").write_text(dataset_card(coverage, scan_report, shards, published_schema(rows_path)))
     return shards
 
 

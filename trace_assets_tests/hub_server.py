@@ -99,7 +99,6 @@ class RecordedRequest:
 
 @dataclass
 class _Repo:
-    repo_id: str
     private: bool
     created_at: datetime
     branches: dict[str, str] = field(default_factory=dict)
@@ -327,7 +326,7 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         with self.hub._lock:
             if repo_id in self.hub._repos:
                 raise _HubError(409, "You already created this dataset repo", details={"url": url})
-            repo = _Repo(repo_id, private=payload.get("visibility") == "private", created_at=datetime.now(timezone.utc))
+            repo = _Repo(private=payload.get("visibility") == "private", created_at=datetime.now(timezone.utc))
             gitattributes = "".join(f"{pattern} filter=lfs diff=lfs merge=lfs -text\n" for pattern in LFS_PATTERNS)
             initial_files = {".gitattributes": Blob(gitattributes.encode(), is_lfs=False)}
             initial = repo.add_commit(None, "initial commit", "", initial_files, [".gitattributes"], [])
@@ -336,7 +335,7 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         self._send_json(200, {"url": url, "name": repo_id, "id": repo_id})
 
     def _validate_yaml(self) -> None:
-        self._caller_is_authenticated()
+        self._caller_is_authenticated()  # only to reject a wrong token: validation itself is open to anyone
         content = self._json_body().get("content", "")
         errors = []
         if content.startswith("---"):
@@ -434,9 +433,10 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
                 stored = repo.lfs_objects.get(oid)
                 if stored is None or len(stored) != size:
                     signature = self.hub._upload_signature(repo_id, oid, size)
+                    upload_url = f"{self.hub.url}/lfs-storage/{repo_id}/{oid}?size={size}&signature={signature}"
                     described["authenticated"] = True
                     described["actions"] = {
-                        "upload": {"href": f"{self.hub.url}/lfs-storage/{repo_id}/{oid}?size={size}&signature={signature}"},
+                        "upload": {"href": upload_url},
                         "verify": {"href": f"{self.hub.url}/datasets/{repo_id}.git/info/lfs/objects/verify"},
                     }
                 objects.append(described)
@@ -614,7 +614,8 @@ def _apply_operations(
 def _must_be_lfs(path: str, size: int, sample: bytes) -> bool:
     """The Hub's rule: LFS when .gitattributes says so, when the file is large, or when it is binary."""
     name = path.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatch(name, pattern) for pattern in LFS_PATTERNS) or size > MAX_REGULAR_FILE_SIZE or b"\0" in sample
+    tracked = any(fnmatch.fnmatch(name, pattern) for pattern in LFS_PATTERNS)
+    return tracked or size > MAX_REGULAR_FILE_SIZE or b"\0" in sample
 
 
 def _tree_entries(commit: CommitRecord, folder: str, recursive: bool) -> list[dict[str, Any]]:
@@ -646,7 +647,8 @@ def _file_entry(path: str, blob: Blob) -> dict[str, Any]:
 
 
 def _folder_entry(commit: CommitRecord, path: str) -> dict[str, Any]:
-    return {"type": "directory", "oid": hashlib.sha1(f"{commit.oid}:{path}".encode()).hexdigest(), "size": 0, "path": path}
+    tree_id = hashlib.sha1(f"{commit.oid}:{path}".encode()).hexdigest()
+    return {"type": "directory", "oid": tree_id, "size": 0, "path": path}
 
 
 def _hub_timestamp(moment: datetime) -> str:

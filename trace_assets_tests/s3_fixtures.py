@@ -87,28 +87,33 @@ def s3_endpoint() -> Iterator[str]:
             server.stop()
 
 
-@pytest.fixture
-def s3_bucket(s3_endpoint: str) -> Iterator[str]:
-    """A new, empty bucket of a unique name; emptied and deleted afterwards.
-
-    Deleting matters when a shared moto server outlives the session: it keeps
-    everything in memory.
-    """
-    client = boto3.client(
+@pytest.fixture(scope="session")
+def s3_admin_client(s3_endpoint: str) -> Any:
+    """A boto3 S3 client for setting up and tearing down buckets; made once, as clients are slow to build."""
+    return boto3.client(
         "s3",
         endpoint_url=s3_endpoint,
         aws_access_key_id=FAKE_ACCESS_KEY,
         aws_secret_access_key=FAKE_SECRET_KEY,
         region_name=REGION,
     )
+
+
+@pytest.fixture
+def s3_bucket(s3_admin_client: Any) -> Iterator[str]:
+    """A new, empty bucket of a unique name; emptied and deleted afterwards.
+
+    Deleting matters when a shared moto server outlives the session: it keeps
+    everything in memory.
+    """
     name = f"test-{uuid.uuid4().hex[:20]}"
-    client.create_bucket(Bucket=name)
+    s3_admin_client.create_bucket(Bucket=name)
     yield name
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=name):
+    for page in s3_admin_client.get_paginator("list_objects_v2").paginate(Bucket=name):
         keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
         if keys:
-            client.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
-    client.delete_bucket(Bucket=name)
+            s3_admin_client.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
+    s3_admin_client.delete_bucket(Bucket=name)
 
 
 @pytest.fixture

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # imported at runtime by pytest_plugins, so pytest can rewrit
     from trace_assets_tests.hub_server import HubStandIn
 
 pytest_plugins = ["trace_assets_tests.hub_server"]
+# huggingface_hub's own LFS upload (lfs._upload_single_part) passes `data=<file>` to httpx2.
+pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
 
 REPO_ID = "acme/harbor-traces"
 DATASET_CARD = """---
@@ -70,7 +72,9 @@ def publish(hub: HubStandIn, folder: Path, **options: str | bool) -> PublishedCo
 
 
 def local_files(folder: Path, prefix: str = "") -> dict[str, bytes]:
-    return {prefix + path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+    return {
+        prefix + path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()
+    }
 
 
 def test_first_publish_creates_a_private_repo_with_everything_in_one_commit(
@@ -87,7 +91,8 @@ def test_first_publish_creates_a_private_repo_with_everything_in_one_commit(
     assert published.commit_url.endswith(f"/datasets/{REPO_ID}/commit/{publish_commit.oid}")
     assert set(publish_commit.added) == set(local_files(folder)) == set(published.files_added)
     assert published.files_deleted == ()
-    assert hub_server.files(REPO_ID) == {".gitattributes": initial.files[".gitattributes"].content, **local_files(folder)}
+    gitattributes = initial.files[".gitattributes"].content
+    assert hub_server.files(REPO_ID) == {".gitattributes": gitattributes, **local_files(folder)}
 
     parquet_paths = {path for path in local_files(folder) if path.endswith(".parquet")}
     assert hub_server.lfs_files(REPO_ID) == parquet_paths
@@ -129,6 +134,27 @@ def test_republishing_with_fewer_shards_replaces_them_in_a_single_commit(
     assert "secret_scan.json" not in replacing_commit.added
     remote_shards = {path for path in hub_server.files(REPO_ID) if path.startswith("data/")}
     assert remote_shards == {path for path in local_files(smaller) if path.startswith("data/")}
+
+
+def test_a_commit_landing_between_planning_and_committing_fails_the_publish(
+    hub_server: HubStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Otherwise a shard another writer added after the listing would survive next to the new ones."""
+    publish(hub_server, write_run_folder(tmp_path / "first", "run-1", [2, 2]))
+    list_repo_files = HfApi.list_repo_files
+
+    def list_then_let_another_writer_commit(api: HfApi, *args: object, **kwargs: object) -> list[str]:
+        files = list_repo_files(api, *args, **kwargs)  # type: ignore[arg-type]
+        HfApi(endpoint=hub_server.url, token=hub_server.token).upload_file(
+            path_or_fileobj=b"{}", path_in_repo="data/late.json", repo_id=REPO_ID, repo_type="dataset"
+        )
+        return files
+
+    monkeypatch.setattr(HfApi, "list_repo_files", list_then_let_another_writer_commit)
+
+    with pytest.raises(HubPublishError, match="HTTP 412"):
+        publish(hub_server, write_run_folder(tmp_path / "second", "run-1", [4]))
+    assert hub_server.commits(REPO_ID)[-1].added == ("data/late.json",)
 
 
 def test_publishing_to_a_branch_creates_it_and_leaves_main_alone(hub_server: HubStandIn, tmp_path: Path) -> None:
@@ -222,7 +248,7 @@ def test_published_shards_download_and_load_as_a_dataset(hub_server: HubStandIn,
     ]
 
     assert [Path(path).read_bytes() for path in downloaded] == [
-        (folder / "data" / name).read_bytes() for name in ("train-00000-of-00002.parquet", "train-00001-of-00002.parquet")
+        (folder / "data" / f"train-0000{index}-of-00002.parquet").read_bytes() for index in range(2)
     ]
     loaded = datasets.load_dataset("parquet", data_files=downloaded, split="train", cache_dir=str(tmp_path / "ds"))
     assert loaded.num_rows == 5
@@ -265,7 +291,7 @@ def test_parse_publish_root_rejects_malformed_urls(url: str) -> None:
     ("template", "run_id", "fields", "expected"),
     [
         ("{org}/{run_id}", "rl-sample-run", {"org": "acme"}, "acme/rl-sample-run"),
-        ("{org}/traces-{run_id}", "2025-01-07 12:00:00/gpu#3", {"org": "acme"}, "acme/traces-2025-01-07-12-00-00-gpu-3"),
+        ("{org}/t-{run_id}", "2025-01-07 12:00:00/gpu#3", {"org": "acme"}, "acme/t-2025-01-07-12-00-00-gpu-3"),
         ("{org}/{run_id}", "--run..42--", {"org": "acme"}, "acme/run.42"),
     ],
 )
@@ -290,7 +316,9 @@ def test_render_repo_id_rejects_ids_the_hub_would_refuse(
         render_repo_id(template, run_id, **fields)
 
 
-@pytest.mark.parametrize("repo_id", ["acme", "acme/a/b", "acme/-traces", "acme/traces.", "acme/tra--ces", "a..b/traces"])
+@pytest.mark.parametrize(
+    "repo_id", ["acme", "acme/a/b", "acme/-traces", "acme/traces.", "acme/tra--ces", "a..b/traces", "acme/bad name"]
+)
 def test_validate_repo_id_rejects_invalid_ids(repo_id: str) -> None:
     with pytest.raises(ValueError):
         validate_repo_id(repo_id)
