@@ -171,7 +171,10 @@ class HubStandIn:
         self._repos: dict[str, _Repo] = {}
         self._requests: list[RecordedRequest] = []
         self._server = _StandInHTTPServer(("127.0.0.1", 0), _HubRequestHandler, self)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="hub-stand-in", daemon=True)
+        self._thread = threading.Thread(
+            # A short poll interval keeps shutdown, and so every test's teardown, quick.
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="hub-stand-in", daemon=True
+        )
 
     def __enter__(self) -> HubStandIn:
         self._thread.start()

@@ -60,14 +60,18 @@ def write_run_folder(root: Path, run_id: str, shard_sizes: list[int]) -> Path:
     return folder
 
 
-def publish(hub: HubStandIn, folder: Path, **options: str | bool) -> PublishedCommit:
+def publish(
+    hub: HubStandIn, folder: Path, *, revision: str = "main", path_in_repo: str = "", private: bool = True
+) -> PublishedCommit:
     return publish_run_folder(
         folder,
-        str(options.pop("repo_id", REPO_ID)),
+        REPO_ID,
         token=hub.token,
         endpoint=hub.url,
+        revision=revision,
+        path_in_repo=path_in_repo,
+        private=private,
         commit_message=f"Publish {folder.name}",
-        **options,  # type: ignore[arg-type]
     )
 
 

@@ -1,0 +1,212 @@
+"""Throughput of the secret scanner on a synthetic run, against detect-secrets on a sample of it.
+
+    .venv/bin/python benchmarks/bench_secret_scan.py --mb 300 --detect-secrets-mb 10
+
+The same rows are scanned twice, in child processes: once with POLARS_MAX_THREADS=1 (the one-core
+figure; the variable only takes effect before polars is imported) and once with polars' default
+thread pool. Rows look like Harbor last-episode rows: a conversation of terminal output, code,
+tracebacks and JSON replies, an instruction and a verifier log, with a sprinkle of planted secrets.
+detect-secrets, when importable, scans a slice of the same texts written to files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def _rand(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _planted_secret(rng: random.Random) -> str:
+    """A credential-shaped line, random bodies only."""
+    return rng.choice(
+        [
+            lambda: f"GITHUB_TOKEN=ghp_{_rand(rng, ALNUM, 36)}",
+            lambda: f"aws_access_key_id = AKIA{_rand(rng, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567', 16)}",
+            lambda: f"aws_secret_access_key = {_rand(rng, ALNUM + '/+', 40)}",
+            lambda: f"OPENAI_API_KEY=sk-proj-{_rand(rng, ALNUM, 48)}",
+            lambda: f"HF_TOKEN=hf_{_rand(rng, string.ascii_letters, 34)}",
+            lambda: "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+            + base64.urlsafe_b64encode(json.dumps({"sub": _rand(rng, ALNUM, 8)}).encode()).rstrip(b"=").decode()
+            + "."
+            + _rand(rng, ALNUM, 43),
+            lambda: "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7...\n...\n-----END PRIVATE KEY-----",
+        ]
+    )()
+
+
+def _message(rng: random.Random) -> str:
+    """One conversation message: listings, pytest output, code, tracebacks, blobs or an agent's JSON reply."""
+    n = rng.randint(5, 120)
+    kind = rng.randrange(6)
+    if kind == 0:
+        lines = [f"-rw-r--r-- 1 root root {rng.randint(10, 99999)} src/task-{rng.randint(0, 999)}/disk-usage.py" for _ in range(n)]
+    elif kind == 1:
+        lines = ["=" * 30 + " test session starts " + "=" * 30, "platform linux -- Python 3.11.9, pytest-8.3.2"]
+        lines += [f"tests/test_{rng.randint(0, 99)}.py::test_case_{i} {'PASSED' if rng.random() < 0.8 else 'FAILED'} [{i * 100 // n:3d}%]" for i in range(n)]
+        lines += ["-" * 30 + " Captured stdout call " + "-" * 30, "=" * 20 + f" {rng.randint(0, 9)} failed, {n} passed in 1.2s " + "=" * 20]
+    elif kind == 2:
+        lines = [
+            f"    {'def' if i % 7 == 0 else 'return'} handle_{rng.randint(0, 999)}(self, value: int) -> dict[str, int]:  # résumé ✓ 数据"
+            for i in range(n)
+        ]
+    elif kind == 3:
+        lines = ["Traceback (most recent call last):"] + [
+            f'  File "/usr/lib/python3.11/site-packages/pkg_{rng.randint(0, 99)}/core.py", line {rng.randint(1, 900)}, in run\n'
+            f"    result = self.ask-{rng.randint(0, 99)}(sha={rng.getrandbits(160):040x}, uuid={rng.getrandbits(128):032x})"
+            for _ in range(n // 2)
+        ]
+    elif kind == 4:
+        blob = base64.b64encode(json.dumps({"data": [rng.random() for _ in range(n * 8)]}).encode()).decode()
+        lines = ["$ kubectl get configmap app -o yaml", "data:", *(f"  payload: {blob[i:i + 76]}" for i in range(0, len(blob), 76))]
+    else:
+        analysis = " ".join(rng.choice(["Looking", "at", "the", "failing", "test,", "then", "fix", "it."]) for _ in range(n * 4))
+        lines = [json.dumps({"analysis": analysis, "plan": "run pytest", "commands": [{"keystrokes": "pytest -q\n"}]}, indent=2)]
+    if rng.random() < 0.02:
+        lines.insert(rng.randrange(len(lines) + 1), _planted_secret(rng))
+    return "\n".join(["root@sandbox:/app# ", *lines, "root@sandbox:/app# "])
+
+
+def synthetic_rows(megabytes: float, seed: int = 0) -> list[dict]:
+    """Harbor-like rows totalling about `megabytes` of text; messages come from a pool, as episode histories repeat."""
+    rng = random.Random(seed)
+    pool = [_message(rng) for _ in range(4000)]
+    rows, size = [], 0
+    while size < megabytes * 1e6:
+        contents = [rng.choice(pool) for _ in range(rng.randint(4, 40))]
+        instruction = "Write pytest tests for the module in /app/src. Make every test pass.\n" + rng.choice(pool)
+        verifier = rng.choice(pool)
+        rows.append(
+            {
+                "conversations": [{"role": ("user", "assistant")[i % 2], "content": c} for i, c in enumerate(contents)],
+                "trial_name": f"task-{len(rows) % 500}__{_rand(rng, ALNUM, 7)}",
+                "task": f"task-{len(rows) % 500}",
+                "trace_source": "main",
+                "instruction": instruction,
+                "verifier_output": verifier,
+                "agent": "terminus-2",
+                "model": "Qwen3-Coder-30B-A3B",
+                "episode": f"episode-{rng.randint(0, 30)}",
+            }
+        )
+        size += sum(len(c.encode()) for c in contents) + len(instruction.encode()) + len(verifier.encode())
+    return rows
+
+
+def measure_scanner(megabytes: float, batch_rows: int) -> dict:
+    """Run in a child process, after POLARS_MAX_THREADS is set: scan and redact the synthetic rows."""
+    import polars as pl
+
+    from trace_assets.secret_scan import SecretScanner, redact
+
+    rows = synthetic_rows(megabytes)
+    batches = [pl.DataFrame(rows[i : i + batch_rows]) for i in range(0, len(rows), batch_rows)]
+    del rows
+    scanner = SecretScanner("bench")
+    started = time.perf_counter()
+    for batch in batches:
+        scanner.scan(batch)
+    report = scanner.report()
+    scan_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    redacted = sum(sum(redact(batch)[1].values()) for batch in batches)
+    redact_seconds = time.perf_counter() - started
+    return {
+        "threads": pl.thread_pool_size(),
+        "rows": report["rows_scanned"],
+        "megabytes": report["bytes_scanned"] / 1e6,
+        "scan_seconds": scan_seconds,
+        "redact_seconds": redact_seconds,
+        "verdict": report["verdict"],
+        "matches": {kind: v["matches"] for kind, v in report["kinds"].items() if v["matches"]},
+        "redacted": redacted,
+    }
+
+
+def measure_detect_secrets(megabytes: float) -> dict | None:
+    """detect-secrets' default plugins over the first texts of the same rows, one file per row."""
+    try:
+        from detect_secrets import SecretsCollection
+        from detect_secrets.settings import default_settings
+    except ImportError:
+        return None
+    texts, size = [], 0
+    for row in synthetic_rows(megabytes):
+        text = "\n".join([*(m["content"] for m in row["conversations"]), row["instruction"], row["verifier_output"]])
+        texts.append(text)
+        size += len(text.encode())
+        if size >= megabytes * 1e6:
+            break
+    with tempfile.TemporaryDirectory() as folder:
+        paths = []
+        for i, text in enumerate(texts):
+            path = Path(folder) / f"row_{i}.txt"
+            path.write_text(text)
+            paths.append(str(path))
+        collection = SecretsCollection()
+        with default_settings():
+            started = time.perf_counter()
+            for path in paths:
+                collection.scan_file(path)
+            seconds = time.perf_counter() - started
+    return {"megabytes": size / 1e6, "seconds": seconds, "findings": sum(len(s) for _, s in collection.data.items())}
+
+
+def _child(threads: int | None, args: argparse.Namespace) -> dict:
+    env = dict(os.environ)
+    env.pop("POLARS_MAX_THREADS", None)
+    if threads:
+        env["POLARS_MAX_THREADS"] = str(threads)
+    command = [sys.executable, __file__, "--child", "--mb", str(args.mb), "--batch-rows", str(args.batch_rows)]
+    return json.loads(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=300, help="megabytes of row text to generate and scan")
+    parser.add_argument("--batch-rows", type=int, default=2000, help="rows per scanned batch (the pipeline uses 2000)")
+    parser.add_argument("--detect-secrets-mb", type=float, default=10, help="megabytes for the detect-secrets comparison")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure_scanner(args.mb, args.batch_rows)))
+        return
+
+    results = [_child(1, args), _child(None, args)]
+    for result in results:
+        print(
+            f"secret_scan, {result['threads']} thread(s): {result['megabytes']:.0f} MB in {result['rows']:,} rows, "
+            f"scan {result['scan_seconds']:.2f}s = {result['megabytes'] / result['scan_seconds']:.0f} MB/s, "
+            f"redact {result['redact_seconds']:.2f}s = {result['megabytes'] / result['redact_seconds']:.0f} MB/s"
+        )
+    print(f"  verdict {results[0]['verdict']}, matches {results[0]['matches']}, redacted {results[0]['redacted']}")
+    baseline = measure_detect_secrets(args.detect_secrets_mb)
+    if baseline is None:
+        print("detect-secrets is not installed; no comparison (pip install detect-secrets)")
+        return
+    baseline_rate = baseline["megabytes"] / baseline["seconds"]
+    one_core_rate = results[0]["megabytes"] / results[0]["scan_seconds"]
+    print(
+        f"detect-secrets, 1 thread: {baseline['megabytes']:.1f} MB in {baseline['seconds']:.2f}s = {baseline_rate:.2f} MB/s "
+        f"({baseline['findings']} findings)"
+    )
+    print(f"one-core ratio: secret_scan is {one_core_rate / baseline_rate:.0f}x detect-secrets")
+
+
+if __name__ == "__main__":
+    main()
