@@ -33,57 +33,62 @@ def _rand(rng: random.Random, alphabet: str, n: int) -> str:
 
 
 def _planted_secret(rng: random.Random) -> str:
-    """A credential-shaped line, random bodies only."""
-    return rng.choice(
-        [
-            lambda: f"GITHUB_TOKEN=ghp_{_rand(rng, ALNUM, 36)}",
-            lambda: f"aws_access_key_id = AKIA{_rand(rng, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567', 16)}",
-            lambda: f"aws_secret_access_key = {_rand(rng, ALNUM + '/+', 40)}",
-            lambda: f"OPENAI_API_KEY=sk-proj-{_rand(rng, ALNUM, 48)}",
-            lambda: f"HF_TOKEN=hf_{_rand(rng, string.ascii_letters, 34)}",
-            lambda: "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
-            + base64.urlsafe_b64encode(json.dumps({"sub": _rand(rng, ALNUM, 8)}).encode()).rstrip(b"=").decode()
-            + "."
-            + _rand(rng, ALNUM, 43),
-            lambda: "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7...\n...\n-----END PRIVATE KEY-----",
-        ]
-    )()
+    """A credential-shaped line with a random body, or the sample run's PEM placeholder."""
+    kind = rng.randrange(7)
+    if kind == 0:
+        return f"GITHUB_TOKEN=ghp_{_rand(rng, ALNUM, 36)}"
+    if kind == 1:
+        return f"aws_access_key_id = AKIA{_rand(rng, string.ascii_uppercase + '234567', 16)}"
+    if kind == 2:
+        return f"aws_secret_access_key = {_rand(rng, ALNUM + '/+', 40)}"
+    if kind == 3:
+        return f"OPENAI_API_KEY=sk-proj-{_rand(rng, ALNUM, 48)}"
+    if kind == 4:
+        return f"HF_TOKEN=hf_{_rand(rng, string.ascii_letters, 34)}"
+    if kind == 5:
+        claims = base64.urlsafe_b64encode(json.dumps({"sub": _rand(rng, ALNUM, 8)}).encode()).rstrip(b"=").decode()
+        return f"Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{claims}.{_rand(rng, ALNUM, 43)}"
+    return "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC...\n...\n-----END PRIVATE KEY-----"
 
 
-def _message(rng: random.Random) -> str:
-    """One conversation message: listings, pytest output, code, tracebacks, blobs or an agent's JSON reply."""
+def _message_lines(rng: random.Random) -> list[str]:
+    """Listings, pytest output, code, tracebacks, base64 blobs or an agent's JSON reply."""
     n = rng.randint(5, 120)
     kind = rng.randrange(6)
     if kind == 0:
-        lines = [f"-rw-r--r-- 1 root root {rng.randint(10, 99999)} src/task-{rng.randint(0, 999)}/disk-usage.py" for _ in range(n)]
-    elif kind == 1:
-        lines = ["=" * 30 + " test session starts " + "=" * 30, "platform linux -- Python 3.11.9, pytest-8.3.2"]
-        lines += [f"tests/test_{rng.randint(0, 99)}.py::test_case_{i} {'PASSED' if rng.random() < 0.8 else 'FAILED'} [{i * 100 // n:3d}%]" for i in range(n)]
-        lines += ["-" * 30 + " Captured stdout call " + "-" * 30, "=" * 20 + f" {rng.randint(0, 9)} failed, {n} passed in 1.2s " + "=" * 20]
-    elif kind == 2:
-        lines = [
-            f"    {'def' if i % 7 == 0 else 'return'} handle_{rng.randint(0, 999)}(self, value: int) -> dict[str, int]:  # résumé ✓ 数据"
-            for i in range(n)
-        ]
-    elif kind == 3:
-        lines = ["Traceback (most recent call last):"] + [
-            f'  File "/usr/lib/python3.11/site-packages/pkg_{rng.randint(0, 99)}/core.py", line {rng.randint(1, 900)}, in run\n'
-            f"    result = self.ask-{rng.randint(0, 99)}(sha={rng.getrandbits(160):040x}, uuid={rng.getrandbits(128):032x})"
+        return [f"-rw-r--r-- 1 root {rng.randint(10, 99999)} src/task-{rng.randint(0, 999)}/disk-usage.py" for _ in range(n)]
+    if kind == 1:
+        rule, dashes = "=" * 30, "-" * 30
+        tests = [f"tests/test_{rng.randint(0, 99)}.py::test_{i} {rng.choice(['PASSED', 'FAILED'])}" for i in range(n)]
+        return [f"{rule} test session starts {rule}", *tests, f"{dashes} Captured stdout {dashes}", f"{rule} {n} passed {rule}"]
+    if kind == 2:
+        signature = "(self, value: int) -> dict[str, int]:  # résumé ✓ 数据"
+        return [f"    def handle_{rng.randint(0, 999)}{signature}" for _ in range(n)]
+    if kind == 3:
+        frames = [
+            f'  File "/usr/lib/python3.11/site-packages/pkg_{rng.randint(0, 99)}/core.py", line {rng.randint(1, 900)}\n'
+            f"    out = self.ask-{rng.randint(0, 99)}(sha={rng.getrandbits(160):040x}, id={rng.getrandbits(128):032x})"
             for _ in range(n // 2)
         ]
-    elif kind == 4:
+        return ["Traceback (most recent call last):", *frames]
+    if kind == 4:
         blob = base64.b64encode(json.dumps({"data": [rng.random() for _ in range(n * 8)]}).encode()).decode()
-        lines = ["$ kubectl get configmap app -o yaml", "data:", *(f"  payload: {blob[i:i + 76]}" for i in range(0, len(blob), 76))]
-    else:
-        analysis = " ".join(rng.choice(["Looking", "at", "the", "failing", "test,", "then", "fix", "it."]) for _ in range(n * 4))
-        lines = [json.dumps({"analysis": analysis, "plan": "run pytest", "commands": [{"keystrokes": "pytest -q\n"}]}, indent=2)]
+        return ["$ kubectl get configmap app -o yaml", *(f"  payload: {blob[i:i + 76]}" for i in range(0, len(blob), 76))]
+    words = ["Looking", "at", "the", "failing", "test,", "then", "fix", "it."]
+    analysis = " ".join(rng.choice(words) for _ in range(n * 4))
+    return [json.dumps({"analysis": analysis, "commands": [{"keystrokes": "pytest -q\n"}]}, indent=2)]
+
+
+def _message(rng: random.Random) -> str:
+    """One message between terminal prompts; about one in fifty holds a planted secret."""
+    lines = _message_lines(rng)
     if rng.random() < 0.02:
         lines.insert(rng.randrange(len(lines) + 1), _planted_secret(rng))
     return "\n".join(["root@sandbox:/app# ", *lines, "root@sandbox:/app# "])
 
 
 def synthetic_rows(megabytes: float, seed: int = 0) -> list[dict]:
-    """Harbor-like rows totalling about `megabytes` of text; messages come from a pool, as episode histories repeat."""
+    """Harbor-like rows totalling about `megabytes` of text, drawing messages from a pool as histories repeat."""
     rng = random.Random(seed)
     pool = [_message(rng) for _ in range(4000)]
     rows, size = [], 0
@@ -180,7 +185,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=300, help="megabytes of row text to generate and scan")
     parser.add_argument("--batch-rows", type=int, default=2000, help="rows per scanned batch (the pipeline uses 2000)")
-    parser.add_argument("--detect-secrets-mb", type=float, default=10, help="megabytes for the detect-secrets comparison")
+    parser.add_argument("--detect-secrets-mb", type=float, default=10, help="megabytes for detect-secrets")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -4,7 +4,6 @@ Each asset is a thin layer over `trace_assets.pipeline`; the data lives as Parqu
 staging folder, and what a person needs to judge a run goes into materialization metadata.
 """
 
-from __future__ import annotations
 
 import json
 import shutil
@@ -20,13 +19,14 @@ from trace_assets.pipeline import (
     score_trials,
 )
 from trace_assets.publish import build_run_folder, replace_folder
-from trace_assets.resources import ObjectStorage, TraceAssetsConfig
+from trace_assets.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.scanning import scan_run, secret_redactor
 
 trace_runs = dg.DynamicPartitionsDefinition(name="trace_runs")
 
 GROUP = "trace_export"
 STORE_READ_TAGS = {"trace_assets/store": "read"}
+HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
 
 
 def _reporter(context: dg.AssetExecutionContext):
@@ -119,7 +119,9 @@ def last_episode_rows(
 
 
 @dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"json"}, deps=[last_episode_rows])
-def secret_scan_report(context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig) -> dg.MaterializeResult:
+def secret_scan_report(
+    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage, hub: HuggingFaceHub
+) -> dg.MaterializeResult:
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
     run_id = context.partition_key
     staging = trace_config.staging(run_id)
@@ -132,7 +134,7 @@ def secret_scan_report(context: dg.AssetExecutionContext, trace_config: TraceAss
     staging.scan_report.write_text(json.dumps(report, indent=2) + "\n")
     context.log.info(f"secret scan verdict: {report['verdict']}")
     if report["verdict"] == "live" and trace_config.on_secret == "block":
-        _publish_report_only(trace_config, run_id, staging.scan_report)
+        _publish_report_only(trace_config, object_storage, hub, run_id, staging.scan_report)
     return dg.MaterializeResult(metadata=scan_metadata(report, staging.scan_report))
 
 
@@ -180,16 +182,28 @@ def scan_metadata(report: dict, path: Path) -> dict[str, dg.MetadataValue]:
     }
 
 
-def _publish_report_only(trace_config: TraceAssetsConfig, run_id: str, report_path: Path) -> None:
-    """A blocked run's published folder holds the scan report and nothing else."""
+def _publish_report_only(trace_config: TraceAssetsConfig, object_storage: ObjectStorage, hub: HuggingFaceHub, run_id: str, report_path: Path) -> None:
+    """A blocked run's published folder holds the scan report and nothing else.
+
+    On the Hub nothing is committed at all: the report stays in the staging folder.
+    """
+    if hub.target(trace_config.publish_root, run_id) is not None:
+        return
     with tempfile.TemporaryDirectory() as folder:
         shutil.copyfile(report_path, Path(folder) / "secret_scan.json")
-        replace_folder(Path(folder), trace_config.publish_url(run_id))
+        target = trace_config.publish_url(run_id)
+        replace_folder(Path(folder), target, object_storage.storage_options(target))
 
 
-@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet", "huggingface"}, deps=[secret_scan_report])
+@dg.asset(
+    partitions_def=trace_runs,
+    group_name=GROUP,
+    kinds={"parquet", "huggingface"},
+    deps=[secret_scan_report],
+    pool=HUB_COMMIT_POOL,
+)
 def published_shards(
-    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage, hub: HuggingFaceHub
 ) -> dg.MaterializeResult:
     """The run as a Hugging Face dataset folder: shards, card, coverage.json, trials.parquet."""
     run_id = context.partition_key
@@ -201,8 +215,12 @@ def published_shards(
     shards = build_run_folder(
         local_dir, staging.rows, staging.statuses, coverage, report, trace_config.max_rows_per_shard, transform
     )
-    target = trace_config.publish_url(run_id)
-    replace_folder(local_dir, target, object_storage.storage_options(target))
+    hub_target = hub.target(trace_config.publish_root, run_id)
+    if hub_target is None:
+        target = trace_config.publish_url(run_id)
+        replace_folder(local_dir, target, object_storage.storage_options(target))
+    else:
+        target = hub.publish(local_dir, hub_target, run_id).commit_url
     shutil.rmtree(local_dir)
     context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {target}")
     return dg.MaterializeResult(

@@ -67,6 +67,23 @@ def _failure_reason(result) -> str:
     return "run failed"
 
 
+def _coverage_sentence(coverage: dict[str, Any]) -> str:
+    excluded = ", ".join(f"{count} {reason}" for reason, count in sorted(coverage["excluded"].items(), key=lambda i: -i[1]))
+    return (
+        f"{coverage['trial_dirs']} trial folders, {coverage['scored']} scored, {coverage['exported']} exported "
+        f"({coverage['export_ratio']:.2%} of scored)" + (f"; excluded: {excluded}" if excluded else "")
+    )
+
+
+def _published_to(result, trace_config: TraceAssetsConfig, run_id: str) -> str:
+    """Where published_shards put the run: its folder, or the Hub commit."""
+    for event in result.get_asset_materialization_events():
+        materialization = event.asset_materialization
+        if materialization.asset_key.to_user_string() == "published_shards":
+            return str(materialization.metadata["published_to"].value)
+    return trace_config.publish_url(run_id)
+
+
 def materialize_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
     from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 
@@ -90,8 +107,8 @@ def materialize_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int
         if coverage_path.exists():
             line.update(json.loads(coverage_path.read_text()))
         if result.success:
-            line.update(status="published", published_to=trace_config.publish_url(run_id))
-            print(f"[trace-assets] {run_id}: published to {line['published_to']}", file=sys.stderr)
+            line.update(status="published", published_to=_published_to(result, trace_config, run_id))
+            print(f"[trace-assets] {run_id}: {_coverage_sentence(line)}; published to {line['published_to']}", file=sys.stderr)
         else:
             failures += 1
             reason = _failure_reason(result)

@@ -1,37 +1,32 @@
-"""The code location `dagster dev` and the CLI load: assets, checks, the job, resources."""
-
-from __future__ import annotations
+"""The code location `dagster dev` and the CLI load: assets, checks, job, sensor, resources."""
 
 import dagster as dg
 
-from trace_assets.assets import (
-    last_episode_rows,
-    published_shards,
-    raw_trial_listing,
-    scored_trials,
-    secret_scan_report,
-    trace_runs,
-)
+from trace_assets.assets import trace_runs
 from trace_assets.checks import coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets
-from trace_assets.resources import ObjectStorage, TraceAssetsConfig, config_from_env
+from trace_assets.jobs import ASSETS, export_trace_run
+from trace_assets.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
+from trace_assets.sensors import new_trace_runs_sensor
 
-ASSETS = [raw_trial_listing, scored_trials, last_episode_rows, secret_scan_report, published_shards]
 CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets]
-
-export_trace_run = dg.define_asset_job(
-    "export_trace_run",
-    selection=dg.AssetSelection.assets(*ASSETS),
-    partitions_def=trace_runs,
-    description="List, score, export, scan and publish one RL run",
-)
+__all__ = ["build_definitions", "defs", "export_trace_run", "trace_runs"]
 
 
-def build_definitions(trace_config: TraceAssetsConfig, object_storage: ObjectStorage | None = None) -> dg.Definitions:
+def build_definitions(
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage | None = None,
+    hub: HuggingFaceHub | None = None,
+) -> dg.Definitions:
     return dg.Definitions(
         assets=ASSETS,
         asset_checks=CHECKS,
         jobs=[export_trace_run],
-        resources={"trace_config": trace_config, "object_storage": object_storage or ObjectStorage()},
+        sensors=[new_trace_runs_sensor],
+        resources={
+            "trace_config": trace_config,
+            "object_storage": object_storage or ObjectStorage(),
+            "hub": hub or hub_from_env(),
+        },
     )
 
 

@@ -11,6 +11,15 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
+from trace_assets.hub_publish import (
+    PUBLISH_ROOT_PREFIX,
+    PublishedCommit,
+    PublishRoot,
+    parse_publish_root,
+    publish_run_folder,
+    render_repo_id,
+    sanitize_repo_name_part,
+)
 from trace_assets.pipeline import RunStaging
 from trace_assets.storage import TraceStore
 
@@ -109,3 +118,50 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
     if values["on_secret"] not in ON_SECRET_MODES:
         raise ValueError(f"on_secret must be one of {', '.join(ON_SECRET_MODES)}, not {values['on_secret']!r}")
     return TraceAssetsConfig(**values)
+
+
+class HuggingFaceHub(dg.ConfigurableResource):
+    """Publishing to the Hub: for a publish root `hf://datasets/<org>/<name>`, or a repo per run.
+
+    The token comes from HF_TOKEN through Dagster's EnvVar and goes to huggingface_hub only.
+    """
+
+    token: str | None = Field(default=None, description="Hub token (set from the HF_TOKEN environment variable)")
+    endpoint: str | None = Field(default=None, description="Hub URL; HF_ENDPOINT, else huggingface.co")
+    repo_id_template: str = Field(default="", description="One repo per run, e.g. '{org}/traces-{run_id}'")
+    org: str = Field(default="", description="Fills {org} in repo_id_template")
+    private: bool = Field(default=True, description="Create repos private")
+    revision: str = Field(default="main", description="Branch to commit to")
+
+    def target(self, publish_root: str, run_id: str) -> PublishRoot | None:
+        """Where on the Hub a run goes, or None when it is published to a filesystem."""
+        if self.repo_id_template:
+            return PublishRoot(render_repo_id(self.repo_id_template, run_id, org=self.org), self.revision, "")
+        if publish_root.startswith(PUBLISH_ROOT_PREFIX):
+            root = parse_publish_root(publish_root)
+            path = "/".join(p for p in (root.path_in_repo, sanitize_repo_name_part(run_id)) if p)
+            return PublishRoot(root.repo_id, root.revision, path)
+        return None
+
+    def publish(self, local_dir: Path, target: PublishRoot, run_id: str) -> PublishedCommit:
+        return publish_run_folder(
+            local_dir,
+            target.repo_id,
+            token=self.token,
+            revision=target.revision,
+            private=self.private,
+            path_in_repo=target.path_in_repo,
+            commit_message=f"Publish traces of run {run_id}",
+            endpoint=self.endpoint,
+        )
+
+
+def hub_from_env(env: Mapping[str, str] = os.environ) -> HuggingFaceHub:
+    return HuggingFaceHub(
+        token=dg.EnvVar("HF_TOKEN") if env.get("HF_TOKEN") else None,
+        endpoint=env.get("HF_ENDPOINT") or None,
+        repo_id_template=env.get("TRACE_ASSETS_HUB_REPO_ID", ""),
+        org=env.get("TRACE_ASSETS_HUB_ORG", ""),
+        private=not _flag(env.get("TRACE_ASSETS_HUB_PUBLIC")),
+        revision=env.get("TRACE_ASSETS_HUB_REVISION") or "main",
+    )

@@ -74,7 +74,7 @@ class SecretPattern:
 # PEM: real newlines or JSON-escaped ones (a key printed inside a JSON string), base64 lines,
 # `Proc-Type:`-style headers, and the placeholder lines samples use (`...`, `<your key>`).
 _PEM_LABEL = r"(?:[A-Z0-9]+ )*"
-_PEM_NEWLINE = r"(?:\r?\n|\\r?\\n)"
+_PEM_NEWLINE = r"(?:\r?\n|(?:\\r)?\\n)"
 _PEM_WORD = r"[A-Za-z0-9+/=._*<>\[\]()…]+"
 _PEM_LINE = rf"[ \t]*(?:{_PEM_WORD}(?: {_PEM_WORD})*|[A-Za-z-]+: [^\r\n\\]*)?[ \t]*"
 # One line per row of base64; a last line cut off by the end of the text (truncated output) still
