@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from typing import Any
 
@@ -46,6 +47,8 @@ def _instance():
     if not os.environ.get("DAGSTER_HOME"):
         home = PROJECT_DIR / ".dagster_home"
         home.mkdir(exist_ok=True)
+        if not (home / "dagster.yaml").exists():
+            shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
         os.environ["DAGSTER_HOME"] = str(home)
     return DagsterInstance.get()
 
@@ -77,10 +80,8 @@ def _coverage_sentence(coverage: dict[str, Any]) -> str:
 
 def _published_to(result, trace_config: TraceAssetsConfig, run_id: str) -> str:
     """Where published_shards put the run: its folder, or the Hub commit."""
-    for event in result.get_asset_materialization_events():
-        materialization = event.asset_materialization
-        if materialization.asset_key.to_user_string() == "published_shards":
-            return str(materialization.metadata["published_to"].value)
+    for materialization in result.asset_materializations_for_node("published_shards"):
+        return str(materialization.metadata["published_to"].value)
     return trace_config.publish_url(run_id)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from trace_assets_tests.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
 CLI = str(Path(sys.executable).with_name("trace-assets"))
 
@@ -19,6 +19,7 @@ CLI = str(Path(sys.executable).with_name("trace-assets"))
 def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     home = tmp_path / "dagster_home"
     home.mkdir(exist_ok=True)
+    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
     environment.update(DAGSTER_HOME=str(home), TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"), **env)
     return subprocess.run([CLI, *args], capture_output=True, text=True, env=environment, timeout=600)

@@ -1,0 +1,205 @@
+"""Real services for the integration tests: a PostgreSQL server, the Dagster webserver and daemon.
+
+Everything listens on 127.0.0.1 on a free port, lives in a temporary folder, and is stopped
+(process group and all) when the test is done, whether it passed or not.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg2
+import pytest
+import requests
+
+from trace_assets_tests.helpers import PROJECT_DIR
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+CHROMIUM = Path("/usr/bin/chromium")
+WORKSPACE = PROJECT_DIR / "workspace.yaml"
+VENV_BIN = Path(sys.executable).parent
+POSTGRES_OS_USER = "postgres"
+
+
+def require_binary(path: Path, package: str) -> Path:
+    """Fail (not skip) without the binary: CI installs it, so its absence is a broken setup."""
+    if not os.access(path, os.X_OK):
+        pytest.fail(
+            f"{path} is missing: install the Debian package `{package}` with .ci/install-services.sh "
+            "(CI runs it before the tests)",
+            pytrace=False,
+        )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    host: str
+    port: int
+    username: str
+    password: str
+    db_name: str
+
+    def connect(self):
+        return psycopg2.connect(
+            host=self.host, port=self.port, user=self.username, password=self.password, dbname=self.db_name
+        )
+
+    def dagster_storage_config(self) -> dict:
+        """The `storage:` section of a dagster.yaml: runs, event logs and schedules in this database."""
+        return {
+            "postgres": {
+                "postgres_db": {
+                    "hostname": self.host,
+                    "port": self.port,
+                    "username": self.username,
+                    "password": self.password,
+                    "db_name": self.db_name,
+                }
+            }
+        }
+
+
+def _as_postgres_user(command: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root; as root, run it as the package's `postgres` user."""
+    return ["runuser", "-u", POSTGRES_OS_USER, "--", *command] if os.geteuid() == 0 else command
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL 15 cluster on 127.0.0.1, with password auth and a `dagster` database."""
+    initdb = require_binary(PG_BIN / "initdb", "postgresql")
+    pg_ctl = require_binary(PG_BIN / "pg_ctl", "postgresql")
+    server = PostgresServer("127.0.0.1", free_port(), "trace_assets", "pg-test-password", "dagster")
+    root = Path(tempfile.mkdtemp(prefix="trace-assets-postgres-"))
+    data, log, password_file = root / "data", root / "postgres.log", root / "password"
+    password_file.write_text(server.password)
+    if os.geteuid() == 0:
+        owner = pwd.getpwnam(POSTGRES_OS_USER)
+        for path in (root, password_file):
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+
+    def as_postgres(*command: str) -> None:
+        result = subprocess.run(_as_postgres_user(list(command)), capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            server_log = log.read_text() if log.exists() else ""
+            pytest.fail(f"{' '.join(command)} failed:\n{result.stdout}{result.stderr}{server_log}", pytrace=False)
+
+    try:
+        as_postgres(
+            str(initdb), "-D", str(data), "-U", server.username, f"--pwfile={password_file}",
+            "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync",
+        )  # fmt: skip
+        options = f"-h {server.host} -p {server.port} -k {root} -c fsync=off -c synchronous_commit=off"
+        as_postgres(str(pg_ctl), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start")
+        admin = psycopg2.connect(
+            host=server.host, port=server.port, user=server.username, password=server.password, dbname="postgres"
+        )
+        admin.autocommit = True
+        admin.cursor().execute(f"CREATE DATABASE {server.db_name}")
+        admin.close()
+        yield server
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run(_as_postgres_user([str(pg_ctl), "-D", str(data), "-m", "fast", "-w", "stop"]), check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def service_env(dagster_home: Path, **trace_assets_env: str) -> dict[str, str]:
+    """This process's environment minus any TRACE_ASSETS_* or Hub settings a developer has exported."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACE_ASSETS_", "HF_", "DAGSTER_"))}
+    return {**env, "DAGSTER_HOME": str(dagster_home), **trace_assets_env}
+
+
+def _spawn(command: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen:
+    with log.open("wb") as out:
+        # A session of its own, so the code servers and run workers it spawns stop with it.
+        return subprocess.Popen(
+            command, cwd=PROJECT_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop_process_group(process: subprocess.Popen, grace_seconds: float = 20) -> None:
+    """SIGTERM the whole group, then SIGKILL whatever is left of it after the grace period."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline:
+        process.poll()
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=10)
+
+
+@dataclass(frozen=True)
+class DagsterServices:
+    port: int
+    home: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def _wait_for_server_info(url: str, processes: list[subprocess.Popen], logs: list[Path], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        exited = [p for p in processes if p.poll() is not None]
+        if exited:
+            tails = "\n".join(f"--- {log.name}\n{log.read_text()[-4000:]}" for log in logs)
+            pytest.fail(f"{exited[0].args[0]} exited with {exited[0].returncode} while starting:\n{tails}")
+        try:
+            if requests.get(f"{url}/server_info", timeout=2).ok:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"{url}/server_info did not answer within {timeout:.0f}s")
+
+
+@contextmanager
+def running_dagster(dagster_home: Path, env: Mapping[str, str], timeout: float = 120) -> Iterator[DagsterServices]:
+    """`dagster-webserver` and `dagster-daemon run` on the project's workspace, sharing dagster_home."""
+    services = DagsterServices(free_port(), dagster_home)
+    workspace = ["-w", str(WORKSPACE)]
+    commands = {
+        "webserver.log": [str(VENV_BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(services.port), *workspace],
+        "daemon.log": [str(VENV_BIN / "dagster-daemon"), "run", *workspace],
+    }
+    processes: list[subprocess.Popen] = []
+    logs = [dagster_home / name for name in commands]
+    try:
+        for log, command in zip(logs, commands.values(), strict=True):
+            processes.append(_spawn(command, env, log))
+        _wait_for_server_info(services.url, processes, logs, timeout)
+        yield services
+    finally:
+        for process in processes:
+            stop_process_group(process)
