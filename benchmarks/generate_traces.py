@@ -277,7 +277,13 @@ def _agent_step_count(kind: str, rng: random.Random) -> int:
     return max(steps, 4) if kind in ("continued", "summarized") else steps
 
 
+def _trial_name(task: str, rng: random.Random) -> str:
+    """Harbor's `<task>__<7 random letters and digits>`."""
+    return f"{task}__{''.join(rng.choices(string.ascii_letters + string.digits, k=7))}"
+
+
 def plan_trials(run_id: str, trials: int, seed: int, nested_steps: int) -> list[TrialPlan]:
+    """Kinds, tasks, names, rewards and secrets of every trial, from the run's seed alone."""
     rng = random.Random(f"{seed}:{run_id}:plan")
     kinds = _kind_sequence(trials, rng)
     tasks = [f"{rng.choice(TASK_FAMILIES)}-{rng.randint(1, 3000)}" for _ in range(max(1, trials // TRIALS_PER_TASK))]
@@ -289,9 +295,9 @@ def plan_trials(run_id: str, trials: int, seed: int, nested_steps: int) -> list[
     plans = []
     for index, kind in enumerate(kinds):
         task = rng.choice(tasks)
-        name = f"{task}__{''.join(rng.choices(string.ascii_letters + string.digits, k=7))}"
+        name = _trial_name(task, rng)
         while name in names:
-            name = f"{task}__{''.join(rng.choices(string.ascii_letters + string.digits, k=7))}"
+            name = _trial_name(task, rng)
         names.add(name)
         if kind in ("exception", "unscored"):
             reward = None
@@ -518,8 +524,12 @@ class TrialWriter:
         elif plan.kind == "continued":
             main["continued_trajectory_ref"] = "trajectory.cont-1.json"
             counter.write(agent_dir / "trajectory.cont-1.json", self._continuation(texts, after))
-            conversation = [("user", self.instruction), ("user", texts["pickup"]), ("assistant", texts["questions"])]
-            conversation.append(("user", texts["answers_handoff"]))
+            conversation = [
+                ("user", self.instruction),
+                ("user", texts["pickup"]),
+                ("assistant", texts["questions"]),
+                ("user", texts["answers_handoff"]),
+            ]
             self._write_episodes(agent_dir, after, conversation, len(before), counter)
         counter.write(agent_dir / "trajectory.json", json.dumps(main, indent=2))
 
@@ -922,14 +932,12 @@ def generate_run(
     run = RunWriter(Path(out_dir), run_id, seed, prompt_scale, episode_prompts)
     if run.run_dir.exists() and any(run.run_dir.iterdir()):
         raise FileExistsError(f"{run.run_dir} is not empty; generate into a fresh folder")
-    started = time.perf_counter()
     plans = plan_trials(run_id, trials, seed, nested_steps)
     totals = WriteCounter()
     for plan in plans:
         written = TrialWriter(plan, run).write()
         totals.files += written.files
         totals.bytes += written.bytes
-    seconds = time.perf_counter() - started
     kinds: dict[str, int] = {}
     secrets: dict[str, int] = {}
     for plan in plans:
@@ -951,7 +959,6 @@ def generate_run(
             "files": totals.files,
             "bytes": totals.bytes,
         },
-        "seconds": round(seconds, 3),
         "trials": [
             {
                 "trial_name": plan.trial_name,
@@ -990,6 +997,7 @@ def main(argv: list[str] | None = None) -> int:
         help="write agent/episode-N/{prompt.txt,response.txt,debug.json}",
     )
     args = parser.parse_args(argv)
+    started = time.perf_counter()
     manifest = generate_run(
         args.out_dir,
         args.run_id,
@@ -999,8 +1007,8 @@ def main(argv: list[str] | None = None) -> int:
         nested_steps=args.nested_steps,
         episode_prompts=args.episode_prompts,
     )
+    seconds = time.perf_counter() - started
     counts = manifest["counts"]
-    seconds = manifest["seconds"]
     print(
         f"{args.trials} trials, {counts['files']} files, {counts['bytes'] / 2**20:.1f} MiB "
         f"({counts['bytes'] / args.trials / 1e6:.3f} MB/trial) in {seconds:.1f}s "

@@ -8,7 +8,6 @@ from trace_assets.assets import (
     raw_trial_listing,
     scored_trials,
     secret_scan_report,
-    trace_runs,
 )
 
 ASSETS = [raw_trial_listing, scored_trials, last_episode_rows, secret_scan_report, published_shards]
@@ -18,7 +17,6 @@ STORE_READ_TAG = {"trace_assets/store": "read"}
 export_trace_run = dg.define_asset_job(
     "export_trace_run",
     selection=dg.AssetSelection.assets(*ASSETS),
-    partitions_def=trace_runs,
     tags=STORE_READ_TAG,
     description="List, score, export, scan and publish one RL run",
 )

@@ -1,14 +1,22 @@
 """Credential-shaped strings in trace rows: find them fast, judge each one, never repeat it.
 
 Finding is vectorised: every text (each message content, the instruction, the verifier output)
-goes through polars' Rust regex engine once per pattern. Python only runs per distinct match, to
-judge it: does it have the exact shape of a real credential (`live`), only the rough shape
-(`unverified`), or the tells of a documentation example or template (`placeholder`)? PEM
-private-key blocks are decoded and handed to `cryptography`, so a key that loads is `live` and a
-`...`-abbreviated sample is not.
+goes through polars' Rust regex engine once per pattern. Python runs only per distinct match, to
+judge it:
 
-The report describes the rows as read, counts and fingerprints only: a finding is named by the
-sha256 of the matched text and a preview of at most six of its characters.
+- `placeholder`: its fingerprint is allowlisted, or it has a sample's tells (`...`, `xxxx`,
+  EXAMPLE, `your_`, `<...>`, six equal or ascending characters, far too few distinct characters;
+  for a JWT, claims like those, as in jwt.io's `"sub": "1234567890"`).
+- `live`: the exact format of its kind, e.g. a GitHub token whose last six characters are the
+  CRC32 of the rest, an AWS key id in AWS's base32, an OpenAI key carrying `T3BlbkFJ`, a JWT
+  whose header and payload decode to JSON with an `alg`. An extra pattern is the user's own
+  exact format, so its non-placeholder matches are `live`. PEM blocks: see `analyse_pem_block`.
+- `unverified`: the rough shape only; it may be real, so it is redacted too.
+
+The run's verdict is the worst of its findings: `live`, then `unverified`, then
+`placeholders_only`, else `clean`. The report describes the rows as read, in counts and
+fingerprints: a finding is named by the sha256 of the matched text and a preview of at most six
+of its characters.
 """
 
 from __future__ import annotations
@@ -166,7 +174,7 @@ def _looks_fake(secret: str) -> bool:
 def _json_segment(segment: str) -> Any:
     try:
         return json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, RecursionError):
         return None
 
 
@@ -618,7 +626,8 @@ def redact(
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Replace every live or unverified match with `[REDACTED:<kind>]`; placeholders stay as they are.
 
-    Returns the rows with the same schema, and how many matches were replaced per kind.
+    Returns the rows with the same schema, and the matches replaced per kind. Every occurrence of
+    such a secret's text is replaced, including any the pattern's word boundaries did not match.
     """
     matches, _ = _find_matches(rows, _all_patterns(extra_patterns), 0)
     if matches.is_empty():

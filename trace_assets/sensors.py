@@ -15,7 +15,7 @@ from trace_assets.assets import trace_runs
 from trace_assets.jobs import export_trace_run
 from trace_assets.listing import StoredObject
 from trace_assets.pipeline import fingerprint
-from trace_assets.resources import ObjectStorage, TraceAssetsConfig
+from trace_assets.resources import ObjectStorage, config_from_env
 
 DEFAULT_SETTLE_SECONDS = 600
 CURSOR_VERSION = 1
@@ -65,10 +65,10 @@ def plan_requests(
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Adds a partition for each new run under the traces root; exports it once its listing settles",
 )
-def new_trace_runs_sensor(
-    context: dg.SensorEvaluationContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
-) -> dg.SensorResult:
-    store = trace_config.store(object_storage)
+def new_trace_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    # Read at each tick from the same environment the definitions are built from, so the sensor
+    # also evaluates standalone (Dagster's build_sensor_context + evaluate_tick).
+    store = config_from_env().store(ObjectStorage())
     run_ids = store.run_ids()
     known = set(context.instance.get_dynamic_partitions(trace_runs.name))
     new_runs = [run_id for run_id in run_ids if run_id not in known]

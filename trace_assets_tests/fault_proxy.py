@@ -4,7 +4,8 @@ Object stores fail in ways moto never does: throttling (503 SlowDown), transient
 500s and connections that die mid-request. The proxy forwards every request to
 the upstream endpoint unchanged, except those matching a fault rule, and counts
 requests by kind and response bytes so tests and benchmarks can see how many
-round trips a piece of code really makes.
+round trips a piece of code really makes. Bodies are buffered whole, which suits
+trace files (kilobytes to a few megabytes), not multi-gigabyte objects.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import enum
 import http.client
 import socket
 import struct
+import sys
 import threading
 import uuid
 from dataclasses import dataclass
@@ -20,8 +22,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import unquote, urlsplit
 
-# Headers that describe one hop, not the message (RFC 9110 section 7.6.1); the
-# proxy re-frames bodies itself, so it must not pass these through.
+# Headers that describe one hop, not the message (RFC 9110 section 7.6.1), which
+# must not pass through a proxy that re-frames bodies itself; plus Expect, as the
+# proxy has already answered "100 Continue" to the client.
 HOP_BY_HOP_HEADERS = frozenset(
     {
         "connection",
@@ -239,8 +242,6 @@ class FaultProxy:
 
 
 class _ProxyServer(ThreadingHTTPServer):
-    daemon_threads = True
-
     def __init__(self, proxy: FaultProxy) -> None:
         self.proxy = proxy
         self._open_connections: set[socket.socket] = set()
@@ -257,6 +258,11 @@ class _ProxyServer(ThreadingHTTPServer):
         with self._connections_lock:
             self._open_connections.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        """Clients hanging up mid-exchange is normal here (retries, timeouts); anything else is a bug."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def close_client_connections(self) -> None:
         """Wake handler threads blocked on idle keep-alive connections."""

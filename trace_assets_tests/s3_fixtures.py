@@ -9,6 +9,7 @@ test session starts moto in a thread of its own.
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typing import Any
 import boto3
 import pytest
 import s3fs
+from aiobotocore.session import AioSession
 
 from trace_assets_tests.fault_proxy import FaultProxy
 
@@ -25,6 +27,12 @@ ENDPOINT_ENV_VAR = "TRACE_ASSETS_TEST_S3_ENDPOINT"
 FAKE_ACCESS_KEY = "testing"
 FAKE_SECRET_KEY = "testing"
 REGION = "us-east-1"
+
+
+@functools.cache
+def _shared_botocore_session() -> AioSession:
+    """One session for every test filesystem: it caches the S3 service model, slow to load for each client."""
+    return AioSession()
 
 
 def make_s3fs(endpoint_url: str, *, retries: int | None = None, **kwargs: Any) -> s3fs.S3FileSystem:
@@ -41,7 +49,7 @@ def make_s3fs(endpoint_url: str, *, retries: int | None = None, **kwargs: Any) -
         client_kwargs={"region_name": REGION},
         skip_instance_cache=True,
         use_listings_cache=False,
-        **kwargs,
+        **{"session": _shared_botocore_session(), **kwargs},
     )
     if retries is not None:
         fs.retries = retries
@@ -76,7 +84,7 @@ def s3_endpoint() -> Iterator[str]:
         if external:
             yield external.rstrip("/")
             return
-        from moto.server import ThreadedMotoServer
+        from moto.server import ThreadedMotoServer  # slow to import, and not needed with CI's server
 
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()

@@ -6,6 +6,7 @@ Everything listens on 127.0.0.1 on a free port, lives in a temporary folder, and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pwd
 import shutil
@@ -17,12 +18,12 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg2
 import pytest
 import requests
+from dagster import DagsterInstance
 
 from trace_assets_tests.helpers import PROJECT_DIR
 
@@ -50,7 +51,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class PostgresServer:
     host: str
     port: int
@@ -63,6 +64,14 @@ class PostgresServer:
             host=self.host, port=self.port, user=self.username, password=self.password, dbname=self.db_name
         )
 
+    def create_database(self, db_name: str) -> PostgresServer:
+        """A fresh database on this server, so each test starts from empty Dagster tables."""
+        connection = self.connect()
+        connection.autocommit = True
+        connection.cursor().execute(f"CREATE DATABASE {db_name}")
+        connection.close()
+        return dataclasses.replace(self, db_name=db_name)
+
     def dagster_storage_config(self) -> dict:
         """The `storage:` section of a dagster.yaml: runs, event logs and schedules in this database."""
         return {
@@ -73,6 +82,8 @@ class PostgresServer:
                     "username": self.username,
                     "password": self.password,
                     "db_name": self.db_name,
+                    # SQLAlchemy 2.1 maps a bare `postgresql://` to psycopg 3; dagster-postgres ships psycopg2.
+                    "scheme": "postgresql+psycopg2",
                 }
             }
         }
@@ -85,10 +96,10 @@ def _as_postgres_user(command: list[str]) -> list[str]:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    """A throwaway PostgreSQL 15 cluster on 127.0.0.1, with password auth and a `dagster` database."""
+    """A throwaway PostgreSQL 15 cluster on 127.0.0.1 with password auth; tests create their databases."""
     initdb = require_binary(PG_BIN / "initdb", "postgresql")
     pg_ctl = require_binary(PG_BIN / "pg_ctl", "postgresql")
-    server = PostgresServer("127.0.0.1", free_port(), "trace_assets", "pg-test-password", "dagster")
+    server = PostgresServer("127.0.0.1", free_port(), "trace_assets", "pg-test-password", "postgres")
     root = Path(tempfile.mkdtemp(prefix="trace-assets-postgres-"))
     data, log, password_file = root / "data", root / "postgres.log", root / "password"
     password_file.write_text(server.password)
@@ -110,12 +121,6 @@ def postgres_server() -> Iterator[PostgresServer]:
         )  # fmt: skip
         options = f"-h {server.host} -p {server.port} -k {root} -c fsync=off -c synchronous_commit=off"
         as_postgres(str(pg_ctl), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start")
-        admin = psycopg2.connect(
-            host=server.host, port=server.port, user=server.username, password=server.password, dbname="postgres"
-        )
-        admin.autocommit = True
-        admin.cursor().execute(f"CREATE DATABASE {server.db_name}")
-        admin.close()
         yield server
     finally:
         if (data / "postmaster.pid").exists():
@@ -158,7 +163,7 @@ def stop_process_group(process: subprocess.Popen, grace_seconds: float = 20) -> 
     process.wait(timeout=10)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class DagsterServices:
     port: int
     home: Path
@@ -195,6 +200,8 @@ def running_dagster(dagster_home: Path, env: Mapping[str, str], timeout: float =
     }
     processes: list[subprocess.Popen] = []
     logs = [dagster_home / name for name in commands]
+    # Create the instance's databases once: three processes creating them at once corrupt alembic's stamp.
+    DagsterInstance.from_config(str(dagster_home)).dispose()
     try:
         for log, command in zip(logs, commands.values(), strict=True):
             processes.append(_spawn(command, env, log))

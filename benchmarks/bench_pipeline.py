@@ -1,0 +1,558 @@
+"""Throughput, memory and S3 round trips of the pipeline's steps, measured against Harbor's exporter.
+
+    .venv/bin/python benchmarks/bench_pipeline.py [--quick] [--sizes 400,2000,1000,10000] [--json out.json]
+
+Every local measurement is a whole child process (start-up included, so it cancels out of the
+marginal cost) on a tree from benchmarks/generate_traces.py, with a fresh staging folder so no
+step reuses an earlier materialization. Ours runs listing -> scored -> rows -> secret scan ->
+shards; Harbor runs `export_traces(episodes="last", ...)` in its own interpreter on the same
+trace_jobs/ folder. Sizes come in pairs (small, big): the marginal cost per trial is
+(time(big) - time(small)) / (big - small), and peak RSS should barely grow from small to big.
+The S3 part serves a tree from moto through a counting FaultProxy and checks that the steps
+list once and fetch only the objects the rows are made from.
+
+Child modes (used by the parent, runnable by hand):
+    bench_pipeline.py _run TRACES_ROOT RUN_ID STAGING_ROOT --steps all|listing|after-listing [--endpoint URL] --result FILE
+    <harbor python> bench_pipeline.py _harbor TRACE_JOBS_DIR --result FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Only the standard library at module level: Harbor's interpreter imports this file for `_harbor`.
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT_DIR))
+
+DEFAULT_HARBOR_PYTHON = Path("/tmp/harbor-venv/bin/python")
+DEFAULT_SIZES = (400, 2000)
+QUICK_SIZES = (100, 400)
+DEFAULT_S3_TRIALS = 400
+QUICK_S3_TRIALS = 40
+DEFAULT_PROMPT_SCALE = 0.02  # episode prompts are never read by either tool; this only saves disk
+SEED = 0
+BATCH_SIZE = 256  # TraceAssetsConfig's defaults
+MAX_CONCURRENCY = 64
+MAX_ROWS_PER_SHARD = 2000
+
+HARBOR_SPEEDUP_TARGET = 20.0
+MEMORY_GROWTH_TARGET = 1.5
+FETCH_OVERHEAD_TARGET = 1.2
+S3_PAGE_SIZE = 1000  # keys per ListObjectsV2 page
+
+S3_BUCKET = "bench-traces"
+S3_REGION = "us-east-1"
+S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": S3_REGION}
+# Keeps Harbor (litellm, datasets) off the network: without it litellm retries a download at import.
+HARBOR_OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+
+
+# --------------------------------------------------------------------------- child: our steps
+
+
+def run_steps_child(args: argparse.Namespace) -> None:
+    """Run the steps on one run and write what happened, with in-process seconds per step."""
+    from trace_assets.pipeline import RunStaging, build_listing, export_rows, score_trials
+    from trace_assets.publish import build_run_folder
+    from trace_assets.scanning import scan_run
+    from trace_assets.storage import TraceStore
+
+    storage_options: dict[str, Any] = {}
+    if args.endpoint:
+        from trace_assets.resources import ObjectStorage
+
+        storage_options = ObjectStorage(endpoint_url=args.endpoint, region_name=S3_REGION).storage_options(args.traces_root)
+    store = TraceStore(args.traces_root, storage_options, MAX_CONCURRENCY)
+    staging = RunStaging(Path(args.staging_root), args.run_id)
+    seconds: dict[str, float] = {}
+    result: dict[str, Any] = {"seconds": seconds}
+
+    def timed(name: str, step):
+        started = time.perf_counter()
+        value = step()
+        seconds[name] = time.perf_counter() - started
+        return value
+
+    if args.steps in ("all", "listing"):
+        listing = timed("listing", lambda: build_listing(store, staging))
+        result.update(trial_dirs=listing.trial_dirs, objects=listing.objects, listed_bytes=listing.bytes)
+    if args.steps in ("all", "after-listing"):
+        timed("scored", lambda: score_trials(store, staging, BATCH_SIZE, lambda _: None))
+        coverage, _ = timed("rows", lambda: export_rows(store, staging, False, BATCH_SIZE, lambda _: None))
+        report = timed("scan", lambda: scan_run(staging.rows, args.run_id, "", ""))
+        shards = timed(
+            "shards",
+            lambda: build_run_folder(
+                staging.folder / "publish", staging.rows, staging.statuses, coverage, report, MAX_ROWS_PER_SHARD
+            ),
+        )
+        result.update(
+            trial_dirs=coverage.trial_dirs, rows=coverage.rows, exported=coverage.exported,
+            verdict=report["verdict"], shards=len(shards.files),
+        )  # fmt: skip
+    Path(args.result).write_text(json.dumps(result))
+
+
+# --------------------------------------------------------------------------- child: Harbor
+
+
+def run_harbor_child(args: argparse.Namespace) -> None:
+    """Harbor's own last-episode export of a trace_jobs/ folder, into an in-memory Dataset."""
+    from harbor.utils.traces_utils import export_traces
+
+    started = time.perf_counter()
+    dataset = export_traces(
+        args.trace_jobs,
+        episodes="last",
+        include_instruction=True,
+        include_verifier_output=True,
+        export_subagents=False,
+        use_rich_progress=False,
+    )
+    result = {"seconds": {"export_traces": time.perf_counter() - started}, "rows": len(dataset), "python": platform.python_version()}
+    Path(args.result).write_text(json.dumps(result))
+
+
+# --------------------------------------------------------------------------- measuring children
+
+
+@dataclass
+class Measurement:
+    wall_seconds: float
+    peak_rss_mib: float
+    report: dict[str, Any]
+
+
+class ChildFailed(RuntimeError):
+    pass
+
+
+def measure(command: list[str], env: dict[str, str] | None = None) -> Measurement:
+    """Run a child to the end; its wall time, its own peak RSS (from wait4) and the report it wrote."""
+    with tempfile.TemporaryDirectory(prefix="bench-child-") as folder:
+        result_path = Path(folder) / "result.json"
+        stderr_path = Path(folder) / "stderr.txt"
+        with open(stderr_path, "wb") as stderr:
+            started = time.perf_counter()
+            child = subprocess.Popen(
+                [*command, "--result", str(result_path)], stdout=subprocess.DEVNULL, stderr=stderr,
+                env={**os.environ, **(env or {})},
+            )  # fmt: skip
+            _, status, usage = os.wait4(child.pid, 0)
+            wall = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0 or not result_path.exists():
+            tail = stderr_path.read_text(errors="replace")[-3000:]
+            raise ChildFailed(f"{' '.join(command[:3])} ... exited with {child.returncode}:\n{tail}")
+        return Measurement(wall, usage.ru_maxrss / 1024, json.loads(result_path.read_text()))
+
+
+def ours_command(traces_root: str, run_id: str, staging_root: Path, steps: str = "all", endpoint: str | None = None) -> list[str]:
+    command = [sys.executable, str(Path(__file__).resolve()), "_run", traces_root, run_id, str(staging_root), "--steps", steps]
+    return command + (["--endpoint", endpoint] if endpoint else [])
+
+
+def harbor_command(harbor_python: str, trace_jobs: Path) -> list[str]:
+    return [harbor_python, str(Path(__file__).resolve()), "_harbor", str(trace_jobs)]
+
+
+# --------------------------------------------------------------------------- trees
+
+
+def run_id_for(trials: int) -> str:
+    return f"bench-{trials}"
+
+
+def ensure_tree(traces_root: Path, trials: int, prompt_scale: float) -> dict[str, Any]:
+    """A generated run of `trials` trials under traces_root, reused when an earlier one matches."""
+    from benchmarks.generate_traces import generate_run
+
+    run_dir = traces_root / run_id_for(trials)
+    manifest_path = run_dir / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if (manifest["seed"], manifest["prompt_scale"], manifest["n_trials"]) == (SEED, prompt_scale, trials):
+            return manifest
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    print(f"generating {trials} trials (prompt_scale={prompt_scale}) ...", file=sys.stderr, flush=True)
+    return generate_run(traces_root, run_id_for(trials), trials, seed=SEED, prompt_scale=prompt_scale)
+
+
+# --------------------------------------------------------------------------- local comparison
+
+
+@dataclass
+class SizeResult:
+    trials: int
+    files: int
+    ours: list[Measurement] = field(default_factory=list)
+    harbor: list[Measurement] = field(default_factory=list)
+
+
+def median_wall(runs: list[Measurement]) -> float:
+    return statistics.median(run.wall_seconds for run in runs)
+
+
+def peak_rss(runs: list[Measurement]) -> float:
+    return max(run.peak_rss_mib for run in runs)
+
+
+def median_run(runs: list[Measurement]) -> Measurement:
+    return sorted(runs, key=lambda run: run.wall_seconds)[len(runs) // 2]
+
+
+def run_local(
+    work: Path, sizes: list[int], prompt_scale: float, repeats: int, harbor_python: str | None
+) -> dict[int, SizeResult]:
+    """Each size `repeats` times per tool, interleaved so drift on the machine hits both alike."""
+    traces_root = work / "traces"
+    results = {}
+    for trials in sizes:
+        manifest = ensure_tree(traces_root, trials, prompt_scale)
+        results[trials] = SizeResult(trials, manifest["counts"]["files"])
+    for repeat in range(repeats):
+        for trials, result in results.items():
+            run_id = run_id_for(trials)
+            print(f"[{repeat + 1}/{repeats}] {trials} trials: ours", file=sys.stderr, flush=True)
+            staging = Path(tempfile.mkdtemp(prefix="staging-", dir=work))
+            try:
+                result.ours.append(measure(ours_command(str(traces_root), run_id, staging)))
+            finally:
+                shutil.rmtree(staging)
+            if harbor_python:
+                print(f"[{repeat + 1}/{repeats}] {trials} trials: harbor", file=sys.stderr, flush=True)
+                result.harbor.append(measure(harbor_command(harbor_python, traces_root / run_id / "trace_jobs"), HARBOR_OFFLINE_ENV))
+    return results
+
+
+# --------------------------------------------------------------------------- S3
+
+
+def needed_bytes(trace_jobs: Path) -> tuple[int, int]:
+    """(objects, bytes) the steps must read: every result.json, plus needed_files of trials it scores."""
+    from trace_assets.export import needed_files
+    from trace_assets.harbor import TrialSummary, parse_trial_result
+    from trace_assets.listing import group_trials
+    from trace_assets.storage import TraceStore
+
+    store = TraceStore(str(trace_jobs.parent.parent))
+    objects = count = 0
+    for trial in group_trials(store.list_run(trace_jobs.parent.name)).trials:
+        sizes = {o.key: o.size for o in trial.objects}
+        if "result.json" not in sizes:
+            continue
+        keys = ["result.json"]
+        parsed = parse_trial_result((trace_jobs / trial.trial_dir / "result.json").read_bytes(), trial.trial_name)
+        if isinstance(parsed, TrialSummary):
+            keys += needed_files(sizes.keys(), include_subagents=False)
+        objects += len(keys)
+        count += sum(sizes[key] for key in keys)
+    return objects, count
+
+
+def run_s3(work: Path, trials: int, prompt_scale: float) -> dict[str, Any]:
+    """Upload a run to moto, then run the steps through a counting proxy: listing first, then the rest."""
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from trace_assets_tests.fault_proxy import FaultProxy
+    from trace_assets_tests.s3_fixtures import make_s3fs, upload_tree
+
+    manifest = ensure_tree(work / "traces", trials, prompt_scale)
+    run_id = run_id_for(trials)
+    trace_jobs = work / "traces" / run_id / "trace_jobs"
+    for leaked in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE"):
+        os.environ.pop(leaked, None)
+    os.environ.update(S3_CREDENTIALS)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's access log, one line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        moto_url = f"http://{host}:{port}"
+        boto3.client("s3", endpoint_url=moto_url, region_name=S3_REGION).create_bucket(Bucket=S3_BUCKET)
+        traces_root = f"s3://{S3_BUCKET}/traces"
+        print(f"uploading {manifest['counts']['files']} objects to moto ...", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        uploaded = upload_tree(trace_jobs, make_s3fs(moto_url), f"{traces_root}/{run_id}/trace_jobs")
+        upload_seconds = time.perf_counter() - started
+        staging = work / "staging-s3"
+        shutil.rmtree(staging, ignore_errors=True)
+        with FaultProxy(moto_url) as proxy:
+            print(f"S3 {trials} trials: listing", file=sys.stderr, flush=True)
+            listing = measure(ours_command(traces_root, run_id, staging, "listing", proxy.url))
+            listing_requests = proxy.stats
+            proxy.reset_stats()
+            print(f"S3 {trials} trials: scored, rows, scan, shards", file=sys.stderr, flush=True)
+            rest = measure(ours_command(traces_root, run_id, staging, "after-listing", proxy.url))
+            fetch_requests = proxy.stats
+        shutil.rmtree(staging, ignore_errors=True)
+    finally:
+        server.stop()
+    needed_objects, needed = needed_bytes(trace_jobs)
+    step_seconds = {**listing.report["seconds"], **rest.report["seconds"]}
+    return {
+        "trials": trials,
+        "objects": listing.report["objects"],
+        "uploaded_objects": len(uploaded),
+        "upload_seconds": upload_seconds,
+        "step_seconds": step_seconds,
+        "trials_per_second": trials / sum(step_seconds.values()),
+        "wall_seconds": listing.wall_seconds + rest.wall_seconds,
+        "rows": rest.report["rows"],
+        "listing_requests": listing_requests,
+        "fetch_requests": fetch_requests,
+        "listed_bytes": listing.report["listed_bytes"],
+        "list_xml_bytes": listing_requests["response_body_bytes"],
+        "fetched_bytes": fetch_requests["response_body_bytes"],
+        "needed_objects": needed_objects,
+        "needed_bytes": needed,
+    }
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass
+class Check:
+    name: str
+    target: str
+    measured: str
+    passed: bool
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [headers, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(cell.rjust(width) if i else cell.ljust(width) for i, (cell, width) in enumerate(zip(row, widths))) for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    model = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
+        platform.processor() or "unknown",
+    ) if Path("/proc/cpuinfo").exists() else platform.processor()  # fmt: skip
+    return {
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": model,
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def size_pairs(sizes: list[int]) -> list[tuple[int, int]]:
+    return [(sizes[i], sizes[i + 1]) for i in range(0, len(sizes), 2)]
+
+
+def local_report(results: dict[int, SizeResult], sizes: list[int]) -> tuple[str, dict[str, Any], list[Check]]:
+    rows = []
+    for trials in sizes:
+        result = results[trials]
+        for tool, runs in (("ours", result.ours), ("harbor", result.harbor)):
+            if not runs:
+                continue
+            wall = median_wall(runs)
+            rows.append([
+                f"{trials}", f"{result.files}", tool, f"{wall:.2f}", f"{trials / wall:.0f}",
+                f"{peak_rss(runs):.0f}", f"{median_run(runs).report['rows']}",
+            ])  # fmt: skip
+    text = ["Local folder, whole processes (median wall of the repeats, max peak RSS):"]
+    text.append(table(["trials", "files", "tool", "wall s", "trials/s", "peak RSS MiB", "rows"], rows))
+    step_rows = []
+    for trials in sizes:
+        seconds = median_run(results[trials].ours).report["seconds"]
+        step_rows.append([f"{trials}", *(f"{seconds[step]:.2f}" for step in ("listing", "scored", "rows", "scan", "shards"))])
+    text.append("\nOur steps, in-process seconds (the median run):")
+    text.append(table(["trials", "listing", "scored", "rows", "scan", "shards"], step_rows))
+
+    checks = []
+    summary: dict[str, Any] = {"pairs": []}
+    marginal_rows = []
+    for small, big in size_pairs(sizes):
+        pair: dict[str, Any] = {"small": small, "big": big}
+        ours_ms = 1000 * (median_wall(results[big].ours) - median_wall(results[small].ours)) / (big - small)
+        pair["ours_ms_per_trial"] = ours_ms
+        growth = peak_rss(results[big].ours) / peak_rss(results[small].ours)
+        pair["ours_rss_growth"] = growth
+        checks.append(Check(f"peak RSS {big} vs {small} trials (ours)", f"<= {MEMORY_GROWTH_TARGET:.1f}x", f"{growth:.2f}x", growth <= MEMORY_GROWTH_TARGET))
+        row = [f"{small} -> {big}", f"{ours_ms:.3f}", "-", "-", f"{growth:.2f}x"]
+        if results[big].harbor and results[small].harbor:
+            harbor_ms = 1000 * (median_wall(results[big].harbor) - median_wall(results[small].harbor)) / (big - small)
+            speedup = harbor_ms / ours_ms if ours_ms > 0 else math.inf
+            pair.update(harbor_ms_per_trial=harbor_ms, speedup=speedup)
+            pair["harbor_rss_growth"] = peak_rss(results[big].harbor) / peak_rss(results[small].harbor)
+            checks.append(Check(
+                f"marginal cost per trial {small}->{big}, harbor/ours", f">= {HARBOR_SPEEDUP_TARGET:.0f}x",
+                f"{speedup:.1f}x", speedup >= HARBOR_SPEEDUP_TARGET,
+            ))  # fmt: skip
+            row[2:4] = [f"{harbor_ms:.3f}", f"{speedup:.1f}x"]
+        marginal_rows.append(row)
+        summary["pairs"].append(pair)
+    text.append("\nMarginal cost per trial, (wall(big) - wall(small)) / (big - small):")
+    text.append(table(["sizes", "ours ms/trial", "harbor ms/trial", "harbor/ours", "our RSS growth"], marginal_rows))
+    return "\n".join(text), summary, checks
+
+
+def s3_report(s3: dict[str, Any]) -> tuple[str, list[Check]]:
+    listing, fetch = s3["listing_requests"], s3["fetch_requests"]
+    request_rows = [
+        [phase, *(stats[kind] for kind in ("list", "get", "head", "put", "other")), f"{stats['response_body_bytes']:,}"]
+        for phase, stats in (("listing", listing), ("scored..shards", fetch))
+    ]
+    seconds = s3["step_seconds"]
+    text = [
+        f"S3 (moto via counting proxy), {s3['trials']} trials, {s3['objects']:,} objects "
+        f"(uploaded at {s3['uploaded_objects'] / s3['upload_seconds']:.0f} objects/s):",
+        f"  {s3['trials_per_second']:.0f} trials/s over the steps in-process ("
+        + ", ".join(f"{step} {value:.2f}s" for step, value in seconds.items())
+        + f"); {s3['wall_seconds']:.1f}s wall in two child processes; {s3['rows']} rows",
+        table(["phase", "LIST", "GET", "HEAD", "PUT", "other", "response bytes"], request_rows),
+        f"  bytes listed (sum of object sizes): {s3['listed_bytes']:,}; LIST XML: {s3['list_xml_bytes']:,}",
+        f"  bytes fetched (GET bodies): {s3['fetched_bytes']:,} in {fetch['get']} GETs; "
+        f"needed: {s3['needed_bytes']:,} in {s3['needed_objects']} objects "
+        f"({s3['fetched_bytes'] / s3['needed_bytes']:.3f}x needed, {s3['fetched_bytes'] / s3['listed_bytes']:.1%} of listed)",
+    ]
+    list_limit = math.ceil(s3["objects"] / S3_PAGE_SIZE) + 1
+    lists = listing["list"] + fetch["list"]
+    overhead = s3["fetched_bytes"] / s3["needed_bytes"]
+    checks = [
+        Check("S3 LIST requests per run", f"<= ceil({s3['objects']}/{S3_PAGE_SIZE})+1 = {list_limit}", f"{lists}", lists <= list_limit),
+        Check("S3 bytes fetched vs needed", f"<= {FETCH_OVERHEAD_TARGET:.1f}x", f"{overhead:.3f}x", overhead <= FETCH_OVERHEAD_TARGET),
+    ]
+    return "\n".join(text), checks
+
+
+# --------------------------------------------------------------------------- main
+
+
+def pick_harbor_python(args: argparse.Namespace) -> str | None:
+    import importlib.util
+
+    if args.no_harbor:
+        return None
+    if args.harbor_python:
+        return args.harbor_python
+    if DEFAULT_HARBOR_PYTHON.exists():
+        return str(DEFAULT_HARBOR_PYTHON)
+    return sys.executable if importlib.util.find_spec("harbor") else None
+
+
+def parse_sizes(text: str) -> list[int]:
+    sizes = [int(part) for part in text.split(",") if part.strip()]
+    if not sizes or len(sizes) % 2 or any(small >= big for small, big in size_pairs(sizes)):
+        raise argparse.ArgumentTypeError("give pairs of sizes, small then big: 400,2000 or 400,2000,1000,10000")
+    return sizes
+
+
+def benchmark(args: argparse.Namespace) -> int:
+    sizes = args.sizes or list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    repeats = args.repeats or (1 if args.quick else 3)
+    s3_trials = args.s3_trials if args.s3_trials is not None else (QUICK_S3_TRIALS if args.quick else DEFAULT_S3_TRIALS)
+    harbor_python = pick_harbor_python(args)
+    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    try:
+        results = run_local(work, sizes, args.prompt_scale, repeats, harbor_python)
+        s3 = run_s3(work, s3_trials, args.prompt_scale) if s3_trials else None
+    except ChildFailed as failure:
+        print(f"benchmark child failed: {failure}", file=sys.stderr)
+        return 1
+    finally:
+        if not args.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+    info = machine()
+    harbor_version = next((r.harbor[0].report["python"] for r in results.values() if r.harbor), None)
+    header = [
+        f"Machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory_gib']} GiB, {info['platform']}",
+        f"Python {info['python']} (ours)" + (f", {harbor_version} (Harbor, {harbor_python})" if harbor_version else ", Harbor not run"),
+        f"Trees: benchmarks/generate_traces.py seed={SEED}, prompt_scale={args.prompt_scale} (episode prompts only; "
+        f"trajectories full size), {repeats} repeat(s); shards built with no redaction (on_secret=allow)",
+    ]
+    local_text, local_summary, checks = local_report(results, sizes)
+    sections = ["\n".join(header), local_text]
+    if s3 is not None:
+        s3_text, s3_checks = s3_report(s3)
+        sections.append(s3_text)
+        checks += s3_checks
+    sections.append("Targets:\n" + table(["check", "target", "measured", ""], [[c.name, c.target, c.measured, "PASS" if c.passed else "FAIL"] for c in checks]))
+    sections.append(f"Benchmark took {time.perf_counter() - started:.0f}s.")
+    print("\n\n".join(sections))
+
+    if args.json:
+        document = {
+            "machine": {**info, "harbor_python": harbor_version},
+            "config": {"sizes": sizes, "repeats": repeats, "prompt_scale": args.prompt_scale, "seed": SEED, "s3_trials": s3_trials},
+            "local": {
+                str(trials): {
+                    "files": result.files,
+                    "ours": [asdict(run) for run in result.ours],
+                    "harbor": [asdict(run) for run in result.harbor],
+                }
+                for trials, result in results.items()
+            },
+            "marginal": local_summary["pairs"],
+            "s3": s3,
+            "checks": [asdict(check) for check in checks],
+        }
+        Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
+    return 0 if all(check.passed for check in checks) else 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="mode")
+
+    run = commands.add_parser("_run", help="child: run our steps on one run")
+    run.add_argument("traces_root")
+    run.add_argument("run_id")
+    run.add_argument("staging_root")
+    run.add_argument("--steps", choices=("all", "listing", "after-listing"), default="all")
+    run.add_argument("--endpoint", help="S3 endpoint URL for s3:// traces roots")
+    run.add_argument("--result", required=True)
+
+    harbor = commands.add_parser("_harbor", help="child: run Harbor's export_traces on one trace_jobs/ folder")
+    harbor.add_argument("trace_jobs")
+    harbor.add_argument("--result", required=True)
+
+    parser.add_argument("--sizes", type=parse_sizes, help="pairs small,big[,small,big]; default 400,2000 (quick: 100,400)")
+    parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke run: small sizes, one repeat, small S3 run")
+    parser.add_argument("--repeats", type=int, help="measurements per size and tool (default 3, quick 1)")
+    parser.add_argument("--prompt-scale", type=float, default=DEFAULT_PROMPT_SCALE, help="generator's episode-prompt share")
+    parser.add_argument("--s3-trials", type=int, help=f"trials in the S3 run, 0 to skip (default {DEFAULT_S3_TRIALS}, quick {QUICK_S3_TRIALS})")
+    parser.add_argument("--harbor-python", help=f"interpreter with Harbor installed (default {DEFAULT_HARBOR_PYTHON} if present)")
+    parser.add_argument("--no-harbor", action="store_true", help="skip the Harbor comparison")
+    parser.add_argument("--work-dir", help="keep generated trees here and reuse them next time (default: a temp dir, removed)")
+    parser.add_argument("--json", help="also write the results as JSON to this file")
+    args = parser.parse_args(argv)
+    if args.mode == "_run":
+        run_steps_child(args)
+        return 0
+    if args.mode == "_harbor":
+        run_harbor_child(args)
+        return 0
+    return benchmark(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
