@@ -356,6 +356,7 @@ def machine() -> dict[str, Any]:
         "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "load_average_1min": round(os.getloadavg()[0], 2),  # other work on the machine skews absolute figures
     }
 
 
@@ -470,6 +471,7 @@ def benchmark(args: argparse.Namespace) -> int:
     harbor_python = pick_harbor_python(args)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
+    info = machine()
     started = time.perf_counter()
     try:
         results = run_local(work, sizes, args.prompt_scale, repeats, harbor_python)
@@ -481,10 +483,11 @@ def benchmark(args: argparse.Namespace) -> int:
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
 
-    info = machine()
+    load_at_end = round(os.getloadavg()[0], 2)
     harbor_version = next((r.harbor[0].report["python"] for r in results.values() if r.harbor), None)
     header = [
-        f"Machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory_gib']} GiB, {info['platform']}",
+        f"Machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory_gib']} GiB, {info['platform']}, "
+        f"load average {info['load_average_1min']} at start, {load_at_end} at end",
         f"Python {info['python']} (ours)" + (f", {harbor_version} (Harbor, {harbor_python})" if harbor_version else ", Harbor not run"),
         f"Trees: benchmarks/generate_traces.py seed={SEED}, prompt_scale={args.prompt_scale} (episode prompts only; "
         f"trajectories full size), {repeats} repeat(s); shards built with no redaction (on_secret=allow)",
@@ -501,7 +504,7 @@ def benchmark(args: argparse.Namespace) -> int:
 
     if args.json:
         document = {
-            "machine": {**info, "harbor_python": harbor_version},
+            "machine": {**info, "load_average_1min_end": load_at_end, "harbor_python": harbor_version},
             "config": {"sizes": sizes, "repeats": repeats, "prompt_scale": args.prompt_scale, "seed": SEED, "s3_trials": s3_trials},
             "local": {
                 str(trials): {

@@ -29,6 +29,13 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("runs", parents=[common], help="list the run ids under the traces root")
     materialize = commands.add_parser("materialize", parents=[common], help="materialize the asset graph for runs")
     materialize.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    backfill = commands.add_parser(
+        "backfill", parents=[common], help="queue a Dagster backfill (one run per partition) for runs"
+    )
+    chosen = backfill.add_mutually_exclusive_group(required=True)
+    chosen.add_argument("--all", action="store_true", help="every run under the traces root")
+    chosen.add_argument("run_ids", nargs="*", metavar="RUN_ID", default=[])
+    backfill.add_argument("--wait", action="store_true", help="wait until the daemon has finished the backfill")
     return parser
 
 
@@ -39,6 +46,18 @@ def _config(args: argparse.Namespace) -> TraceAssetsConfig:
         include_subagents=args.subagents,
         on_secret=args.on_secret,
     )
+
+
+def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
+    from trace_assets.resources import ObjectStorage
+
+    return trace_config.store(ObjectStorage()).run_ids()
+
+
+def _as_run_config(trace_config: TraceAssetsConfig) -> dict[str, Any]:
+    """The CLI's configuration (environment plus options) as the backfill runs' resource config."""
+    config = {name: getattr(trace_config, name) for name in TraceAssetsConfig.model_fields}
+    return {"resources": {"trace_config": {"config": config}}}
 
 
 def _instance():
@@ -86,13 +105,10 @@ def _published_to(result, trace_config: TraceAssetsConfig, run_id: str) -> str:
 
 
 def materialize_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
-    from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
+    from trace_assets.definitions import build_definitions, export_trace_run
 
     instance = _instance()
-    known = set(instance.get_dynamic_partitions(trace_runs.name))
-    missing = [run_id for run_id in run_ids if run_id not in known]
-    if missing:
-        instance.add_dynamic_partitions(trace_runs.name, missing)
+    _register_partitions(instance, run_ids)
     job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
     failures = 0
     for run_id in run_ids:
@@ -119,16 +135,63 @@ def materialize_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int
     return 1 if failures else 0
 
 
+def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, poll_seconds: float = 2.0) -> int:
+    """A real asset backfill, shown in the UI's backfill page; the daemon launches its runs."""
+    import time
+
+    from dagster._core.execution.backfill import BULK_ACTION_TERMINAL_STATUSES, BulkActionStatus, PartitionBackfill
+    from dagster._core.utils import make_new_backfill_id
+
+    from trace_assets.definitions import defs
+    from trace_assets.jobs import ASSETS, STORE_READ_TAG
+
+    instance = _instance()
+    _register_partitions(instance, run_ids)
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id=make_new_backfill_id(),
+        asset_graph=defs.resolve_asset_graph(),
+        partition_names=run_ids,
+        asset_selection=[key for asset in ASSETS for key in asset.keys],
+        backfill_timestamp=time.time(),
+        tags=STORE_READ_TAG,
+        dynamic_partitions_store=instance,
+        all_partitions=False,
+        title=f"trace-assets backfill of {len(run_ids)} run(s)",
+        description=", ".join(run_ids[:20]),
+        run_config=run_config,
+    )
+    instance.add_backfill(backfill)
+    print(f"[trace-assets] backfill {backfill.backfill_id} queued for {len(run_ids)} run(s)", file=sys.stderr)
+    status = backfill.status
+    while wait and status not in BULK_ACTION_TERMINAL_STATUSES:
+        time.sleep(poll_seconds)
+        status = instance.get_backfill(backfill.backfill_id).status
+    print(json.dumps({"backfill_id": backfill.backfill_id, "run_ids": run_ids, "status": status.value}), flush=True)
+    return 0 if status in (BulkActionStatus.REQUESTED, BulkActionStatus.COMPLETED_SUCCESS) else 1
+
+
+def _register_partitions(instance, run_ids: list[str]) -> None:
+    from trace_assets.assets import trace_runs
+
+    known = set(instance.get_dynamic_partitions(trace_runs.name))
+    missing = [run_id for run_id in run_ids if run_id not in known]
+    if missing:
+        instance.add_dynamic_partitions(trace_runs.name, missing)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         trace_config = _config(args)
         if args.command == "runs":
-            from trace_assets.resources import ObjectStorage
-
-            for run_id in trace_config.store(ObjectStorage()).run_ids():
+            for run_id in _run_ids(trace_config):
                 print(run_id)
             return 0
+        if args.command == "backfill":
+            run_ids = _run_ids(trace_config) if args.all else args.run_ids
+            if not run_ids:
+                raise ValueError(f"no runs under {trace_config.traces_root}")
+            return backfill_runs(run_ids, _as_run_config(trace_config), args.wait)
         return materialize_runs(args.run_ids, trace_config)
     except (OSError, ValueError) as err:
         print(f"trace-assets: {err}", file=sys.stderr)

@@ -38,6 +38,7 @@ def _shared_botocore_session() -> AioSession:
 def make_s3fs(endpoint_url: str, *, retries: int | None = None, **kwargs: Any) -> s3fs.S3FileSystem:
     """A fresh S3FileSystem on `endpoint_url` that never answers from a stale cache.
 
+    Clients come from one shared botocore session unless ``session=`` is given.
     `retries` sets s3fs's own retry loop (a class attribute, 5 by default, that
     the constructor does not take); other keyword arguments, such as
     ``config_kwargs={"retries": {...}}`` for botocore's, go to S3FileSystem.

@@ -129,28 +129,20 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 def service_env(dagster_home: Path, **trace_assets_env: str) -> dict[str, str]:
-    """This process's environment minus any TRACE_ASSETS_* or Hub settings a developer has exported."""
+    """This process's environment without TRACE_ASSETS_*, HF_* or DAGSTER_* settings a developer exported."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACE_ASSETS_", "HF_", "DAGSTER_"))}
     return {**env, "DAGSTER_HOME": str(dagster_home), **trace_assets_env}
 
 
-def _spawn(command: list[str], env: Mapping[str, str], log: Path) -> subprocess.Popen:
-    with log.open("wb") as out:
-        # A session of its own, so the code servers and run workers it spawns stop with it.
-        return subprocess.Popen(
-            command, cwd=PROJECT_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
 def stop_process_group(process: subprocess.Popen, grace_seconds: float = 20) -> None:
-    """SIGTERM the whole group, then SIGKILL whatever is left of it after the grace period."""
+    """SIGTERM the process's whole group, then SIGKILL whatever is left of it after the grace period."""
     try:
         os.killpg(process.pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + grace_seconds
     while time.monotonic() < deadline:
-        process.poll()
+        process.poll()  # reaps the leader, which would otherwise keep the group alive as a zombie
         try:
             os.killpg(process.pid, 0)
         except ProcessLookupError:
@@ -164,49 +156,66 @@ def stop_process_group(process: subprocess.Popen, grace_seconds: float = 20) -> 
 
 
 @dataclasses.dataclass(frozen=True)
-class DagsterServices:
+class ServiceProcess:
+    process: subprocess.Popen
+    log: Path
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return f"--- {self.log}\n{self.log.read_text(errors='replace')[-chars:]}"
+
+    def require_alive(self) -> None:
+        if self.process.poll() is not None:
+            pytest.fail(f"{self.process.args[0]} exited with {self.process.returncode}:\n{self.log_tail()}")
+
+
+@contextmanager
+def running_service(command: list[str], env: Mapping[str, str], log: Path) -> Iterator[ServiceProcess]:
+    """The command in a process group of its own, so its code servers and run workers stop with it."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=PROJECT_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield ServiceProcess(process, log)
+    finally:
+        stop_process_group(process)
+
+
+@dataclasses.dataclass(frozen=True)
+class Webserver(ServiceProcess):
     port: int
-    home: Path
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
 
-def _wait_for_server_info(url: str, processes: list[subprocess.Popen], logs: list[Path], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        exited = [p for p in processes if p.poll() is not None]
-        if exited:
-            tails = "\n".join(f"--- {log.name}\n{log.read_text()[-4000:]}" for log in logs)
-            pytest.fail(f"{exited[0].args[0]} exited with {exited[0].returncode} while starting:\n{tails}")
-        try:
-            if requests.get(f"{url}/server_info", timeout=2).ok:
-                return
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"{url}/server_info did not answer within {timeout:.0f}s")
+@contextmanager
+def running_webserver(dagster_home: Path, env: Mapping[str, str], timeout: float = 120) -> Iterator[Webserver]:
+    """`dagster-webserver` on the project's workspace, once its /server_info answers."""
+    # Create the instance's databases up front: processes creating them at once corrupt alembic's stamp.
+    DagsterInstance.from_config(str(dagster_home)).dispose()
+    port = free_port()
+    command = [str(VENV_BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(port), "-w", str(WORKSPACE)]
+    with running_service(command, env, dagster_home / "webserver.log") as service:
+        webserver = Webserver(service.process, service.log, port)
+        deadline = time.monotonic() + timeout
+        while True:
+            webserver.require_alive()
+            try:
+                if requests.get(f"{webserver.url}/server_info", timeout=2).ok:
+                    break
+            except requests.ConnectionError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"{webserver.url}/server_info did not answer within {timeout:.0f}s\n{webserver.log_tail()}")
+            time.sleep(0.5)
+        yield webserver
 
 
 @contextmanager
-def running_dagster(dagster_home: Path, env: Mapping[str, str], timeout: float = 120) -> Iterator[DagsterServices]:
-    """`dagster-webserver` and `dagster-daemon run` on the project's workspace, sharing dagster_home."""
-    services = DagsterServices(free_port(), dagster_home)
-    workspace = ["-w", str(WORKSPACE)]
-    commands = {
-        "webserver.log": [str(VENV_BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(services.port), *workspace],
-        "daemon.log": [str(VENV_BIN / "dagster-daemon"), "run", *workspace],
-    }
-    processes: list[subprocess.Popen] = []
-    logs = [dagster_home / name for name in commands]
-    # Create the instance's databases once: three processes creating them at once corrupt alembic's stamp.
-    DagsterInstance.from_config(str(dagster_home)).dispose()
-    try:
-        for log, command in zip(logs, commands.values(), strict=True):
-            processes.append(_spawn(command, env, log))
-        _wait_for_server_info(services.url, processes, logs, timeout)
-        yield services
-    finally:
-        for process in processes:
-            stop_process_group(process)
+def running_daemon(dagster_home: Path, env: Mapping[str, str]) -> Iterator[ServiceProcess]:
+    """`dagster-daemon run`: dequeues queued runs (and ticks sensors) for the instance in dagster_home."""
+    command = [str(VENV_BIN / "dagster-daemon"), "run", "-w", str(WORKSPACE)]
+    with running_service(command, env, dagster_home / "daemon.log") as daemon:
+        yield daemon
