@@ -84,10 +84,19 @@ def scan_prose(report: dict[str, Any]) -> str:
     if not kinds:
         return "The secret scan found no credential-shaped strings in the rows (verdict: `clean`)."
     lines = [f"Secret scan verdict: **`{verdict}`**. Credential-shaped strings found in the rows as read:", ""]
-    lines.append("| kind | matches | rows | trials | live |")
-    lines.append("|---|---:|---:|---:|---:|")
-    for kind, counts in sorted(kinds.items()):
-        lines.append(f"| `{kind}` | {counts['matches']:,} | {counts['rows']:,} | {counts['trials']:,} | {counts.get('live', 0):,} |")
+    lines.append("| kind | matches | rows | trials | live | unverified | placeholder |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|")
+    for kind, c in sorted(kinds.items()):
+        lines.append(
+            f"| `{kind}` | {c['matches']:,} | {c['rows']:,} | {c['trials']:,} | {c.get('live', 0):,} "
+            f"| {c.get('unverified', 0):,} | {c.get('placeholder', 0):,} |"
+        )
+    if report.get("unverified"):
+        lines.append("")
+        lines.append(
+            f"{report['unverified']:,} matches have a credential's rough shape but not its exact format "
+            "(`unverified`): they do not block publishing, and redact mode replaces them."
+        )
     pem = report.get("pem") or {}
     if pem.get("blocks"):
         lines.append("")

@@ -593,6 +593,7 @@ class SecretScanner:
         return {
             "run_id": self.run_id,
             "verdict": overall_verdict(kinds),
+            "unverified": sum(counts[UNVERIFIED] for counts in kinds.values()),
             "rows_scanned": self._rows_scanned,
             "bytes_scanned": self._bytes_scanned,
             "kinds": kinds,
@@ -611,11 +612,13 @@ def _listing_order(entry: dict[str, Any]) -> tuple[str, ...]:
 
 
 def overall_verdict(kinds: dict[str, dict[str, int]]) -> str:
-    """`live` if anything is live; `unverified` if something may be real; `placeholders_only`; `clean`."""
+    """`live` if anything is verifiably live, `placeholders_only` if matches exist but none is, else `clean`.
+
+    Matches that may be real but could not be verified are counted in the report's `unverified`
+    (and redacted in redact mode); they do not make a run `live`, so they do not block it.
+    """
     if any(counts[LIVE] for counts in kinds.values()):
         return "live"
-    if any(counts[UNVERIFIED] for counts in kinds.values()):
-        return "unverified"
     if any(counts["matches"] for counts in kinds.values()):
         return "placeholders_only"
     return "clean"
