@@ -43,6 +43,8 @@ class ObjectStorage(S3Resource):
         options: dict[str, Any] = {
             "config_kwargs": {"retries": {"max_attempts": self.max_attempts, "mode": "standard"}},
             "skip_instance_cache": True,
+            # Trace files are small: one GET each, without the HEAD s3fs sends to plan ranged reads.
+            "max_concurrency": 1,
         }
         client_kwargs: dict[str, Any] = {}
         if self.region_name:

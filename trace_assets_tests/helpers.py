@@ -41,3 +41,14 @@ def harbor_rows(path: Path, include_subagents: bool) -> list[dict[str, Any]]:
 def comparable(rows: list[dict[str, Any]], run_id: str = "RUN") -> list[dict[str, Any]]:
     """Rows with run_id set to one value (it is the partition's, not Harbor's job id) and key order kept."""
     return [{**row, "run_id": run_id} for row in rows]
+
+
+def load_published(folder: Path, cache_dir: Path):
+    """`datasets.load_dataset` on a published run folder, with a cache of its own.
+
+    `datasets` keys its cache on the data files' names and metadata, so two folders laid out
+    alike can otherwise be served each other's cached rows.
+    """
+    import datasets
+
+    return datasets.load_dataset(str(folder), split="train", cache_dir=str(cache_dir))

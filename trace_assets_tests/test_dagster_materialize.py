@@ -11,7 +11,7 @@ import pytest
 
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.resources import config_from_env
-from trace_assets_tests.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, comparable, harbor_rows
+from trace_assets_tests.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, comparable, harbor_rows, load_published
 
 
 def _materialize(instance: dg.DagsterInstance, tmp_path: Path, **config) -> dg.ExecuteInProcessResult:
@@ -65,7 +65,7 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
     card = (folder / "README.md").read_text()
     assert "num_examples: 28" in card and "**36** trial folders" in card and "`no_trajectory` | 3" in card
 
-    dataset = datasets.load_dataset(str(folder), split="train")
+    dataset = load_published(folder, tmp_path / "hf_cache")
     assert dataset.num_rows == 28
     assert dataset.features["conversations"] == datasets.List({"content": datasets.Value("string"), "role": datasets.Value("string")})
     expected = harbor_rows(DATA / "harbor_sample" / "harbor-export-last.jsonl", include_subagents=False)
@@ -78,5 +78,5 @@ def test_rematerializing_replaces_the_run_as_a_whole(instance, tmp_path):
     assert len(list(data.iterdir())) == 6
     assert _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=1000, include_subagents=True).success
     assert [p.name for p in data.iterdir()] == ["train-00000-of-00001.parquet"]
-    dataset = datasets.load_dataset(str(data.parent), split="train")
+    dataset = load_published(data.parent, tmp_path / "hf_cache_2")
     assert dataset.num_rows == 34 and "trace_source" in dataset.features

@@ -7,6 +7,7 @@ the daemon and every run. These tests run against a real server (see `services.p
 from __future__ import annotations
 
 import importlib
+from contextlib import closing
 from pathlib import Path
 
 import dagster as dg
@@ -16,10 +17,11 @@ from dagster._config import process_config, resolve_to_config_type
 from dagster._core.instance.ref import InstanceRef
 from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
 
+from trace_assets.assets import HUB_COMMIT_POOL
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.resources import config_from_env
-from trace_assets_tests.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests import services
+from trace_assets_tests.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.services import PostgresServer
 
 postgres_server = services.postgres_server  # the session-wide server; each test makes its own database
@@ -38,6 +40,7 @@ def postgres_home(tmp_path: Path, server: PostgresServer) -> Path:
 
 
 def assert_postgres_backed(instance: dg.DagsterInstance) -> None:
+    """Runs, event logs and schedules: the three storages `storage: postgres:` replaces."""
     assert isinstance(instance.run_storage, PostgresRunStorage)
     assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
     assert isinstance(instance.schedule_storage, PostgresScheduleStorage)
@@ -74,7 +77,7 @@ def test_partition_run_and_metadata_live_in_postgres(postgres_server: PostgresSe
         assert (metadata["trial_dirs"], metadata["scored"], metadata["exported"]) == (36, 34, 28)
         assert metadata["export_ratio"] == pytest.approx(28 / 34, abs=1e-6)
 
-    with database.connect() as connection, connection.cursor() as cursor:
+    with closing(database.connect()) as connection, connection.cursor() as cursor:
         cursor.execute("SELECT status FROM runs WHERE run_id = %s", (run_id,))
         assert cursor.fetchall() == [("SUCCESS",)]
         cursor.execute(
@@ -82,13 +85,12 @@ def test_partition_run_and_metadata_live_in_postgres(postgres_server: PostgresSe
             (run_id,),
         )
         assert sorted(cursor.fetchall()) == sorted((f'["{name}"]', SAMPLE_RUN) for name in ASSET_NAMES)
-    connection.close()
 
 
-def test_production_config_validates_and_its_storage_and_queue_work(
+def test_production_config_validates_and_its_storage_and_run_queue_load(
     postgres_server: PostgresServer, tmp_path, monkeypatch
 ):
-    """deploy/dagster.yaml: every section against its class's schema; storage and run queue for real."""
+    """deploy/dagster.yaml: every section against its class's schema; storage and run coordinator built for real."""
     database = postgres_server.create_database("dagster_production_config")
     for name, value in {
         "DAGSTER_PG_HOST": database.host,
@@ -128,3 +130,6 @@ def test_production_config_validates_and_its_storage_and_queue_work(
         limits = {(limit["key"], limit["value"]): limit["limit"] for limit in queue.tag_concurrency_limits}
         assert limits == {("trace_assets/hub", "commit"): 1, ("trace_assets/store", "read"): 8}
         assert export_trace_run.tags.get("trace_assets/store") == "read"
+        # README's `dagster instance concurrency set hub_commits 1`, which the Postgres storage supports.
+        instance.event_log_storage.set_concurrency_slots(HUB_COMMIT_POOL, 1)
+        assert instance.event_log_storage.get_concurrency_info(HUB_COMMIT_POOL).slot_count == 1

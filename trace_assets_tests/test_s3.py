@@ -62,8 +62,9 @@ def test_one_listing_and_only_needed_objects_are_read(tmp_path, s3_traces, fault
     assert listed["get"] == 0
 
     fault_proxy.reset_stats()
-    score_trials(store, staging, 100, lambda _: None)
-    coverage, _ = export_rows(store, staging, True, 100, lambda _: None)
+    # Each asset makes its own store, as here: no listing cache carries over from the listing step.
+    score_trials(_s3_store(s3_traces, fault_proxy.url), staging, 100, lambda _: None)
+    coverage, _ = export_rows(_s3_store(s3_traces, fault_proxy.url), staging, True, 100, lambda _: None)
     fetched = fault_proxy.stats
     assert fetched["faults_injected"] == 0 and fetched["list"] == 0 and fetched["head"] == 0
     assert coverage.exported == 28 and coverage.rows == 34

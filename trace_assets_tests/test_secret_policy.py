@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import dagster as dg
-import datasets
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.resources import config_from_env
 from trace_assets_tests.bad_input import AGENT, USER, result_json, trajectory
-from trace_assets_tests.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES, load_published
 
 RUN = "run-with-a-key"
 
@@ -78,7 +77,7 @@ def test_redact_publishes_with_the_key_replaced(tmp_path):
     with dg.instance_for_test() as instance:
         assert _materialize(instance, tmp_path, "redact").success
     folder = tmp_path / "published" / RUN
-    rows = list(datasets.load_dataset(str(folder), split="train"))
+    rows = list(load_published(folder, tmp_path / "hf_cache"))
     leaky = next(r for r in rows if r["trial_name"] == "leaky-task__k3y")
     text = json.dumps(rows)
     assert "[REDACTED:private_key]" in json.dumps(leaky["conversations"])
@@ -93,7 +92,7 @@ def test_allow_publishes_as_is(tmp_path):
     pem = _run_with_live_key(tmp_path / "traces")
     with dg.instance_for_test() as instance:
         assert _materialize(instance, tmp_path, "allow").success
-    rows = list(datasets.load_dataset(str(tmp_path / "published" / RUN), split="train"))
+    rows = list(load_published(tmp_path / "published" / RUN, tmp_path / "hf_cache"))
     assert pem.splitlines()[1] in json.dumps(rows)
 
 

@@ -21,6 +21,7 @@ from dagster_graphql import DagsterGraphQLClient
 from trace_assets_tests.helpers import SAMPLE_RUN
 from trace_assets_tests.services import (
     CHROMIUM,
+    ServiceProcess,
     require_binary,
     running_daemon,
     running_webserver,
@@ -101,7 +102,7 @@ def loaded_repository(client: DagsterGraphQLClient, timeout: float = 90) -> dict
     raise AssertionError(f"code location not loaded within {timeout:.0f}s")
 
 
-def wait_for_run(client: DagsterGraphQLClient, run_id: str, daemon) -> dg.DagsterRunStatus:
+def wait_for_run(client: DagsterGraphQLClient, run_id: str, daemon: ServiceProcess) -> dg.DagsterRunStatus:
     deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         status = client.get_run_status(run_id)
@@ -135,9 +136,8 @@ class MetadataTable(HTMLParser):
             self._cells[-1] += data
 
 
-def render_page(url: str, out_dir: Path) -> tuple[Path, str]:
+def render_page(chromium: Path, url: str, out_dir: Path) -> tuple[Path, str]:
     """A screenshot of the page and its rendered DOM, from one headless Chromium in its own process group."""
-    chromium = require_binary(CHROMIUM, "chromium")
     screenshot = out_dir / "asset-page.png"
     command = [
         str(chromium), *CHROMIUM_FLAGS, f"--user-data-dir={out_dir / 'chromium-profile'}",
@@ -155,6 +155,7 @@ def render_page(url: str, out_dir: Path) -> tuple[Path, str]:
 
 
 def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
+    chromium = require_binary(CHROMIUM, "chromium")  # before the run, not after it
     dagster_home = tmp_path / "dagster_home"
     write_instance_config(dagster_home)
     publish_root = tmp_path / "published"
@@ -179,7 +180,8 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         )
         assert client.get_run_status(run_id) == dg.DagsterRunStatus.QUEUED  # nothing dequeues it yet
         with running_daemon(dagster_home, env) as daemon:
-            assert wait_for_run(client, run_id, daemon) == dg.DagsterRunStatus.SUCCESS
+            status = wait_for_run(client, run_id, daemon)
+            assert status == dg.DagsterRunStatus.SUCCESS, f"run {run_id} {status}\n{daemon.log_tail()}"
         assert (publish_root / SAMPLE_RUN / "coverage.json").exists()
 
         materializations = client._execute(COVERAGE_QUERY, {"partition": SAMPLE_RUN})["assetOrError"][
@@ -193,7 +195,7 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         assert (metadata["trial_dirs"], metadata["scored"], metadata["exported"]) == (36, 34, 28)
         assert metadata["export_ratio"] == round(28 / 34, 6)
 
-        screenshot, dom = render_page(webserver.url + PARTITION_PAGE, tmp_path)
+        screenshot, dom = render_page(chromium, webserver.url + PARTITION_PAGE, tmp_path)
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copyfile(screenshot, ARTIFACTS / screenshot.name)
 
