@@ -1,1 +1,1 @@
-pytest_plugins = ["trace_assets_tests.s3_fixtures"]
+pytest_plugins = ["trace_assets_tests.s3_fixtures", "trace_assets_tests.hub_server"]

@@ -27,7 +27,7 @@ from trace_assets.hub_publish import (
 if TYPE_CHECKING:  # imported at runtime by pytest_plugins, so pytest can rewrite its asserts
     from trace_assets_tests.hub_server import HubStandIn
 
-pytest_plugins = ["trace_assets_tests.hub_server"]
+
 # huggingface_hub's own LFS upload (lfs._upload_single_part) passes `data=<file>` to httpx2.
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
 
