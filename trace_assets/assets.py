@@ -4,7 +4,6 @@ Each asset is a thin layer over `trace_assets.pipeline`; the data lives as Parqu
 staging folder, and what a person needs to judge a run goes into materialization metadata.
 """
 
-
 import json
 import shutil
 import tempfile
@@ -25,7 +24,6 @@ from trace_assets.scanning import scan_run, secret_redactor
 trace_runs = dg.DynamicPartitionsDefinition(name="trace_runs")
 
 GROUP = "trace_export"
-STORE_READ_TAGS = {"trace_assets/store": "read"}
 HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
 
 
@@ -53,7 +51,7 @@ def coverage_metadata(coverage: Coverage) -> dict[str, dg.MetadataValue]:
     }
 
 
-@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, op_tags=STORE_READ_TAGS)
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"})
 def raw_trial_listing(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
@@ -73,9 +71,7 @@ def raw_trial_listing(
     )
 
 
-@dg.asset(
-    partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=[raw_trial_listing], op_tags=STORE_READ_TAGS
-)
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=[raw_trial_listing])
 def scored_trials(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
@@ -92,9 +88,7 @@ def scored_trials(
     )
 
 
-@dg.asset(
-    partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=[scored_trials], op_tags=STORE_READ_TAGS
-)
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=[scored_trials])
 def last_episode_rows(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
