@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test dev clean
+.PHONY: demo test dev venv clean
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
@@ -15,6 +15,8 @@ $(BIN)/trace-assets: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
+
+venv: $(BIN)/trace-assets
 
 demo: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/trace-assets materialize rl-sample-run --traces-root sample_traces --publish-root published
