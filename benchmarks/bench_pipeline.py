@@ -455,9 +455,11 @@ def s3_report(s3: dict[str, Any]) -> tuple[str, list[Check]]:
         for phase, stats in (("listing", listing), ("scored..shards", fetch))
     ]
     seconds = s3["step_seconds"]
+    overhead = s3["fetched_bytes"] / s3["needed_bytes"]
+    share_of_listed = s3["fetched_bytes"] / s3["listed_bytes"] if s3["listed_bytes"] else math.nan
     text = [
-        f"S3 (moto via counting proxy), {s3['trials']} trials, {s3['objects']:,} objects "
-        f"(uploaded at {s3['uploaded_objects'] / s3['upload_seconds']:.0f} objects/s):",
+        f"S3 (moto via counting proxy), {s3['trials']} trials, {s3['uploaded_objects']:,} objects uploaded "
+        f"({s3['uploaded_objects'] / s3['upload_seconds']:.0f} objects/s), {s3['objects']:,} listed:",
         f"  {s3['trials_per_second']:.0f} trials/s over the steps in-process ("
         + ", ".join(f"{step} {value:.2f}s" for step, value in seconds.items())
         + f"); {s3['wall_seconds']:.1f}s wall in two child processes; {s3['rows']} rows",
@@ -465,16 +467,19 @@ def s3_report(s3: dict[str, Any]) -> tuple[str, list[Check]]:
         f"  bytes listed (sum of object sizes): {s3['listed_bytes']:,}; LIST XML: {s3['list_xml_bytes']:,}",
         f"  bytes fetched (GET bodies): {s3['fetched_bytes']:,} in {fetch['get']} GETs; "
         f"needed: {s3['needed_bytes']:,} in {s3['needed_objects']} objects "
-        f"({s3['fetched_bytes'] / s3['needed_bytes']:.3f}x needed, {s3['fetched_bytes'] / s3['listed_bytes']:.1%} of listed)",
+        f"({overhead:.3f}x needed, {share_of_listed:.1%} of listed)",
     ]
-    list_limit = math.ceil(s3["objects"] / S3_PAGE_SIZE) + 1
+    # The limit counts what was uploaded, so a listing that misses objects cannot pass by listing fewer.
+    list_limit = math.ceil(s3["uploaded_objects"] / S3_PAGE_SIZE) + 1
     lists = listing["list"] + fetch["list"]
-    overhead = s3["fetched_bytes"] / s3["needed_bytes"]
-    list_target = f"<= ceil({s3['objects']}/{S3_PAGE_SIZE})+1 = {list_limit}"
+    list_target = f"<= ceil({s3['uploaded_objects']}/{S3_PAGE_SIZE})+1 = {list_limit}"
     checks = [
+        Check("S3 listing sees every uploaded object", f"= {s3['uploaded_objects']}", f"{s3['objects']}",
+              s3["objects"] == s3["uploaded_objects"]),
         Check("S3 LIST requests per run", list_target, f"{lists}", lists <= list_limit),
-        Check("S3 bytes fetched vs needed", f"<= {FETCH_OVERHEAD_TARGET:.1f}x", f"{overhead:.3f}x", overhead <= FETCH_OVERHEAD_TARGET),
-    ]
+        Check("S3 bytes fetched vs needed (all needed read)", f"<= {FETCH_OVERHEAD_TARGET:.1f}x", f"{overhead:.3f}x",
+              1.0 <= overhead <= FETCH_OVERHEAD_TARGET),
+    ]  # fmt: skip
     return "\n".join(text), checks
 
 
@@ -579,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     harbor.add_argument("--result", required=True)
 
     parser.add_argument("--sizes", type=parse_sizes, help="pairs small,big[,small,big]; default 400,2000 (quick: 100,400)")
-    parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke run: small sizes, one repeat, small S3 run")
+    parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke run: small sizes, two repeats, a small S3 run")
     parser.add_argument("--repeats", type=int, help="measurements per size and tool, the fastest counts (default 3, quick 2)")
     parser.add_argument("--prompt-scale", type=float, default=DEFAULT_PROMPT_SCALE, help="generator's episode-prompt share")
     parser.add_argument("--s3-trials", type=int, help=f"trials in the S3 run, 0 to skip (default {DEFAULT_S3_TRIALS}, quick {QUICK_S3_TRIALS})")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import orjson
+
 
 class Reason(StrEnum):
     """Why a trial folder was not exported. Stored as plain strings in every output."""
@@ -61,7 +63,15 @@ class TrialSummary:
 
 
 def decode_json(data: bytes, what: str) -> Any | str:
-    """Parse JSON bytes; on failure return a one-line reason instead of raising."""
+    """Parse JSON bytes; on failure return a one-line reason instead of raising.
+
+    orjson does the work; what it refuses (and Python's json accepts: NaN, lone surrogates,
+    huge integers) gets a second try with json, which also words the reason.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
     if not data.strip():
         return f"{what} is empty"
     try:

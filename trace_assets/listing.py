@@ -8,9 +8,11 @@ that holds trial folders (a job folder with its own `result.json`) is not a tria
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
+from itertools import groupby
 
 MARKER_FILES = frozenset({"result.json", "config.json", "trial.log"})
 TRIAL_SUBFOLDERS = ("agent", "verifier")
@@ -35,7 +37,7 @@ class TrialFolder:
     def trial_name(self) -> str:
         return self.trial_dir.rsplit("/", 1)[-1]
 
-    @property
+    @cached_property
     def keys(self) -> frozenset[str]:
         return frozenset(o.key for o in self.objects)
 
@@ -90,6 +92,16 @@ def group_trials(objects: Iterable[StoredObject]) -> Listing:
     trials = [TrialFolder(folder, tuple(sorted(items, key=lambda o: o.key))) for folder, items in grouped.items()]
     trials.sort(key=lambda t: (t.trial_name, t.trial_dir))
     return Listing(trials, stray, len(objects), sum(o.size for o in objects))
+
+
+def top_level_groups(objects: Iterable[StoredObject]) -> Iterator[list[StoredObject]]:
+    """Objects in runs sharing their first path segment: a listing in key order, a folder at a time.
+
+    Every trial folder lies inside one such group, so grouping each one on its own gives the
+    same trials as grouping the whole listing, with only one top-level folder in memory.
+    """
+    for _, group in groupby(objects, key=lambda o: o.key.split("/", 1)[0]):
+        yield list(group)
 
 
 def _ancestors(key: str) -> list[str]:

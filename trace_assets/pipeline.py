@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from trace_assets.export import MAIN_TRACE_SOURCE, ROW_COLUMNS, export_trial, needed_files
 from trace_assets.harbor import Exclusion, Reason, TrialSummary, parse_trial_result
-from trace_assets.listing import StoredObject, TrialFolder, group_trials
+from trace_assets.listing import StoredObject, TrialFolder, group_trials, top_level_groups
 from trace_assets.storage import TraceStore
 
 Progress = Callable[[str], None]
@@ -171,28 +171,59 @@ def _listing_record(trial: TrialFolder) -> dict[str, Any]:
         "has_trajectory": "agent/trajectory.json" in keys,
         "has_verifier_output": any(k in keys for k in ("verifier/test-stdout.txt", "verifier/test-stderr.txt")),
         "newest_modified": trial.newest_modified,
-        "files": [asdict(o) for o in trial.objects],
+        "files": [{"key": o.key, "size": o.size, "etag": o.etag, "modified": o.modified} for o in trial.objects],
     }
 
 
+LISTING_WRITE_BATCH = 512
+
+
 def build_listing(store: TraceStore, staging: RunStaging) -> ListingStats:
-    listing = group_trials(store.list_run(staging.run_id))
-    table = pa.Table.from_pylist([_listing_record(t) for t in listing.trials], schema=LISTING_SCHEMA)
-    _write_atomically(staging.listing, lambda p: pq.write_table(table, p))
-    return ListingStats(
-        trial_dirs=len(listing.trials),
-        objects=listing.total_objects,
-        bytes=listing.total_bytes,
-        stray_objects=listing.stray_objects,
-        unscored=sum(not t.has("result.json") for t in listing.trials),
-    )
+    """Stream the run's listing into Parquet, a top-level folder at a time, in publishing order.
+
+    Trials arrive in key order; when that differs from (trial_name, trial_dir) order (nested
+    step folders), the file is reordered at the end from its compact Arrow form.
+    """
+    unsorted = staging.listing.with_name(f".{staging.listing.name}.unsorted")
+    order: list[tuple[str, str]] = []
+    objects = total_bytes = stray = unscored = 0
+    with _staged_writers((unsorted, LISTING_SCHEMA)) as [writer]:
+        pending: list[dict[str, Any]] = []
+        for group in top_level_groups(store.iter_run(staging.run_id)):
+            part = group_trials(group)
+            objects += part.total_objects
+            total_bytes += part.total_bytes
+            stray += part.stray_objects
+            for trial in part.trials:
+                order.append((trial.trial_name, trial.trial_dir))
+                unscored += not trial.has("result.json")
+                pending.append(_listing_record(trial))
+            if len(pending) >= LISTING_WRITE_BATCH:
+                writer.write_table(pa.Table.from_pylist(pending, schema=LISTING_SCHEMA))
+                pending = []
+        writer.write_table(pa.Table.from_pylist(pending, schema=LISTING_SCHEMA))
+    positions = sorted(range(len(order)), key=order.__getitem__)
+    if positions == list(range(len(order))):
+        unsorted.replace(staging.listing)
+    else:
+        table = pq.read_table(unsorted).take(positions)
+        _write_atomically(staging.listing, lambda p: pq.write_table(table, p, row_group_size=LISTING_WRITE_BATCH))
+        unsorted.unlink()
+    return ListingStats(trial_dirs=len(order), objects=objects, bytes=total_bytes, stray_objects=stray, unscored=unscored)
 
 
 def iter_listing(path: Path, batch_size: int) -> Iterator[list[TrialFolder]]:
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=["trial_dir", "files"]):
+    """The listing back as trial folders, a batch at a time (converted column by column: fast)."""
+    for batch in _open_parquet(path).iter_batches(batch_size=batch_size, columns=["trial_dir", "files"], use_threads=False):
+        files = batch.column("files")
+        flat = files.flatten()
+        fields = (flat.field(name).to_pylist() for name in ("key", "size", "etag", "modified"))
+        objects = list(map(StoredObject, *fields))
+        offsets = files.offsets.to_pylist()
+        start = offsets[0]
         yield [
-            TrialFolder(record["trial_dir"], tuple(StoredObject(**o) for o in record["files"]))
-            for record in batch.to_pylist()
+            TrialFolder(trial_dir, tuple(objects[offsets[i] - start : offsets[i + 1] - start]))
+            for i, trial_dir in enumerate(batch.column("trial_dir").to_pylist())
         ]
 
 
@@ -256,11 +287,11 @@ class _PreviousRows:
 
     @staticmethod
     def _read(path: Path, schema: pa.Schema) -> Iterator[tuple[tuple[str, str], list[dict[str, Any]]]]:
-        parquet = pq.ParquetFile(path)
+        parquet = _open_parquet(path)
         if parquet.schema_arrow != schema:
             return
         group_key, group = None, []
-        for batch in parquet.iter_batches(batch_size=500):
+        for batch in parquet.iter_batches(batch_size=500, use_threads=False):
             for row in batch.to_pylist():
                 key = (row["trial_dir"].rsplit("/", 1)[-1], row["trial_dir"])
                 if key != group_key and group:
@@ -409,7 +440,7 @@ class Coverage:
 
 
 def _iter_scored(path: Path, batch_size: int) -> Iterator[list[dict[str, Any]]]:
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
+    for batch in _open_parquet(path).iter_batches(batch_size=batch_size, use_threads=False):
         yield batch.to_pylist()
 
 
@@ -514,12 +545,22 @@ def _export_batch(
     return rows, statuses
 
 
+def _open_parquet(path: Path) -> pq.ParquetFile:
+    """Without read-ahead buffering, which otherwise makes memory grow with the file's size."""
+    return pq.ParquetFile(path, pre_buffer=False)
+
+
 def iter_rows(path: Path, batch_rows: int = 1000) -> Iterator[pa.Table]:
-    """Staged rows in publishing order, without the staging-only `trial_dir` column."""
-    parquet = pq.ParquetFile(path)
+    """Staged rows in publishing order, without the staging-only `trial_dir` column.
+
+    Read a row group at a time: pyarrow's batch iterator reads ahead and holds far more.
+    """
+    parquet = _open_parquet(path)
     columns = [name for name in parquet.schema_arrow.names if name != STAGING_ONLY_COLUMN]
-    for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
-        yield pa.Table.from_batches([batch])
+    for index in range(parquet.metadata.num_row_groups):
+        group = parquet.read_row_group(index, columns=columns, use_threads=False)
+        for batch in group.to_batches(max_chunksize=batch_rows):
+            yield pa.Table.from_batches([batch])
 
 
 def published_schema(path: Path) -> pa.Schema:

@@ -53,7 +53,7 @@ def write_shards(
     num_bytes = 0
     written = 0
     try:
-        for table in iter_rows(rows_path, batch_rows=min(1000, max_rows_per_shard)):
+        for table in iter_rows(rows_path, batch_rows=min(256, max_rows_per_shard)):
             table = transform(table)
             num_bytes += table.nbytes
             offset = 0

@@ -12,7 +12,7 @@ import pyarrow as pa
 from trace_assets.pipeline import iter_rows
 from trace_assets.secret_scan import SecretScanner, parse_pattern_specs, redact
 
-SCAN_BATCH_ROWS = 2000
+SCAN_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens of MB
 
 
 def _allowlist(spec: str) -> list[str]:

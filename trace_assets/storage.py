@@ -6,12 +6,14 @@ delimiter), then concurrent GETs of exactly the keys asked for, in bounded batch
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 import fsspec
-from fsspec.asyn import AsyncFileSystem
+from fsspec.asyn import AsyncFileSystem, sync
+from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.listing import StoredObject
 
@@ -45,6 +47,19 @@ def _etag(info: Mapping[str, Any]) -> str | None:
     return str(value).strip('"') if value else None
 
 
+def _walk_local(folder: str, relative: str) -> Iterator[StoredObject]:
+    """Files under a local folder in key order (names sorted as strings, as S3 lists keys)."""
+    with os.scandir(folder) as entries:
+        ordered = sorted(entries, key=lambda entry: entry.name)
+    for entry in ordered:
+        key = f"{relative}{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk_local(entry.path, key + "/")
+        elif entry.is_file():
+            stat = entry.stat()
+            yield StoredObject(key, stat.st_size, None, datetime.fromtimestamp(stat.st_mtime, tz=timezone.utc))
+
+
 class TraceStore:
     """A traces root: `<root>/<run_id>/trace_jobs/...`."""
 
@@ -70,17 +85,46 @@ class TraceStore:
         return sorted(runs)
 
     def list_run(self, run_id: str) -> list[StoredObject]:
-        """Every object under the run's trace_jobs/, keys relative to it, from one recursive listing."""
+        return list(self.iter_run(run_id))
+
+    def iter_run(self, run_id: str) -> Iterator[StoredObject]:
+        """Every object under the run's trace_jobs/, keys relative to it, in key order, as listed.
+
+        One recursive listing, streamed: S3 pages of ListObjectsV2 without a delimiter, a
+        directory walk on local disks; the full listing is never held in memory.
+        """
         base = self.trace_jobs_path(run_id)
         if not self.fs.isdir(base):
             raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {run_id!r} under {self.root_url}")
-        found = self.fs.find(base, detail=True, withdirs=False)
-        prefix = base + "/"
-        return [
-            StoredObject(path[len(prefix) :], int(info.get("size") or 0), _etag(info), _modified(info))
-            for path, info in found.items()
-            if path.startswith(prefix) and info.get("type", "file") != "directory"
-        ]
+        if isinstance(self.fs, LocalFileSystem):
+            yield from _walk_local(base, "")
+        elif hasattr(self.fs, "_call_s3"):
+            yield from self._iter_s3(base + "/")
+        else:
+            prefix = base + "/"
+            for path, info in sorted(self.fs.find(base, detail=True, withdirs=False).items()):
+                if path.startswith(prefix) and info.get("type", "file") != "directory":
+                    yield StoredObject(path[len(prefix) :], int(info.get("size") or 0), _etag(info), _modified(info))
+
+    def _iter_s3(self, prefix: str) -> Iterator[StoredObject]:
+        bucket, key_prefix, _ = self.fs.split_path(prefix)
+        key_prefix += "/"
+        token = None
+        while True:
+            page = sync(
+                self.fs.loop,
+                self.fs._call_s3,
+                "list_objects_v2",
+                Bucket=bucket,
+                Prefix=key_prefix,
+                **({"ContinuationToken": token} if token else {}),
+            )
+            for item in page.get("Contents", []):
+                if not item["Key"].endswith("/"):
+                    yield StoredObject(item["Key"][len(key_prefix) :], int(item["Size"]), _etag(item), _modified(item))
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
 
     def fetch(self, run_id: str, keys: list[str]) -> dict[str, bytes]:
         """Bytes of each key (relative to trace_jobs/), fetched concurrently; raises FetchError on any failure."""
