@@ -108,7 +108,7 @@ class TraceStore:
 
     def _iter_s3(self, prefix: str) -> Iterator[StoredObject]:
         bucket, key_prefix, _ = self.fs.split_path(prefix)
-        key_prefix += "/"
+        key_prefix = key_prefix.rstrip("/") + "/"
         token = None
         while True:
             page = sync(
