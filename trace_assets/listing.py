@@ -82,9 +82,13 @@ def group_trials(objects: Iterable[StoredObject]) -> Listing:
     trial_dirs = candidates - job_folders
 
     grouped: dict[str, list[StoredObject]] = {folder: [] for folder in trial_dirs}
+    owners: dict[str, str | None] = {}  # parent folder -> its trial folder; most files share a parent
     stray = 0
     for obj in objects:
-        owner = next((a for a in _ancestors(obj.key) if a in grouped), None)
+        parent = obj.key.rpartition("/")[0]
+        if parent not in owners:
+            owners[parent] = next((a for a in _ancestors(obj.key) if a in grouped), None)
+        owner = owners[parent]
         if owner is None:
             stray += 1
         else:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from trace_assets.export import MAIN_TRACE_SOURCE, ROW_COLUMNS, export_trial, needed_files
@@ -212,18 +213,51 @@ def build_listing(store: TraceStore, staging: RunStaging) -> ListingStats:
     return ListingStats(trial_dirs=len(order), objects=objects, bytes=total_bytes, stray_objects=stray, unscored=unscored)
 
 
-def iter_listing(path: Path, batch_size: int) -> Iterator[list[TrialFolder]]:
-    """The listing back as trial folders, a batch at a time (converted column by column: fast)."""
-    for batch in _open_parquet(path).iter_batches(batch_size=batch_size, columns=["trial_dir", "files"], use_threads=False):
+# The only objects later steps look at: all the rows are made of (see export.needed_files).
+ROW_SOURCE_PREFIXES = ("result.json", "agent/trajectory", "verifier/test-")
+
+
+@dataclass(frozen=True)
+class ListedTrial:
+    """A trial folder as the later steps see it: its counts, and only the objects rows come from."""
+
+    trial_dir: str
+    object_count: int
+    total_bytes: int
+    objects: dict[str, StoredObject]  # key -> object, for ROW_SOURCE_PREFIXES keys only
+
+    @property
+    def trial_name(self) -> str:
+        return self.trial_dir.rsplit("/", 1)[-1]
+
+    def has(self, key: str) -> bool:
+        return key in self.objects
+
+
+def iter_listing(path: Path, batch_size: int) -> Iterator[list[ListedTrial]]:
+    """The listing back a batch at a time, picking the few objects that matter with Arrow."""
+    columns = ["trial_dir", "objects", "bytes", "files"]
+    for batch in _open_parquet(path).iter_batches(batch_size=batch_size, columns=columns, use_threads=False):
         files = batch.column("files")
         flat = files.flatten()
-        fields = (flat.field(name).to_pylist() for name in ("key", "size", "etag", "modified"))
-        objects = list(map(StoredObject, *fields))
-        offsets = files.offsets.to_pylist()
-        start = offsets[0]
+        keys = flat.field("key")
+        wanted = pc.equal(keys, ROW_SOURCE_PREFIXES[0])
+        for prefix in ROW_SOURCE_PREFIXES[1:]:
+            wanted = pc.or_(wanted, pc.starts_with(keys, prefix))
+        picked = flat.filter(wanted)
+        owners = pc.list_parent_indices(files).filter(wanted).to_pylist()
+        per_trial: list[dict[str, StoredObject]] = [{} for _ in range(batch.num_rows)]
+        fields = (picked.field(name).to_pylist() for name in ("key", "size", "etag", "modified"))
+        for owner, obj in zip(owners, map(StoredObject, *fields)):
+            per_trial[owner][obj.key] = obj
         yield [
-            TrialFolder(trial_dir, tuple(objects[offsets[i] - start : offsets[i + 1] - start]))
-            for i, trial_dir in enumerate(batch.column("trial_dir").to_pylist())
+            ListedTrial(trial_dir, count, size, objects)
+            for trial_dir, count, size, objects in zip(
+                batch.column("trial_dir").to_pylist(),
+                batch.column("objects").to_pylist(),
+                batch.column("bytes").to_pylist(),
+                per_trial,
+            )
         ]
 
 
@@ -243,9 +277,8 @@ def fingerprint(objects: Iterable[StoredObject], *salt: object) -> str:
     return digest.hexdigest()[:32]
 
 
-def _objects(trial: TrialFolder, keys: Iterable[str]) -> list[StoredObject]:
-    wanted = set(keys)
-    return [o for o in trial.objects if o.key in wanted]
+def _objects(trial: ListedTrial, keys: Iterable[str]) -> list[StoredObject]:
+    return [trial.objects[key] for key in keys if key in trial.objects]
 
 
 @contextmanager
@@ -302,7 +335,7 @@ class _PreviousRows:
         if group:
             yield group_key, group
 
-    def take(self, trial: TrialFolder) -> list[dict[str, Any]]:
+    def take(self, trial: ListedTrial) -> list[dict[str, Any]]:
         """The trial's earlier rows (none if it had none); must be called in publishing order."""
         key = (trial.trial_name, trial.trial_dir)
         while self._current is not None and self._current[0] < key:
@@ -317,7 +350,7 @@ class _PreviousRows:
 # --------------------------------------------------------------------------- step 2: scored trials
 
 
-def _scored_record(trial: TrialFolder, parsed: TrialSummary | Exclusion | None, source: str) -> dict[str, Any]:
+def _scored_record(trial: ListedTrial, parsed: TrialSummary | Exclusion | None, source: str) -> dict[str, Any]:
     record: dict[str, Any] = {"trial_dir": trial.trial_dir, "trial_name": trial.trial_name, "source_fingerprint": source}
     if parsed is None:
         record.update(status=Reason.NO_RESULT_JSON.value, detail="no result.json in the trial folder")
@@ -489,7 +522,7 @@ def export_rows(
 def _export_batch(
     store: TraceStore,
     run_id: str,
-    trials: list[TrialFolder],
+    trials: list[ListedTrial],
     scored: list[dict[str, Any]],
     include_subagents: bool,
     previous_statuses: dict[str, dict[str, Any]],
@@ -501,7 +534,7 @@ def _export_batch(
     for trial, record in zip(trials, scored):
         if record["trial_dir"] != trial.trial_dir:
             raise RuntimeError(f"scored_trials is out of step with the listing at {trial.trial_dir}: re-materialize it")
-        keys = needed_files(trial.keys, include_subagents) if record["status"] == "scored" else []
+        keys = needed_files(trial.objects, include_subagents) if record["status"] == "scored" else []
         sources[trial.trial_dir] = fingerprint(_objects(trial, [*keys, "result.json"]), include_subagents, run_id)
         unchanged = previous_statuses.get(trial.trial_dir, {}).get("source_fingerprint") == sources[trial.trial_dir]
         if record["status"] == "scored" and not unchanged:
@@ -516,7 +549,7 @@ def _export_batch(
             "trial_dir": trial.trial_dir,
             "trial_name": trial.trial_name,
             "task": record["task"],
-            "objects": len(trial.objects),
+            "objects": trial.object_count,
             "bytes": trial.total_bytes,
             "rows": 0,
             "source_fingerprint": sources[trial.trial_dir],
