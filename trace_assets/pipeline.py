@@ -182,8 +182,9 @@ LISTING_WRITE_BATCH = 512
 def build_listing(store: TraceStore, staging: RunStaging) -> ListingStats:
     """Stream the run's listing into Parquet, a top-level folder at a time, in publishing order.
 
-    Trials arrive in key order; when that differs from (trial_name, trial_dir) order (nested
-    step folders), the file is reordered at the end from its compact Arrow form.
+    Trials arrive in listing order; when that differs from (trial_name, trial_dir) order (S3's
+    key order in some names, nested step folders), the file is reordered at the end from its
+    compact Arrow form.
     """
     unsorted = staging.listing.with_name(f".{staging.listing.name}.unsorted")
     order: list[tuple[str, str]] = []

@@ -8,6 +8,7 @@ is exported again once it settles anew.
 import json
 import os
 import time
+from collections.abc import Iterable
 
 import dagster as dg
 
@@ -21,10 +22,16 @@ DEFAULT_SETTLE_SECONDS = 600
 CURSOR_VERSION = 1
 
 
-def listing_fingerprint(objects: list[StoredObject]) -> str:
+def listing_fingerprint(objects: Iterable[StoredObject]) -> str:
     """Object count, total bytes and newest modification time: what changes while a run is written."""
-    newest = max((o.modified for o in objects if o.modified), default=None)
-    return fingerprint([], len(objects), sum(o.size for o in objects), newest.isoformat() if newest else "")[:16]
+    count = size = 0
+    newest = None
+    for obj in objects:
+        count += 1
+        size += obj.size
+        if obj.modified and (newest is None or obj.modified > newest):
+            newest = obj.modified
+    return fingerprint([], count, size, newest.isoformat() if newest else "")[:16]
 
 
 def settle_seconds() -> float:
@@ -72,7 +79,7 @@ def new_trace_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResul
     run_ids = store.run_ids()
     known = set(context.instance.get_dynamic_partitions(trace_runs.name))
     new_runs = [run_id for run_id in run_ids if run_id not in known]
-    fingerprints = {run_id: listing_fingerprint(store.list_run(run_id)) for run_id in run_ids}
+    fingerprints = {run_id: listing_fingerprint(store.iter_run(run_id)) for run_id in run_ids}
     to_request, state = plan_requests(load_cursor(context.cursor), fingerprints, time.time(), settle_seconds())
     if new_runs:
         context.log.info(f"new trace runs: {', '.join(new_runs)}")

@@ -91,9 +91,6 @@ class TraceStore:
                 runs.append(name)
         return sorted(runs)
 
-    def list_run(self, run_id: str) -> list[StoredObject]:
-        return list(self.iter_run(run_id))
-
     def iter_run(self, run_id: str) -> Iterator[StoredObject]:
         """Every object under the run's trace_jobs/, keys relative to it, as listed.
 
