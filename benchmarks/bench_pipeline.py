@@ -261,7 +261,7 @@ def needed_bytes(trace_jobs: Path) -> tuple[int, int]:
 
     store = TraceStore(str(trace_jobs.parent.parent))
     objects = total_bytes = 0
-    for trial in group_trials(store.list_run(trace_jobs.parent.name)).trials:
+    for trial in group_trials(store.iter_run(trace_jobs.parent.name)).trials:
         sizes = {o.key: o.size for o in trial.objects}
         if "result.json" not in sizes:
             continue
