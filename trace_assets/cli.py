@@ -1,4 +1,4 @@
-"""`trace-assets`: list runs under a traces root and materialize them on the local Dagster instance.
+"""`trace-assets`: list the runs under a traces root, materialize them, or queue a backfill of them.
 
 Runs go through the same job and instance as the UI (`DAGSTER_HOME`), so they show up there.
 Progress goes to stderr; stdout carries one JSON line per run, for scripts.
@@ -13,7 +13,7 @@ import shutil
 import sys
 from typing import Any
 
-from trace_assets.resources import ON_SECRET_MODES, PROJECT_DIR, TraceAssetsConfig, config_from_env
+from trace_assets.resources import ON_SECRET_MODES, PROJECT_DIR, ObjectStorage, TraceAssetsConfig, config_from_env
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,8 +49,6 @@ def _config(args: argparse.Namespace) -> TraceAssetsConfig:
 
 
 def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
-    from trace_assets.resources import ObjectStorage
-
     return trace_config.store(ObjectStorage()).run_ids()
 
 
