@@ -116,3 +116,31 @@ def test_cli_reads_s3_through_aws_environment_variables(tmp_path, s3_traces, s3_
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [SAMPLE_RUN]
     assert "testing" not in done.stdout + done.stderr  # the credentials never show
+
+
+def test_publishing_to_s3_replaces_the_runs_files(tmp_path, s3_traces, s3_endpoint, s3_bucket, s3fs_filesystem):
+    import dagster as dg
+
+    from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
+    from trace_assets.resources import config_from_env
+
+    publish_root = f"s3://{s3_bucket}/datasets"
+    storage = ObjectStorage(endpoint_url=s3_endpoint, region_name="us-east-1")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(trace_runs.name, [SAMPLE_RUN])
+        for rows_per_shard, shards in ((10, 3), (1000, 1)):
+            trace_config = config_from_env(
+                {},
+                traces_root=s3_traces,
+                publish_root=publish_root,
+                staging_root=str(tmp_path / "staging"),
+                on_secret="allow",
+                max_rows_per_shard=rows_per_shard,
+            )
+            job = build_definitions(trace_config, storage).resolve_job_def(export_trace_run.name)
+            assert job.execute_in_process(instance=instance, partition_key=SAMPLE_RUN).success
+            published = sorted(p.rsplit("/", 1)[-1] for p in s3fs_filesystem.find(f"{publish_root}/{SAMPLE_RUN}"))
+            assert published == sorted(
+                ["README.md", "coverage.json", "secret_scan.json", "trials.parquet"]
+                + [f"train-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
+            )
