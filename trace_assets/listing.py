@@ -18,6 +18,11 @@ MARKER_FILES = frozenset({"result.json", "config.json", "trial.log"})
 TRIAL_SUBFOLDERS = ("agent", "verifier")
 
 
+def trial_name_of(trial_dir: str) -> str:
+    """A trial's name is its folder's name: "step-25/task-1__abc" -> "task-1__abc"."""
+    return trial_dir.rsplit("/", 1)[-1]
+
+
 @dataclass(frozen=True)
 class StoredObject:
     key: str  # relative to the run's trace_jobs/ folder
@@ -35,7 +40,7 @@ class TrialFolder:
 
     @property
     def trial_name(self) -> str:
-        return self.trial_dir.rsplit("/", 1)[-1]
+        return trial_name_of(self.trial_dir)
 
     @cached_property
     def keys(self) -> frozenset[str]:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from trace_assets.export import MAIN_TRACE_SOURCE, ROW_COLUMNS, export_trial, needed_files
 from trace_assets.harbor import Exclusion, Reason, TrialSummary, parse_trial_result
-from trace_assets.listing import StoredObject, TrialFolder, group_trials, top_level_groups
+from trace_assets.listing import StoredObject, TrialFolder, group_trials, top_level_groups, trial_name_of
 from trace_assets.storage import TraceStore
 
 Progress = Callable[[str], None]
@@ -229,7 +229,7 @@ class ListedTrial:
 
     @property
     def trial_name(self) -> str:
-        return self.trial_dir.rsplit("/", 1)[-1]
+        return trial_name_of(self.trial_dir)
 
     def has(self, key: str) -> bool:
         return key in self.objects
@@ -327,7 +327,7 @@ class _PreviousRows:
         group_key, group = None, []
         for batch in parquet.iter_batches(batch_size=500, use_threads=False):
             for row in batch.to_pylist():
-                key = (row["trial_dir"].rsplit("/", 1)[-1], row["trial_dir"])
+                key = (trial_name_of(row["trial_dir"]), row["trial_dir"])
                 if key != group_key and group:
                     yield group_key, group
                     group = []
@@ -404,17 +404,18 @@ def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progre
     with _staged_writers((staging.scored, SCORED_SCHEMA)) as [writer]:
         for trials in iter_listing(listing_path, batch_size):
             sources = {t.trial_dir: fingerprint(_objects(t, ["result.json"])) for t in trials}
-            stale = [
-                t for t in trials
-                if t.has("result.json") and previous.get(t.trial_dir, {}).get("source_fingerprint") != sources[t.trial_dir]
-            ]
+            unchanged = {
+                t.trial_dir
+                for t in trials
+                if t.has("result.json") and previous.get(t.trial_dir, {}).get("source_fingerprint") == sources[t.trial_dir]
+            }
+            stale = [t for t in trials if t.has("result.json") and t.trial_dir not in unchanged]
             blobs = store.fetch(staging.run_id, [f"{t.trial_dir}/result.json" for t in stale])
             records = []
             for trial in trials:
                 source = sources[trial.trial_dir]
-                cached = previous.get(trial.trial_dir)
-                if cached is not None and cached["source_fingerprint"] == source and trial.has("result.json"):
-                    records.append(cached)
+                if trial.trial_dir in unchanged:
+                    records.append(previous[trial.trial_dir])
                     stats.cached += 1
                     continue
                 blob = blobs.get(f"{trial.trial_dir}/result.json")
@@ -574,7 +575,6 @@ def _export_batch(
             status.update(detail=result.detail or None, rows=len(result.rows))
             rows.extend({**row, "trial_dir": trial.trial_dir} for row in result.rows)
             stats.reread += 1
-        stats.statuses[status["reason"] or "exported"] += 1
         statuses.append(status)
     return rows, statuses
 
