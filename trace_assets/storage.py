@@ -110,15 +110,15 @@ class TraceStore:
         if isinstance(self.fs, LocalFileSystem):
             yield from _walk_local(base)
         elif hasattr(self.fs, "_call_s3"):
-            yield from self._iter_s3(base + "/")
+            yield from self._iter_s3(base)
         else:
             prefix = base + "/"
             for path, info in sorted(self.fs.find(base, detail=True, withdirs=False).items()):
                 if path.startswith(prefix) and info.get("type", "file") != "directory":
                     yield StoredObject(path[len(prefix) :], int(info.get("size") or 0), _etag(info), _modified(info))
 
-    def _iter_s3(self, prefix: str) -> Iterator[StoredObject]:
-        bucket, key_prefix, _ = self.fs.split_path(prefix)
+    def _iter_s3(self, folder: str) -> Iterator[StoredObject]:
+        bucket, key_prefix, _ = self.fs.split_path(folder)
         key_prefix = key_prefix.rstrip("/") + "/"
         token = None
         while True:
