@@ -93,12 +93,12 @@ def run_steps_child(args: argparse.Namespace) -> None:
         result.update(trial_dirs=listing.trial_dirs, objects=listing.objects, listed_bytes=listing.bytes)
     if args.steps in ("all", "after-listing"):
         timed("scored", lambda: score_trials(store, staging, BATCH_SIZE, lambda _: None))
-        coverage, _ = timed("rows", lambda: export_rows(store, staging, False, BATCH_SIZE, lambda _: None))
-        report = timed("scan", lambda: scan_run(staging.rows, args.run_id, "", ""))
+        coverage, _ = timed("rows", lambda: export_rows(store, staging, False, BATCH_SIZE, lambda _: None, MAX_ROWS_PER_SHARD))
+        report = timed("scan", lambda: scan_run(staging.require_rows(), args.run_id, "", ""))
         shards = timed(
             "shards",
             lambda: build_run_folder(
-                staging.folder / "publish", staging.rows, staging.statuses, coverage, report, MAX_ROWS_PER_SHARD
+                staging.folder / "publish", staging.require_rows(), staging.statuses, coverage, report, MAX_ROWS_PER_SHARD
             ),
         )
         result.update(
@@ -205,6 +205,23 @@ class SizeResult:
     files: int
     ours: list[Measurement] = field(default_factory=list)
     harbor: list[Measurement] = field(default_factory=list)
+    listing_floor: list[float] = field(default_factory=list)  # wall seconds of find_listing_floor
+
+
+def find_listing_floor(trace_jobs: Path, processes: int) -> float:
+    """Wall seconds for GNU find to print every object's size and modification time, the run's
+    top-level folders split over `processes` finds: the least any tool pays for the listing."""
+    names = sorted(entry.name for entry in os.scandir(trace_jobs))
+    groups = [names[i::processes] for i in range(processes)]
+    started = time.perf_counter()
+    finds = [
+        subprocess.Popen(["find", *group, "-type", "f", "-printf", "%s %T@\n"], cwd=trace_jobs, stdout=subprocess.DEVNULL)
+        for group in groups
+        if group
+    ]
+    if any(find.wait() != 0 for find in finds):
+        raise ChildFailed(f"find over {trace_jobs} failed")
+    return time.perf_counter() - started
 
 
 def best_run(runs: list[Measurement]) -> Measurement:
@@ -242,6 +259,7 @@ def run_local(
                 result.ours.append(measure(ours_command(str(traces_root), run_id, staging)))
             finally:
                 shutil.rmtree(staging)
+            result.listing_floor.append(find_listing_floor(traces_root / run_id / "trace_jobs", len(os.sched_getaffinity(0))))
             if harbor_python:
                 print(f"[{repeat + 1}/{repeats}] {trials} trials: harbor", file=sys.stderr, flush=True)
                 command = harbor_command(harbor_python, traces_root / run_id / "trace_jobs")
@@ -253,20 +271,20 @@ def run_local(
 
 
 def needed_bytes(trace_jobs: Path) -> tuple[int, int]:
-    """(objects, bytes) the steps must read: every result.json, plus needed_files of trials it scores."""
+    """(objects, bytes) the steps must read: every result.json, plus needed_files of trials it scores.
+
+    Walks the generated tree itself (one folder per trial) rather than trusting the listing under test.
+    """
     from trace_assets.export import needed_files
     from trace_assets.harbor import TrialSummary, parse_trial_result
-    from trace_assets.listing import group_trials
-    from trace_assets.storage import TraceStore
 
-    store = TraceStore(str(trace_jobs.parent.parent))
     objects = total_bytes = 0
-    for trial in group_trials(store.iter_run(trace_jobs.parent.name)).trials:
-        sizes = {o.key: o.size for o in trial.objects}
+    for trial in sorted(trace_jobs.iterdir()):
+        sizes = {p.relative_to(trial).as_posix(): p.stat().st_size for p in trial.rglob("*") if p.is_file()}
         if "result.json" not in sizes:
             continue
         keys = ["result.json"]
-        parsed = parse_trial_result((trace_jobs / trial.trial_dir / "result.json").read_bytes(), trial.trial_name)
+        parsed = parse_trial_result((trial / "result.json").read_bytes(), trial.name)
         if isinstance(parsed, TrialSummary):
             keys += needed_files(sizes.keys(), include_subagents=False)
         objects += len(keys)
@@ -445,6 +463,23 @@ def local_report(results: dict[int, SizeResult], sizes: list[int]) -> tuple[str,
         ["sizes", "ours wall ms", "harbor wall ms", "harbor/ours", "ours cpu ms", "harbor cpu ms", "harbor/ours cpu"],
         marginal_rows,
     ))  # fmt: skip
+    text.append(
+        f"\nListing floor: GNU find printing every object's size and mtime, in {len(os.sched_getaffinity(0))} "
+        "processes at once (the least any exporter pays to list the tree), marginal cost per trial:"
+    )
+    for pair in pairs:
+        small, big = pair["small"], pair["big"]
+        floor = per_trial_ms(min(results[small].listing_floor), min(results[big].listing_floor), (small, big))
+        pair["listing_floor_ms_per_trial"] = floor
+        line = f"  {small} -> {big}: {floor:.3f} ms"
+        if "harbor_ms_per_trial" in pair:
+            budget = pair["harbor_ms_per_trial"] / HARBOR_SPEEDUP_TARGET
+            pair["speedup_target_budget_ms_per_trial"] = budget
+            line += (
+                f"; {HARBOR_SPEEDUP_TARGET:.0f}x Harbor's throughput leaves {budget:.3f} ms a trial for everything, "
+                f"{floor / budget:.0%} of it taken by this floor"
+            )
+        text.append(line)
     return "\n".join(text), pairs, checks
 
 
@@ -556,6 +591,7 @@ def benchmark(args: argparse.Namespace) -> int:
                     "files": result.files,
                     "ours": [asdict(run) for run in result.ours],
                     "harbor": [asdict(run) for run in result.harbor],
+                    "listing_floor_seconds": result.listing_floor,
                 }
                 for trials, result in results.items()
             },

@@ -100,6 +100,7 @@ def last_episode_rows(
         trace_config.include_subagents,
         trace_config.batch_size,
         _reporter(context),
+        rows_per_part=trace_config.max_rows_per_shard,
     )
     return dg.MaterializeResult(
         metadata={
@@ -120,7 +121,7 @@ def secret_scan_report(
     run_id = context.partition_key
     staging = trace_config.staging(run_id)
     report = scan_run(
-        staging.require(staging.rows, "last_episode_rows"),
+        staging.require_rows(),
         run_id,
         trace_config.secret_patterns,
         trace_config.secret_allowlist,
@@ -207,7 +208,7 @@ def published_shards(
     transform, redacted = secret_redactor(trace_config.on_secret, trace_config.secret_patterns, trace_config.secret_allowlist, report)
     local_dir = staging.folder / "publish"
     shards = build_run_folder(
-        local_dir, staging.rows, staging.statuses, coverage, report, trace_config.max_rows_per_shard, transform
+        local_dir, staging.require_rows(), staging.statuses, coverage, report, trace_config.max_rows_per_shard, transform
     )
     hub_target = hub.target(trace_config.publish_root, run_id)
     if hub_target is None:

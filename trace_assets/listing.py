@@ -4,18 +4,44 @@ A trial folder is one that directly holds Harbor's files (`result.json`, `config
 `trial.log`) or an `agent/` folder, at any depth (`trace_jobs/step-25/<trial>/`). Files
 under a trial's own `agent/` or `verifier/` never make a folder of their own, and a folder
 that holds trial folders (a job folder with its own `result.json`) is not a trial.
+
+Listings travel column-wise (`ObjectBatch`): a trial folder holds dozens of objects (every
+episode's prompt files), and one Python object per listed object cost more than listing it.
+The folder logic runs once per folder objects sit in, the per-object work in polars.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
-from itertools import groupby
+
+import polars as pl
+import pyarrow as pa
 
 MARKER_FILES = frozenset({"result.json", "config.json", "trial.log"})
-TRIAL_SUBFOLDERS = ("agent", "verifier")
+MARKER_SUFFIXES = tuple(f"/{name}" for name in sorted(MARKER_FILES))
+TRIAL_SUBFOLDERS = frozenset({"agent", "verifier"})
+VERIFIER_OUTPUTS = ("verifier/test-stdout.txt", "verifier/test-stderr.txt")
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+OBJECT_TYPE = pa.struct([("key", pa.string()), ("size", pa.int64()), ("etag", pa.string()), ("modified", TIMESTAMP)])
+LISTING_SCHEMA = pa.schema(
+    [
+        ("trial_dir", pa.string()),
+        ("trial_name", pa.string()),
+        ("objects", pa.int64()),
+        ("bytes", pa.int64()),
+        ("has_result_json", pa.bool_()),
+        ("has_config_json", pa.bool_()),
+        ("has_trial_log", pa.bool_()),
+        ("has_agent_dir", pa.bool_()),
+        ("has_trajectory", pa.bool_()),
+        ("has_verifier_output", pa.bool_()),
+        ("newest_modified", TIMESTAMP),
+        ("files", pa.list_(OBJECT_TYPE)),  # keys relative to the trial folder, in key order
+    ]
+)
 
 
 def trial_name_of(trial_dir: str) -> str:
@@ -25,95 +51,165 @@ def trial_name_of(trial_dir: str) -> str:
 
 @dataclass(frozen=True)
 class StoredObject:
-    key: str  # relative to the run's trace_jobs/ folder
+    """One listed object, for the few per trial the later steps fetch and fingerprint."""
+
+    key: str
     size: int
     etag: str | None
     modified: datetime | None
 
 
+@dataclass
+class ObjectBatch:
+    """Listed objects column by column, keys relative to the run's trace_jobs/ folder."""
+
+    keys: list[str] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    etags: list[str | None] = field(default_factory=list)
+    modified: list[int | None] = field(default_factory=list)  # microseconds since the epoch, UTC
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def append(self, key: str, size: int, etag: str | None, modified: int | None) -> None:
+        self.keys.append(key)
+        self.sizes.append(size)
+        self.etags.append(etag)
+        self.modified.append(modified)
+
+    def extend(self, other: ObjectBatch) -> None:
+        self.keys += other.keys
+        self.sizes += other.sizes
+        self.etags += other.etags
+        self.modified += other.modified
+
+    def split(self, index: int) -> tuple[ObjectBatch, ObjectBatch]:
+        columns = (self.keys, self.sizes, self.etags, self.modified)
+        return ObjectBatch(*(c[:index] for c in columns)), ObjectBatch(*(c[index:] for c in columns))
+
+
+def _top_folder(key: str) -> str:
+    return key.partition("/")[0]
+
+
+def whole_folder_batches(pages: Iterable[ObjectBatch], min_objects: int) -> Iterator[ObjectBatch]:
+    """Re-cut pages of a listing into batches of at least `min_objects` (the last may be smaller)
+    that never split a top-level folder.
+
+    Every trial folder lies inside one top-level folder, and a listing (S3 key order, or the
+    local walk) gives each top-level folder's objects together, so each batch can be grouped
+    on its own, with only a batch in memory.
+    """
+    buffer = ObjectBatch()
+    boundary = 0  # where the buffer's last top-level folder starts
+    for page in pages:
+        if not page.keys:
+            continue
+        if buffer.keys and _top_folder(buffer.keys[-1]) != _top_folder(page.keys[0]):
+            boundary = len(buffer)
+        last = _top_folder(page.keys[-1])
+        if _top_folder(page.keys[0]) != last:  # else the page is all one folder: its objects come together
+            for index in range(len(page) - 1, 0, -1):
+                if _top_folder(page.keys[index - 1]) != last:
+                    boundary = len(buffer) + index
+                    break
+        buffer.extend(page)
+        if boundary >= min_objects:
+            ready, buffer = buffer.split(boundary)
+            boundary = 0
+            yield ready
+    if buffer.keys:
+        yield buffer
+
+
 @dataclass(frozen=True)
-class TrialFolder:
-    """A trial folder and its objects, with keys relative to the folder."""
-
-    trial_dir: str  # relative to trace_jobs/, e.g. "step-25/task-1__abc"
-    objects: tuple[StoredObject, ...]
-
-    @property
-    def trial_name(self) -> str:
-        return trial_name_of(self.trial_dir)
-
-    @cached_property
-    def keys(self) -> frozenset[str]:
-        return frozenset(o.key for o in self.objects)
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(o.size for o in self.objects)
-
-    @property
-    def newest_modified(self) -> datetime | None:
-        return max((o.modified for o in self.objects if o.modified is not None), default=None)
-
-    def has(self, key: str) -> bool:
-        return key in self.keys
-
-    def has_folder(self, name: str) -> bool:
-        return any(o.key.startswith(name + "/") for o in self.objects)
-
-
-@dataclass(frozen=True)
-class Listing:
-    trials: list[TrialFolder]  # sorted by (trial_name, trial_dir): the order rows are published in
+class TrialGroups:
+    trials: pa.Table  # LISTING_SCHEMA, one row per trial folder, in (trial_name, trial_dir) order
     stray_objects: int  # objects in no trial folder (job-level files, strays)
     total_objects: int
     total_bytes: int
 
 
-def _candidate_folder(parts: list[str]) -> str | None:
-    """The trial folder a key proves exists, if any."""
-    for index, part in enumerate(parts[:-1]):
-        if part in TRIAL_SUBFOLDERS and index > 0:
-            return "/".join(parts[:index])
-    if parts[-1] in MARKER_FILES and len(parts) > 1:
-        return "/".join(parts[:-1])
+def _subfolder_owner(folder: str) -> str | None:
+    """The folder before the outermost `agent/` or `verifier/` in a path, if that is not its first part."""
+    path = folder + "/"
+    found = [index for index in (path.find("/agent/"), path.find("/verifier/")) if index >= 0]
+    return path[: min(found)] if found else None
+
+
+def _ancestors(folder: str) -> Iterator[str]:
+    """Proper ancestor folders, deepest first: "a/b/c" -> "a/b", "a"."""
+    while "/" in folder:
+        folder = folder.rpartition("/")[0]
+        yield folder
+
+
+def _trial_dirs(folders: set[str], marker_folders: set[str]) -> set[str]:
+    """Trial folders among the folders objects sit in; a candidate with one beneath it is a job folder."""
+    candidates = set()
+    for folder in folders:
+        owner = _subfolder_owner(folder)
+        if owner is not None:
+            candidates.add(owner)
+        elif folder in marker_folders:
+            candidates.add(folder)
+    job_folders = {ancestor for folder in candidates for ancestor in _ancestors(folder)}
+    return candidates - job_folders
+
+
+def _owner(folder: str, trial_dirs: set[str]) -> str | None:
+    """The trial folder a folder is, or is inside (trial folders never nest)."""
+    while folder:
+        if folder in trial_dirs:
+            return folder
+        folder = folder.rpartition("/")[0]
     return None
 
 
-def group_trials(objects: Iterable[StoredObject]) -> Listing:
-    objects = list(objects)
-    candidates = {folder for o in objects if (folder := _candidate_folder(o.key.split("/")))}
-    # A candidate with another candidate beneath it is a job folder, not a trial.
-    job_folders = {parent for folder in candidates for parent in _ancestors(folder)}
-    trial_dirs = candidates - job_folders
-
-    grouped: dict[str, list[StoredObject]] = {folder: [] for folder in trial_dirs}
-    owners: dict[str, str | None] = {}  # parent folder -> its trial folder; most files share a parent
-    stray = 0
-    for obj in objects:
-        parent = obj.key.rpartition("/")[0]
-        if parent not in owners:
-            owners[parent] = next((a for a in _ancestors(obj.key) if a in grouped), None)
-        owner = owners[parent]
-        if owner is None:
-            stray += 1
-        else:
-            grouped[owner].append(StoredObject(obj.key[len(owner) + 1 :], obj.size, obj.etag, obj.modified))
-    trials = [TrialFolder(folder, tuple(sorted(items, key=lambda o: o.key))) for folder, items in grouped.items()]
-    trials.sort(key=lambda t: (t.trial_name, t.trial_dir))
-    return Listing(trials, stray, len(objects), sum(o.size for o in objects))
-
-
-def top_level_groups(objects: Iterable[StoredObject]) -> Iterator[list[StoredObject]]:
-    """Objects in runs sharing their first path segment: a listing in key order, a folder at a time.
-
-    Every trial folder lies inside one such group, so grouping each one on its own gives the
-    same trials as grouping the whole listing, with only one top-level folder in memory.
-    """
-    for _, group in groupby(objects, key=lambda o: o.key.split("/", 1)[0]):
-        yield list(group)
-
-
-def _ancestors(key: str) -> list[str]:
-    """Proper ancestor folders of a key, deepest first: "a/b/c" -> ["a/b", "a"]."""
-    parts = key.split("/")
-    return ["/".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+def group_trials(batch: ObjectBatch) -> TrialGroups:
+    """The trial folders of a batch holding whole top-level folders, as listing rows."""
+    parents = [key.rpartition("/")[0] for key in batch.keys]
+    marker_parents = {key.rpartition("/")[0] for key in batch.keys if key.endswith(MARKER_SUFFIXES)}
+    trial_dirs = _trial_dirs(set(parents), marker_parents)
+    owners = {parent: _owner(parent, trial_dirs) for parent in set(parents)}
+    objects = pl.DataFrame(
+        {
+            "trial_dir": [owners[parent] for parent in parents],
+            "path": batch.keys,
+            "size": batch.sizes,
+            "etag": batch.etags,
+            "modified": batch.modified,
+        },
+        schema={"trial_dir": pl.String, "path": pl.String, "size": pl.Int64, "etag": pl.String, "modified": pl.Int64},
+    )
+    owned = objects.filter(pl.col("trial_dir").is_not_null())
+    key = pl.col("key")
+    trials = (
+        owned.with_columns(
+            key=pl.col("path").str.slice(pl.col("trial_dir").str.len_chars() + 1),
+            modified=pl.col("modified").cast(pl.Datetime("us", "UTC")),
+        )
+        .sort("trial_dir", "key")
+        .group_by("trial_dir", maintain_order=True)
+        .agg(
+            objects=pl.len(),
+            bytes=pl.col("size").sum(),
+            has_result_json=(key == "result.json").any(),
+            has_config_json=(key == "config.json").any(),
+            has_trial_log=(key == "trial.log").any(),
+            has_agent_dir=key.str.starts_with("agent/").any(),
+            has_trajectory=(key == "agent/trajectory.json").any(),
+            has_verifier_output=key.is_in(VERIFIER_OUTPUTS).any(),
+            newest_modified=pl.col("modified").max(),
+            files=pl.struct("key", "size", "etag", "modified"),
+        )
+        .with_columns(trial_name=pl.col("trial_dir").str.split("/").list.last())
+        .sort("trial_name", "trial_dir")
+        .select(LISTING_SCHEMA.names)
+    )
+    return TrialGroups(
+        trials=trials.to_arrow().cast(LISTING_SCHEMA),
+        stray_objects=objects.height - owned.height,
+        total_objects=objects.height,
+        total_bytes=sum(batch.sizes),
+    )

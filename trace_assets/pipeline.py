@@ -12,6 +12,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,31 +24,19 @@ import pyarrow.parquet as pq
 
 from trace_assets.export import MAIN_TRACE_SOURCE, ROW_COLUMNS, export_trial, needed_files
 from trace_assets.harbor import Exclusion, Reason, TrialSummary, parse_trial_result
-from trace_assets.listing import StoredObject, TrialFolder, group_trials, top_level_groups, trial_name_of
+from trace_assets.row_parts import RowParts, iter_rows, read_row_parts, staged_row_parts, trial_rows_digest
+from trace_assets.listing import (
+    LISTING_SCHEMA,
+    StoredObject,
+    group_trials,
+    trial_name_of,
+    whole_folder_batches,
+)
 from trace_assets.storage import TraceStore
 
 Progress = Callable[[str], None]
+DEFAULT_ROWS_PER_SHARD = 2000
 
-TIMESTAMP = pa.timestamp("us", tz="UTC")
-OBJECT_TYPE = pa.struct(
-    [("key", pa.string()), ("size", pa.int64()), ("etag", pa.string()), ("modified", TIMESTAMP)]
-)
-LISTING_SCHEMA = pa.schema(
-    [
-        ("trial_dir", pa.string()),
-        ("trial_name", pa.string()),
-        ("objects", pa.int64()),
-        ("bytes", pa.int64()),
-        ("has_result_json", pa.bool_()),
-        ("has_config_json", pa.bool_()),
-        ("has_trial_log", pa.bool_()),
-        ("has_agent_dir", pa.bool_()),
-        ("has_trajectory", pa.bool_()),
-        ("has_verifier_output", pa.bool_()),
-        ("newest_modified", TIMESTAMP),
-        ("files", pa.list_(OBJECT_TYPE)),
-    ]
-)
 SCORED_SCHEMA = pa.schema(
     [
         ("trial_dir", pa.string()),
@@ -84,15 +73,11 @@ STATUS_SCHEMA = pa.schema(
 CONVERSATION_TYPE = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
 
 
-STAGING_ONLY_COLUMN = "trial_dir"  # ties staged rows to their folder, for incremental re-reads
-
-
 def rows_schema(include_subagents: bool) -> pa.Schema:
     fields = [pa.field("conversations", CONVERSATION_TYPE)]
     fields += [pa.field(column, pa.string()) for column in ROW_COLUMNS[1:]]
     if include_subagents:
         fields.append(pa.field("trace_source", pa.string()))
-    fields.append(pa.field(STAGING_ONLY_COLUMN, pa.string()))
     return pa.schema(fields)
 
 
@@ -121,7 +106,7 @@ class RunStaging:
 
     @property
     def rows(self) -> Path:
-        return self.folder / "last_episode_rows.parquet"
+        return self.folder / "last_episode_rows"  # Parquet parts, see row_parts
 
     @property
     def coverage(self) -> Path:
@@ -135,6 +120,12 @@ class RunStaging:
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: materialize {made_by} for run {self.run_id!r} first")
         return path
+
+    def require_rows(self) -> RowParts:
+        parts = read_row_parts(self.rows)
+        if parts is None:
+            raise FileNotFoundError(f"{self.rows} is missing: materialize last_episode_rows for run {self.run_id!r} first")
+        return parts
 
 
 def _write_atomically(path: Path, write: Callable[[Path], Any]) -> Any:
@@ -158,60 +149,38 @@ class ListingStats:
     unscored: int
 
 
-def _listing_record(trial: TrialFolder) -> dict[str, Any]:
-    keys = trial.keys
-    return {
-        "trial_dir": trial.trial_dir,
-        "trial_name": trial.trial_name,
-        "objects": len(trial.objects),
-        "bytes": trial.total_bytes,
-        "has_result_json": "result.json" in keys,
-        "has_config_json": "config.json" in keys,
-        "has_trial_log": "trial.log" in keys,
-        "has_agent_dir": trial.has_folder("agent"),
-        "has_trajectory": "agent/trajectory.json" in keys,
-        "has_verifier_output": any(k in keys for k in ("verifier/test-stdout.txt", "verifier/test-stderr.txt")),
-        "newest_modified": trial.newest_modified,
-        "files": [{"key": o.key, "size": o.size, "etag": o.etag, "modified": o.modified} for o in trial.objects],
-    }
-
-
-LISTING_WRITE_BATCH = 512
+LISTING_BATCH_OBJECTS = 20_000  # objects grouped at once (whole top-level folders): a few MB
+LISTING_WRITE_BATCH = 512  # trial folders per row group
 
 
 def build_listing(store: TraceStore, staging: RunStaging) -> ListingStats:
-    """Stream the run's listing into Parquet, a top-level folder at a time, in publishing order.
+    """Stream the run's listing into Parquet, a batch of top-level folders at a time.
 
     Trials arrive in listing order; when that differs from (trial_name, trial_dir) order (S3's
     key order in some names, nested step folders), the file is reordered at the end from its
     compact Arrow form.
     """
     unsorted = staging.listing.with_name(f".{staging.listing.name}.unsorted")
-    order: list[tuple[str, str]] = []
-    objects = total_bytes = stray = unscored = 0
+    written = []  # name, folder and has_result_json of each trial written: the small part of the listing
+    objects = total_bytes = stray = 0
     with _staged_writers((unsorted, LISTING_SCHEMA)) as [writer]:
-        pending: list[dict[str, Any]] = []
-        for group in top_level_groups(store.iter_run(staging.run_id)):
-            part = group_trials(group)
-            objects += part.total_objects
-            total_bytes += part.total_bytes
-            stray += part.stray_objects
-            for trial in part.trials:
-                order.append((trial.trial_name, trial.trial_dir))
-                unscored += not trial.has("result.json")
-                pending.append(_listing_record(trial))
-            if len(pending) >= LISTING_WRITE_BATCH:
-                writer.write_table(pa.Table.from_pylist(pending, schema=LISTING_SCHEMA))
-                pending = []
-        writer.write_table(pa.Table.from_pylist(pending, schema=LISTING_SCHEMA))
-    positions = sorted(range(len(order)), key=order.__getitem__)
-    if positions == list(range(len(order))):
+        for batch in whole_folder_batches(store.iter_run(staging.run_id), LISTING_BATCH_OBJECTS):
+            groups = group_trials(batch)
+            objects += groups.total_objects
+            total_bytes += groups.total_bytes
+            stray += groups.stray_objects
+            written.append(groups.trials.select(["trial_name", "trial_dir", "has_result_json"]))
+            writer.write_table(groups.trials, row_group_size=LISTING_WRITE_BATCH)
+    trials = pa.concat_tables(written) if written else LISTING_SCHEMA.empty_table()
+    unscored = pc.sum(pc.invert(trials["has_result_json"])).as_py() or 0
+    positions = pc.sort_indices(trials, [("trial_name", "ascending"), ("trial_dir", "ascending")])
+    if positions.equals(pa.array(range(trials.num_rows), pa.uint64())):
         unsorted.replace(staging.listing)
     else:
         table = pq.read_table(unsorted).take(positions)
         _write_atomically(staging.listing, lambda p: pq.write_table(table, p, row_group_size=LISTING_WRITE_BATCH))
         unsorted.unlink()
-    return ListingStats(trial_dirs=len(order), objects=objects, bytes=total_bytes, stray_objects=stray, unscored=unscored)
+    return ListingStats(trial_dirs=trials.num_rows, objects=objects, bytes=total_bytes, stray_objects=stray, unscored=unscored)
 
 
 # The only objects later steps look at: all the rows are made of (see export.needed_files).
@@ -313,28 +282,26 @@ def _previous_records(path: Path, required_column: str) -> dict[str, dict[str, A
 
 
 class _PreviousRows:
-    """Streams the last materialization's rows, grouped by trial, in publishing order."""
+    """Streams the last materialization's rows, grouped by trial, in publishing order.
 
-    def __init__(self, path: Path, schema: pa.Schema):
-        self._groups = self._read(path, schema) if path.exists() else iter(())
+    Its statuses say how many rows each trial had, in the same order; the rows are used only
+    if they were written with exactly those statuses.
+    """
+
+    def __init__(self, folder: Path, statuses: dict[str, dict[str, Any]], schema: pa.Schema):
+        parts = read_row_parts(folder)
+        trial_rows = [(status["trial_dir"], status["rows"]) for status in statuses.values()]
+        self.available = (
+            parts is not None and parts.statuses_digest == trial_rows_digest(trial_rows) and parts.schema == schema
+        )
+        self._groups = self._read(parts, statuses) if self.available else iter(())
         self._current: tuple[tuple[str, str], list[dict[str, Any]]] | None = next(self._groups, None)
 
     @staticmethod
-    def _read(path: Path, schema: pa.Schema) -> Iterator[tuple[tuple[str, str], list[dict[str, Any]]]]:
-        parquet = _open_parquet(path)
-        if parquet.schema_arrow != schema:
-            return
-        group_key, group = None, []
-        for batch in parquet.iter_batches(batch_size=500, use_threads=False):
-            for row in batch.to_pylist():
-                key = (trial_name_of(row["trial_dir"]), row["trial_dir"])
-                if key != group_key and group:
-                    yield group_key, group
-                    group = []
-                group_key = key
-                group.append(row)
-        if group:
-            yield group_key, group
+    def _read(parts: RowParts, statuses: dict[str, dict[str, Any]]) -> Iterator[tuple[tuple[str, str], list[dict[str, Any]]]]:
+        rows = (row for table in iter_rows(parts, 500) for row in table.to_pylist())
+        for status in statuses.values():
+            yield (status["trial_name"], status["trial_dir"]), list(islice(rows, status["rows"]))
 
     def take(self, trial: ListedTrial) -> list[dict[str, Any]]:
         """The trial's earlier rows (none if it had none); must be called in publishing order."""
@@ -485,22 +452,34 @@ def export_rows(
     include_subagents: bool,
     batch_size: int,
     progress: Progress,
+    rows_per_part: int = DEFAULT_ROWS_PER_SHARD,
 ) -> tuple[Coverage, StepStats]:
-    """Each scored trial's rows and every folder's status; unchanged trials come from the last run."""
+    """Each scored trial's rows and every folder's status; unchanged trials come from the last run.
+
+    Rows go into parts of `rows_per_part` rows, the published shard size, so publishing can
+    copy them.
+    """
     listing_path = staging.require(staging.listing, "raw_trial_listing")
     scored_path = staging.require(staging.scored, "scored_trials")
     schema = rows_schema(include_subagents)
     previous_statuses = _previous_records(staging.statuses, "source_fingerprint")
-    previous_rows = _PreviousRows(staging.rows, schema)
+    previous_rows = _PreviousRows(staging.rows, previous_statuses, schema)
+    if not previous_rows.available:
+        previous_statuses = {}
     coverage = Coverage(run_id=staging.run_id)
     stats = StepStats()
     excluded: Counter = Counter()
-    with _staged_writers((staging.rows, schema), (staging.statuses, STATUS_SCHEMA)) as [rows_out, status_out]:
+    trial_rows: list[tuple[str, int]] = []
+    with (
+        staged_row_parts(staging.rows, schema, rows_per_part) as rows_out,
+        _staged_writers((staging.statuses, STATUS_SCHEMA)) as [status_out],
+    ):
         for trials, scored in zip(iter_listing(listing_path, batch_size), _iter_scored(scored_path, batch_size), strict=True):
             rows, statuses = _export_batch(
                 store, staging.run_id, trials, scored, include_subagents, previous_statuses, previous_rows, stats
             )
             for status in statuses:
+                trial_rows.append((status["trial_dir"], status["rows"]))
                 if status["status"] == "exported":
                     coverage.exported += 1
                 else:
@@ -508,12 +487,13 @@ def export_rows(
             coverage.trial_dirs += len(statuses)
             coverage.rows += len(rows)
             coverage.subagent_rows += sum(r.get("trace_source", MAIN_TRACE_SOURCE) != MAIN_TRACE_SOURCE for r in rows)
-            rows_out.write_table(pa.Table.from_pylist(rows, schema=schema))
+            rows_out.write(pa.Table.from_pylist(rows, schema=schema))
             status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
             progress(
                 f"last_episode_rows: {coverage.trial_dirs} trial folders, {coverage.exported} exported, "
                 f"{stats.cached} unchanged"
             )
+        rows_out.statuses_digest = trial_rows_digest(trial_rows)
     coverage.excluded = dict(excluded)
     coverage.unscored = excluded.get(Reason.NO_RESULT_JSON.value, 0)
     coverage.scored = coverage.trial_dirs - coverage.unscored
@@ -573,7 +553,7 @@ def _export_batch(
             else:
                 status.update(status="exported", reason=None)
             status.update(detail=result.detail or None, rows=len(result.rows))
-            rows.extend({**row, "trial_dir": trial.trial_dir} for row in result.rows)
+            rows.extend(result.rows)
             stats.reread += 1
         statuses.append(status)
     return rows, statuses
@@ -582,24 +562,6 @@ def _export_batch(
 def _open_parquet(path: Path) -> pq.ParquetFile:
     """Without read-ahead buffering, which otherwise makes memory grow with the file's size."""
     return pq.ParquetFile(path, pre_buffer=False)
-
-
-def iter_rows(path: Path, batch_rows: int = 1000) -> Iterator[pa.Table]:
-    """Staged rows in publishing order, without the staging-only `trial_dir` column.
-
-    Read a row group at a time: pyarrow's batch iterator reads ahead and holds far more.
-    """
-    parquet = _open_parquet(path)
-    columns = [name for name in parquet.schema_arrow.names if name != STAGING_ONLY_COLUMN]
-    for index in range(parquet.metadata.num_row_groups):
-        group = parquet.read_row_group(index, columns=columns, use_threads=False)
-        for batch in group.to_batches(max_chunksize=batch_rows):
-            yield pa.Table.from_batches([batch])
-
-
-def published_schema(path: Path) -> pa.Schema:
-    schema = pq.ParquetFile(path).schema_arrow
-    return schema.remove(schema.get_field_index(STAGING_ONLY_COLUMN))
 
 
 def shard_count(total_rows: int, max_rows_per_shard: int) -> int:

@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.card import dataset_card
-from trace_assets.pipeline import Coverage, iter_rows, published_schema, shard_count
+from trace_assets.pipeline import Coverage, shard_count
+from trace_assets.row_parts import RowParts, iter_rows
 
 DATA_DIR = "data"
 
@@ -39,21 +40,37 @@ def shard_name(index: int, count: int) -> str:
 
 
 def write_shards(
-    rows_path: Path,
+    rows: RowParts,
     out_dir: Path,
     max_rows_per_shard: int,
-    transform: Callable[[pa.Table], pa.Table] = lambda table: table,
+    transform: Callable[[pa.Table], pa.Table] | None = None,
 ) -> ShardSet:
-    """Stream rows (already in publishing order) into shards of at most `max_rows_per_shard` rows."""
-    total = pq.ParquetFile(rows_path).metadata.num_rows
-    count = shard_count(total, max_rows_per_shard)
+    """The staged rows as shards of at most `max_rows_per_shard` rows, in publishing order.
+
+    Staged parts are cut the same way unless the shard size changed since: then they are copied
+    as they are. Rows are re-encoded only to re-cut them, or when `transform` changes them.
+    """
     (out_dir / DATA_DIR).mkdir(parents=True, exist_ok=True)
+    if transform is None and rows.rows_per_part == max_rows_per_shard:
+        files = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
+        for source, name in zip(rows.files, files):
+            shutil.copyfile(source, out_dir / name)
+        num_bytes = sum(part.arrow_bytes for part in rows.parts)
+    else:
+        files, num_bytes = _rewrite_shards(rows, out_dir, max_rows_per_shard, transform or (lambda table: table))
+    download_size = sum((out_dir / f).stat().st_size for f in files)
+    return ShardSet(files, rows.rows, num_bytes, download_size)
+
+
+def _rewrite_shards(
+    rows: RowParts, out_dir: Path, max_rows_per_shard: int, transform: Callable[[pa.Table], pa.Table]
+) -> tuple[list[str], int]:
+    count = shard_count(rows.rows, max_rows_per_shard)
     files = [shard_name(i, count) for i in range(count)]
-    writers = [None] * count
-    num_bytes = 0
-    written = 0
+    writers: list[pq.ParquetWriter | None] = [None] * count
+    num_bytes = written = 0
     try:
-        for table in iter_rows(rows_path, batch_rows=min(256, max_rows_per_shard)):
+        for table in iter_rows(rows, batch_rows=min(256, max_rows_per_shard)):
             table = transform(table)
             num_bytes += table.nbytes
             offset = 0
@@ -68,32 +85,31 @@ def write_shards(
                 written += piece.num_rows
         for index, writer in enumerate(writers):
             if writer is None:  # an empty run still gets one shard carrying the schema
-                pq.write_table(published_schema(rows_path).empty_table(), out_dir / files[index])
+                pq.write_table(rows.schema.empty_table(), out_dir / files[index])
     finally:
         for writer in writers:
             if writer is not None:
                 writer.close()
-    download_size = sum((out_dir / f).stat().st_size for f in files)
-    return ShardSet(files, written, num_bytes, download_size)
+    return files, num_bytes
 
 
 def build_run_folder(
     out_dir: Path,
-    rows_path: Path,
+    rows: RowParts,
     statuses_path: Path,
     coverage: Coverage,
     scan_report: dict[str, Any],
     max_rows_per_shard: int,
-    transform: Callable[[pa.Table], pa.Table] = lambda table: table,
+    transform: Callable[[pa.Table], pa.Table] | None = None,
 ) -> ShardSet:
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
-    shards = write_shards(rows_path, out_dir, max_rows_per_shard, transform)
+    shards = write_shards(rows, out_dir, max_rows_per_shard, transform)
     shutil.copyfile(statuses_path, out_dir / "trials.parquet")
     (out_dir / "coverage.json").write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / "secret_scan.json").write_text(json.dumps(scan_report, indent=2) + "\n")
-    (out_dir / "README.md").write_text(dataset_card(coverage, scan_report, shards, published_schema(rows_path)))
+    (out_dir / "README.md").write_text(dataset_card(coverage, scan_report, shards, rows.schema))
     return shards
 
 

@@ -20,7 +20,7 @@ from trace_assets.hub_publish import (
     render_repo_id,
     sanitize_repo_name_part,
 )
-from trace_assets.pipeline import RunStaging
+from trace_assets.pipeline import DEFAULT_ROWS_PER_SHARD, RunStaging
 from trace_assets.storage import TraceStore
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     include_subagents: bool = Field(default=False, description="Also export subagent (summarization) rows")
     batch_size: int = Field(default=256, description="Trials fetched and parsed per batch")
     max_concurrency: int = Field(default=64, description="Object reads in flight at once")
-    max_rows_per_shard: int = Field(default=2000, description="Rows per published Parquet shard")
+    max_rows_per_shard: int = Field(default=DEFAULT_ROWS_PER_SHARD, description="Rows per published Parquet shard")
     min_export_ratio: float = Field(default=0.9, description="Exported/scored below this warns")
     on_secret: str = Field(default="block", description="block | redact | allow, on live credentials")
     secret_patterns: str = Field(default="", description="Extra patterns, 'name=regex;name2=regex2'")

@@ -9,29 +9,32 @@ import json
 import os
 import time
 from collections.abc import Iterable
+from datetime import timedelta
 
 import dagster as dg
 
 from trace_assets.assets import trace_runs
 from trace_assets.jobs import export_trace_run
-from trace_assets.listing import StoredObject
+from trace_assets.listing import ObjectBatch
 from trace_assets.pipeline import fingerprint
 from trace_assets.resources import ObjectStorage, config_from_env
+from trace_assets.storage import EPOCH
 
 DEFAULT_SETTLE_SECONDS = 600
 CURSOR_VERSION = 1
 
 
-def listing_fingerprint(objects: Iterable[StoredObject]) -> str:
+def listing_fingerprint(pages: Iterable[ObjectBatch]) -> str:
     """Object count, total bytes and newest modification time: what changes while a run is written."""
     count = size = 0
     newest = None
-    for obj in objects:
-        count += 1
-        size += obj.size
-        if obj.modified and (newest is None or obj.modified > newest):
-            newest = obj.modified
-    return fingerprint([], count, size, newest.isoformat() if newest else "")[:16]
+    for page in pages:
+        count += len(page)
+        size += sum(page.sizes)
+        known = [m for m in page.modified if m is not None] + ([] if newest is None else [newest])
+        newest = max(known, default=None)
+    modified = "" if newest is None else (EPOCH + timedelta(microseconds=newest)).isoformat()
+    return fingerprint([], count, size, modified)[:16]
 
 
 def settle_seconds() -> float:

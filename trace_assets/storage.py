@@ -1,21 +1,23 @@
 """Read-side access to a traces root on any fsspec filesystem (a local folder, `s3://...`).
 
-One recursive listing per run (s3fs turns `find` into paged ListObjectsV2 calls without a
-delimiter), then concurrent GETs of exactly the keys asked for, in bounded batches.
+One recursive listing per run (ListObjectsV2 pages without a delimiter on S3, a directory
+walk on a local disk), then concurrent GETs of exactly the keys asked for, in bounded batches.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import fsspec
 from fsspec.asyn import AsyncFileSystem, sync
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.listing import StoredObject
+from trace_assets.listing import ObjectBatch
+from trace_assets.local_walk import Columns, walk_folders
+from trace_assets.workers import ordered_map
 
 TRACE_JOBS = "trace_jobs"
 
@@ -33,12 +35,17 @@ class FetchError(RuntimeError):
         )
 
 
-def _modified(info: Mapping[str, Any]) -> datetime | None:
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MICROSECOND = timedelta(microseconds=1)
+
+
+def _modified_us(info: Mapping[str, Any]) -> int | None:
+    """An object's modification time in microseconds since the epoch, exactly (no float rounding)."""
     value = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return ((value if value.tzinfo else value.replace(tzinfo=timezone.utc)) - EPOCH) // MICROSECOND
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, tz=timezone.utc)
+        return round(value * 1_000_000)
     return None
 
 
@@ -47,40 +54,61 @@ def _etag(info: Mapping[str, Any]) -> str | None:
     return str(value).strip('"') if value else None
 
 
-SORTED_WALK_DEPTH = 2  # trace_jobs/<trial>/ and trace_jobs/<step>/<trial>/: enough for publishing order
+def _available_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _walk_local(root: str) -> Iterator[StoredObject]:
-    """Files under a local folder, depth first, so each folder's files come together.
+PARALLEL_WALK_MIN_FOLDERS = 256  # below this, starting workers costs more than it saves
+WALK_CHUNK_FOLDERS = 64  # top-level folders per request to a listing worker
 
-    The top levels are walked in name order, so trials usually arrive in publishing order;
-    inside a trial the order does not matter and sorting would only cost time. An explicit
-    stack rather than recursion: a chain of nested generators costs more than the stat calls.
-    """
-    stack = [(root, "", 0)]
-    while stack:
-        folder, relative, depth = stack.pop()
-        with os.scandir(folder) as scanned:
-            entries = sorted(scanned, key=lambda entry: entry.name) if depth < SORTED_WALK_DEPTH else list(scanned)
-        subfolders = []
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                subfolders.append((entry.path, f"{relative}{entry.name}/", depth + 1))
-            elif entry.is_file():
-                stat = entry.stat()
-                modified = datetime.fromtimestamp(stat.st_mtime, tz=timezone.utc)
-                yield StoredObject(f"{relative}{entry.name}", stat.st_size, None, modified)
-        stack.extend(reversed(subfolders))
+
+def _walk_local(root: str, workers: int) -> Iterator[ObjectBatch]:
+    """A local run a top-level folder at a time, in name order; files right under the root first."""
+    with os.scandir(root) as scanned:
+        entries = sorted(scanned, key=lambda entry: entry.name)
+    top_files = ObjectBatch()
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False) and entry.is_file():
+            stat = entry.stat()
+            top_files.append(entry.name, stat.st_size, None, stat.st_mtime_ns // 1000)
+    yield top_files
+    names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+    if workers < 2 or len(names) < PARALLEL_WALK_MIN_FOLDERS:
+        answers: Iterator[list[Columns]] = (walk_folders(root, [name]) for name in names)
+    else:
+        chunks = ((None, (root, names[i : i + WALK_CHUNK_FOLDERS])) for i in range(0, len(names), WALK_CHUNK_FOLDERS))
+        answers = (columns for _, columns in ordered_map(walk_folders, chunks, workers, ahead=4))
+    for answer in answers:
+        for keys, sizes, modified in answer:
+            yield ObjectBatch(keys, sizes, [None] * len(keys), modified)
+
+
+def _read_local(path: str) -> bytes | OSError:
+    """A local file's bytes, without fsspec's per-call path handling (it costs more than the read)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as err:
+        return err
 
 
 class TraceStore:
     """A traces root: `<root>/<run_id>/trace_jobs/...`."""
 
-    def __init__(self, root_url: str, storage_options: Mapping[str, Any] | None = None, max_concurrency: int = 64):
+    def __init__(
+        self,
+        root_url: str,
+        storage_options: Mapping[str, Any] | None = None,
+        max_concurrency: int = 64,
+        walk_workers: int | None = None,
+    ):
+        """`max_concurrency`: object-store requests in flight; `walk_workers`: processes walking a
+        local run (default: one per available core)."""
         self.root_url = root_url.rstrip("/")
         self.fs, self.root = fsspec.core.url_to_fs(self.root_url, **dict(storage_options or {}))
         self.root = self.root.rstrip("/")
         self.max_concurrency = max_concurrency
+        self.walk_workers = walk_workers if walk_workers is not None else _available_cores()
 
     def trace_jobs_path(self, run_id: str) -> str:
         return f"{self.root}/{run_id}/{TRACE_JOBS}"
@@ -97,32 +125,34 @@ class TraceStore:
                 runs.append(name)
         return sorted(runs)
 
-    def iter_run(self, run_id: str) -> Iterator[StoredObject]:
-        """Every object under the run's trace_jobs/, keys relative to it, as listed.
+    def iter_run(self, run_id: str) -> Iterator[ObjectBatch]:
+        """Every object under the run's trace_jobs/, keys relative to it, in pages as listed.
 
         One recursive listing, streamed: S3 pages of ListObjectsV2 without a delimiter, a
-        depth-first walk on local disks; the full listing is never held in memory. Either way
-        the objects of one top-level folder come together.
+        depth-first walk on local disks, a top-level folder a page; the full listing is never
+        held in memory. Either way the objects of one top-level folder come together.
         """
         base = self.trace_jobs_path(run_id)
         if not self.fs.isdir(base):
             raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {run_id!r} under {self.root_url}")
         if isinstance(self.fs, LocalFileSystem):
-            yield from _walk_local(base)
+            yield from _walk_local(base, self.walk_workers)
         elif hasattr(self.fs, "_call_s3"):
             yield from self._iter_s3(base)
         else:
             prefix = base + "/"
+            page = ObjectBatch()
             for path, info in sorted(self.fs.find(base, detail=True, withdirs=False).items()):
                 if path.startswith(prefix) and info.get("type", "file") != "directory":
-                    yield StoredObject(path[len(prefix) :], int(info.get("size") or 0), _etag(info), _modified(info))
+                    page.append(path[len(prefix) :], int(info.get("size") or 0), _etag(info), _modified_us(info))
+            yield page
 
-    def _iter_s3(self, folder: str) -> Iterator[StoredObject]:
+    def _iter_s3(self, folder: str) -> Iterator[ObjectBatch]:
         bucket, key_prefix, _ = self.fs.split_path(folder)
         key_prefix = key_prefix.rstrip("/") + "/"
         token = None
         while True:
-            page = sync(
+            response = sync(
                 self.fs.loop,
                 self.fs._call_s3,
                 "list_objects_v2",
@@ -130,11 +160,13 @@ class TraceStore:
                 Prefix=key_prefix,
                 **({"ContinuationToken": token} if token else {}),
             )
-            for item in page.get("Contents", []):
+            page = ObjectBatch()
+            for item in response.get("Contents", []):
                 if not item["Key"].endswith("/"):
-                    yield StoredObject(item["Key"][len(key_prefix) :], int(item["Size"]), _etag(item), _modified(item))
-            token = page.get("NextContinuationToken")
-            if not page.get("IsTruncated") or not token:
+                    page.append(item["Key"][len(key_prefix) :], int(item["Size"]), _etag(item), _modified_us(item))
+            yield page
+            token = response.get("NextContinuationToken")
+            if not response.get("IsTruncated") or not token:
                 return
 
     def fetch(self, run_id: str, keys: list[str]) -> dict[str, bytes]:
@@ -145,6 +177,8 @@ class TraceStore:
         paths = [base + key for key in keys]
         if isinstance(self.fs, AsyncFileSystem):
             results = self.fs.cat(paths, on_error="return", batch_size=self.max_concurrency)
+        elif isinstance(self.fs, LocalFileSystem):
+            results = {path: _read_local(path) for path in paths}
         else:
             results = {}
             for path in paths:

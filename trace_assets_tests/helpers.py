@@ -8,7 +8,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from trace_assets.pipeline import Coverage, RunStaging, build_listing, export_rows, iter_rows, score_trials
+from trace_assets.pipeline import Coverage, RunStaging, build_listing, export_rows, score_trials
+from trace_assets.row_parts import iter_rows
 from trace_assets.storage import TraceStore
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -25,7 +26,7 @@ def run_steps(
     build_listing(store, staging)
     score_trials(store, staging, batch_size, lambda _: None)
     coverage, _ = export_rows(store, staging, include_subagents, batch_size, lambda _: None)
-    rows = [row for table in iter_rows(staging.rows) for row in table.to_pylist()]
+    rows = [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
     statuses = pq.read_table(staging.statuses).to_pylist()
     return rows, coverage, statuses
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from trace_assets.listing import StoredObject, group_trials
 from trace_assets.storage import TraceStore
 from trace_assets_tests.bad_input import CASES, RUN_ID, write_bad_input_run
 from trace_assets_tests.helpers import run_steps
@@ -41,25 +40,3 @@ def test_row_values_for_odd_but_valid_input(tmp_path):
     broken = next(s for s in statuses if s["trial_dir"] == "broken-subagent__g4")
     assert "trajectory.summarization-1-summary.json is not valid JSON" in broken["detail"]
     assert [r.get("trace_source") for r in rows if r["trial_name"] == "broken-subagent__g4"] == ["main"]
-
-
-def test_listing_finds_nested_trials_and_ignores_job_folders():
-    def obj(key: str) -> StoredObject:
-        return StoredObject(key, 1, None, None)
-
-    listing = group_trials(
-        obj(k)
-        for k in [
-            "result.json",  # job-level files of trace_jobs itself
-            "config.json",
-            "step-25/a__1/result.json",
-            "step-25/a__1/agent/episode-0/config.json",  # inside a trial's agent/: no folder of its own
-            "step-25/a__1/verifier/result.json",
-            "b__2/trial.log",
-            "c__3/agent/trajectory.json",
-            "README.txt",
-        ]
-    )
-    assert [t.trial_dir for t in listing.trials] == ["step-25/a__1", "b__2", "c__3"]
-    assert listing.stray_objects == 3
-    assert listing.trials[0].keys == {"result.json", "agent/episode-0/config.json", "verifier/result.json"}

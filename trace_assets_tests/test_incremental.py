@@ -8,6 +8,7 @@ import shutil
 import pyarrow.parquet as pq
 
 from trace_assets.pipeline import RunStaging, build_listing, export_rows, score_trials
+from trace_assets.row_parts import iter_rows
 from trace_assets.storage import TraceStore
 from trace_assets_tests.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
@@ -17,6 +18,10 @@ def _steps(store: TraceStore, staging: RunStaging):
     scored = score_trials(store, staging, 5, lambda _: None)
     coverage, exported = export_rows(store, staging, True, 5, lambda _: None)
     return scored, coverage, exported
+
+
+def _rows(staging: RunStaging) -> list[dict]:
+    return [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
 
 
 def test_only_changed_trials_are_reread_and_results_equal_a_full_read(tmp_path):
@@ -43,7 +48,8 @@ def test_only_changed_trials_are_reread_and_results_equal_a_full_read(tmp_path):
     full = RunStaging(tmp_path / "full", SAMPLE_RUN)
     _, from_scratch, _ = _steps(store, full)
     assert second == from_scratch and second.trial_dirs == first.trial_dirs + 1
-    for name in ("last_episode_rows.parquet", "trials.parquet", "scored_trials.parquet"):
+    for name in ("trials.parquet", "scored_trials.parquet"):
         assert pq.read_table(incremental.folder / name).equals(pq.read_table(full.folder / name)), name
-    rows = pq.read_table(incremental.rows).to_pylist()
+    rows = _rows(incremental)
+    assert rows == _rows(full)
     assert next(r for r in rows if r["trial_name"] == "stack-bash-30__oaZPnEw")["conversations"][-1]["content"].endswith("\nrewritten last turn")

@@ -104,7 +104,9 @@ def test_a_permanently_unreadable_object_fails_naming_its_key(tmp_path, s3_trace
     with pytest.raises(FetchError) as raised:
         run_steps(_s3_store(s3_traces, fault_proxy.url, max_attempts=2), SAMPLE_RUN, tmp_path)
     assert broken in str(raised.value)
-    assert not (tmp_path / SAMPLE_RUN / "last_episode_rows.parquet").exists()  # nothing half-written
+    staging = RunStaging(tmp_path, SAMPLE_RUN)
+    assert not staging.rows.exists() and not staging.statuses.exists()  # nothing half-written
+    assert [p.name for p in staging.folder.iterdir() if p.name.startswith(".")] == []
 
 
 def test_cli_reads_s3_through_aws_environment_variables(tmp_path, s3_traces, s3_endpoint):
