@@ -176,24 +176,48 @@ def harbor_command(harbor_python: str, trace_jobs: Path) -> list[str]:
 # --------------------------------------------------------------------------- trees
 
 
-def run_id_for(trials: int) -> str:
-    return f"bench-{trials}"
+@dataclass(frozen=True)
+class TreeShape:
+    prompt_scale: float
+    episode_prompts: bool  # agent/episode-N/ folders, as terminus-2 writes them
 
 
-def ensure_tree(traces_root: Path, trials: int, prompt_scale: float) -> dict[str, Any]:
+def run_id_for(trials: int, shape: TreeShape) -> str:
+    return f"bench-{trials}" if shape.episode_prompts else f"bench-{trials}-no-episodes"
+
+
+def ensure_tree(traces_root: Path, trials: int, shape: TreeShape) -> dict[str, Any]:
     """A generated run of `trials` trials under traces_root, reused when an earlier one matches."""
     from benchmarks.generate_traces import generate_run
 
-    run_dir = traces_root / run_id_for(trials)
-    manifest_path = run_dir / "manifest.json"
+    run_id = run_id_for(trials, shape)
+    manifest_path = traces_root / run_id / "manifest.json"
+    wanted = (SEED, shape.prompt_scale, shape.episode_prompts, trials)
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
-        if (manifest["seed"], manifest["prompt_scale"], manifest["n_trials"]) == (SEED, prompt_scale, trials):
+        if (manifest["seed"], manifest["prompt_scale"], manifest["episode_prompts"], manifest["n_trials"]) == wanted:
             return manifest
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    print(f"generating {trials} trials (prompt_scale={prompt_scale}) ...", file=sys.stderr, flush=True)
-    return generate_run(traces_root, run_id_for(trials), trials, seed=SEED, prompt_scale=prompt_scale)
+    shutil.rmtree(traces_root / run_id, ignore_errors=True)
+    print(f"generating {trials} trials ({shape}) ...", file=sys.stderr, flush=True)
+    return generate_run(
+        traces_root, run_id, trials, seed=SEED, prompt_scale=shape.prompt_scale, episode_prompts=shape.episode_prompts
+    )
+
+
+def warm_tree(trace_jobs: Path) -> None:
+    """Bring a tree's folders, inodes and the files either tool reads into the page cache.
+
+    This machine's memory manager pages out files left idle for about a minute; without
+    warming, each measured run would also measure the disk, by chance more for one tool.
+    """
+    for folder, subfolders, files in os.walk(trace_jobs):
+        for name in files:
+            os.stat(os.path.join(folder, name))
+        if "/episode-" not in folder + "/":
+            for name in files:
+                with open(os.path.join(folder, name), "rb") as file:
+                    while file.read(1 << 20):
+                        pass
 
 
 # --------------------------------------------------------------------------- local comparison
@@ -242,28 +266,32 @@ def per_trial_ms(small: float, big: float, trials: tuple[int, int]) -> float:
 
 
 def run_local(
-    work: Path, sizes: list[int], prompt_scale: float, repeats: int, harbor_python: str | None
+    work: Path, sizes: list[int], shape: TreeShape, repeats: int, harbor_python: str | None
 ) -> dict[int, SizeResult]:
-    """Each size `repeats` times per tool, interleaved so drift on the machine hits both alike."""
+    """Each size `repeats` times per tool, interleaved so drift on the machine hits both alike;
+    every measured run starts on a warm page cache."""
     traces_root = work / "traces"
     results = {}
     for trials in sizes:
-        manifest = ensure_tree(traces_root, trials, prompt_scale)
+        manifest = ensure_tree(traces_root, trials, shape)
         results[trials] = SizeResult(trials, manifest["counts"]["files"])
     for repeat in range(repeats):
         for trials, result in results.items():
-            run_id = run_id_for(trials)
+            run_id = run_id_for(trials, shape)
+            trace_jobs = traces_root / run_id / "trace_jobs"
             print(f"[{repeat + 1}/{repeats}] {trials} trials: ours", file=sys.stderr, flush=True)
             staging = Path(tempfile.mkdtemp(prefix="staging-", dir=work))
             try:
+                warm_tree(trace_jobs)
                 result.ours.append(measure(ours_command(str(traces_root), run_id, staging)))
             finally:
                 shutil.rmtree(staging)
-            result.listing_floor.append(find_listing_floor(traces_root / run_id / "trace_jobs", len(os.sched_getaffinity(0))))
+            warm_tree(trace_jobs)
+            result.listing_floor.append(find_listing_floor(trace_jobs, len(os.sched_getaffinity(0))))
             if harbor_python:
                 print(f"[{repeat + 1}/{repeats}] {trials} trials: harbor", file=sys.stderr, flush=True)
-                command = harbor_command(harbor_python, traces_root / run_id / "trace_jobs")
-                result.harbor.append(measure(command, HARBOR_OFFLINE_ENV))
+                warm_tree(trace_jobs)
+                result.harbor.append(measure(harbor_command(harbor_python, trace_jobs), HARBOR_OFFLINE_ENV))
     return results
 
 
@@ -292,7 +320,7 @@ def needed_bytes(trace_jobs: Path) -> tuple[int, int]:
     return objects, total_bytes
 
 
-def run_s3(work: Path, trials: int, prompt_scale: float) -> dict[str, Any]:
+def run_s3(work: Path, trials: int, shape: TreeShape) -> dict[str, Any]:
     """Upload a run to moto, then run the steps through a counting proxy: listing first, then the rest."""
     import logging
 
@@ -302,8 +330,8 @@ def run_s3(work: Path, trials: int, prompt_scale: float) -> dict[str, Any]:
     from trace_assets_tests.fault_proxy import FaultProxy
     from trace_assets_tests.s3_fixtures import make_s3fs, upload_tree
 
-    manifest = ensure_tree(work / "traces", trials, prompt_scale)
-    run_id = run_id_for(trials)
+    manifest = ensure_tree(work / "traces", trials, shape)
+    run_id = run_id_for(trials, shape)
     trace_jobs = work / "traces" / run_id / "trace_jobs"
     for leaked in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE"):
         os.environ.pop(leaked, None)
@@ -549,9 +577,10 @@ def benchmark(args: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     info = machine()
     started = time.perf_counter()
+    shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
     try:
-        results = run_local(work, sizes, args.prompt_scale, repeats, harbor_python)
-        s3 = run_s3(work, s3_trials, args.prompt_scale) if s3_trials else None
+        results = run_local(work, sizes, shape, repeats, harbor_python)
+        s3 = run_s3(work, s3_trials, shape) if s3_trials else None
     except ChildFailed as failure:
         print(f"benchmark child failed: {failure}", file=sys.stderr)
         return 1
@@ -566,8 +595,13 @@ def benchmark(args: argparse.Namespace) -> int:
         f"load average {info['load_average_1min']} at start, {load_at_end} at end",
         f"Python {info['python']} (ours), "
         + (f"{harbor_version} (Harbor, {harbor_python})" if harbor_version else "Harbor not run"),
-        f"Trees: benchmarks/generate_traces.py seed={SEED}, prompt_scale={args.prompt_scale} (shrinks episode prompts "
-        f"only; trajectories full size); fastest of {repeats} repeat(s); shards built unredacted (on_secret=allow)",
+        f"Trees: benchmarks/generate_traces.py seed={SEED}, "
+        + (
+            f"prompt_scale={args.prompt_scale} (shrinks episode prompts only; trajectories full size)"
+            if shape.episode_prompts
+            else "without episode prompt folders"
+        )
+        + f"; fastest of {repeats} repeat(s), each on a warm page cache; shards built unredacted (on_secret=allow)",
     ]
     local_text, marginal, checks = local_report(results, sizes)
     sections = ["\n".join(header), local_text]
@@ -585,6 +619,7 @@ def benchmark(args: argparse.Namespace) -> int:
             "machine": {**info, "load_average_1min_end": load_at_end, "harbor_python": harbor_version},
             "config": {
                 "sizes": sizes, "repeats": repeats, "prompt_scale": args.prompt_scale, "seed": SEED, "s3_trials": s3_trials,
+                "episode_prompts": shape.episode_prompts,
             },  # fmt: skip
             "local": {
                 str(trials): {
@@ -623,6 +658,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke run: small sizes, two repeats, a small S3 run")
     parser.add_argument("--repeats", type=int, help="measurements per size and tool, the fastest counts (default 3, quick 2)")
     parser.add_argument("--prompt-scale", type=float, default=DEFAULT_PROMPT_SCALE, help="generator's episode-prompt share")
+    parser.add_argument(
+        "--no-episode-prompts", action="store_true",
+        help="trees without agent/episode-N/ folders: about 7 objects a trial, as in the one real run measured",
+    )  # fmt: skip
     parser.add_argument("--s3-trials", type=int, help=f"trials in the S3 run, 0 to skip (default {DEFAULT_S3_TRIALS}, quick {QUICK_S3_TRIALS})")
     parser.add_argument("--harbor-python", help=f"interpreter with Harbor installed (default {DEFAULT_HARBOR_PYTHON} if present)")
     parser.add_argument("--no-harbor", action="store_true", help="skip the Harbor comparison")
