@@ -6,7 +6,7 @@ multiprocessing's spawn and forkserver it never re-imports the parent's main mod
 Dagster), so it starts in tens of milliseconds; unlike fork it inherits no threads. Requests
 and answers are pickles over the worker's stdin and stdout.
 
-Only the standard library here: workers import this file first.
+Only the standard library here: it is what a worker starts with.
 """
 
 from __future__ import annotations
@@ -71,10 +71,12 @@ class _Worker:
             while (request := self._requests.get()) is not None:
                 pickle.dump(request, self.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
                 self.process.stdin.flush()
-        except OSError:  # the worker died; the reader reports it
+        except OSError:  # the worker died or was killed; the reader reports it
             pass
-        finally:
+        try:
             self.process.stdin.close()
+        except OSError:  # what was still buffered for a dead worker
+            pass
 
     def _read(self) -> None:
         while True:
