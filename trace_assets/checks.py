@@ -10,7 +10,6 @@ from trace_assets.assets import last_episode_rows, secret_scan_report, trace_run
 from trace_assets.pipeline import Coverage
 from trace_assets.resources import TraceAssetsConfig
 
-
 # Checks are partitioned like their assets, so each run's check reads that run's files.
 warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning)
 

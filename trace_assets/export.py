@@ -14,8 +14,8 @@ from typing import Any
 from trace_assets.harbor import (
     Exclusion,
     Reason,
-    TrialSummary,
     Trajectory,
+    TrialSummary,
     instruction,
     is_main_trajectory_file,
     is_multimodal,

@@ -12,9 +12,9 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ import pyarrow.parquet as pq
 
 from trace_assets.export import MAIN_TRACE_SOURCE, ROW_COLUMNS, export_trial, needed_files
 from trace_assets.harbor import Exclusion, Reason, TrialSummary, parse_trial_result
-from trace_assets.row_parts import RowParts, iter_rows, read_row_parts, staged_row_parts, trial_rows_digest
 from trace_assets.listing import (
     LISTING_SCHEMA,
     StoredObject,
@@ -32,6 +31,7 @@ from trace_assets.listing import (
     trial_name_of,
     whole_folder_batches,
 )
+from trace_assets.row_parts import RowParts, iter_rows, read_row_parts, staged_row_parts, trial_rows_digest
 from trace_assets.storage import TraceStore
 
 Progress = Callable[[str], None]
