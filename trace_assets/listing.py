@@ -170,8 +170,9 @@ def group_trials(batch: ObjectBatch) -> TrialGroups:
     """The trial folders of a batch holding whole top-level folders, as listing rows."""
     parents = [key.rpartition("/")[0] for key in batch.keys]
     marker_parents = {key.rpartition("/")[0] for key in batch.keys if key.endswith(MARKER_SUFFIXES)}
-    trial_dirs = _trial_dirs(set(parents), marker_parents)
-    owners = {parent: _owner(parent, trial_dirs) for parent in set(parents)}
+    folders = set(parents)
+    trial_dirs = _trial_dirs(folders, marker_parents)
+    owners = {folder: _owner(folder, trial_dirs) for folder in folders}
     objects = pl.DataFrame(
         {
             "trial_dir": [owners[parent] for parent in parents],

@@ -31,8 +31,7 @@ def listing_fingerprint(pages: Iterable[ObjectBatch]) -> str:
     for page in pages:
         count += len(page)
         size += sum(page.sizes)
-        known = [m for m in page.modified if m is not None] + ([] if newest is None else [newest])
-        newest = max(known, default=None)
+        newest = max((m for m in [*page.modified, newest] if m is not None), default=None)
     modified = "" if newest is None else (EPOCH + timedelta(microseconds=newest)).isoformat()
     return fingerprint([], count, size, modified)[:16]
 
