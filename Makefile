@@ -1,10 +1,11 @@
-# Two entry points: `make demo` (export the bundled sample run) and `make test`.
+# Two entry points: `make demo` (export the bundled sample run) and `make test` (everything,
+# installing what its tests need). `make test-unit` runs the pure tests only; `make lint` the gates.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test dev venv clean
+.PHONY: demo test test-unit lint services dev venv clean
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
@@ -21,8 +22,20 @@ venv: $(BIN)/trace-assets
 demo: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/trace-assets materialize rl-sample-run --traces-root sample_traces --publish-root published
 
-test: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
+# PostgreSQL and Chromium for the service tests (Debian packages; needs root, skipped otherwise).
+services:
+	bash .ci/install-services.sh
+
+test: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml services
 	$(BIN)/pytest
+
+test-unit: $(BIN)/trace-assets
+	$(BIN)/pytest -m "not dagster and not services"
+
+lint: $(BIN)/trace-assets
+	$(BIN)/ruff format --check trace_assets trace_assets_tests benchmarks
+	$(BIN)/ruff check trace_assets trace_assets_tests benchmarks
+	$(BIN)/mypy
 
 dev: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dagster dev -w workspace.yaml

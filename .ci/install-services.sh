@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the service tests start for real: a PostgreSQL server (test_postgres_instance.py)
 # and headless Chromium (test_ui_end_to_end.py screenshots the Dagster UI). Safe to run again:
-# apt is only called when a binary is missing. Run as root before `make test`.
+# apt is only called when a binary is missing. `make test` runs it first.
 set -euo pipefail
 
 PG_BIN=/usr/lib/postgresql/15/bin
@@ -17,6 +17,10 @@ if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
 
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-services: not root, cannot install ${missing[*]}; the tests that need them will fail" >&2
+    exit 1
+fi
 echo "install-services: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update

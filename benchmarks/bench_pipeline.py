@@ -65,18 +65,24 @@ HARBOR_OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_DATASETS_OFFLI
 
 def run_steps_child(args: argparse.Namespace) -> None:
     """Run the steps on one run and write what happened, with in-process seconds per step."""
-    from trace_assets.pipeline import RunStaging, build_listing, export_rows, score_trials
-    from trace_assets.publish import build_run_folder
-    from trace_assets.scanning import scan_run
-    from trace_assets.storage import TraceStore
+    from trace_assets.publishing.dataset_folder import build_run_folder
+    from trace_assets.scope import RunScope
+    from trace_assets.steps.listing import build_listing
+    from trace_assets.steps.rows import export_rows
+    from trace_assets.steps.scan import scan_run
+    from trace_assets.steps.scoring import score_trials
+    from trace_assets.steps.staging import RunStaging
+    from trace_assets.store.trace_store import TraceStore
 
     storage_options: dict[str, Any] = {}
     if args.endpoint:
-        from trace_assets.resources import ObjectStorage
+        from trace_assets.defs.resources import ObjectStorage
 
-        storage_options = ObjectStorage(endpoint_url=args.endpoint, region_name=S3_REGION).storage_options(args.traces_root)
+        storage_options = ObjectStorage(endpoint_url=args.endpoint, region_name=S3_REGION).storage_options(
+            args.traces_root
+        )
     store = TraceStore(args.traces_root, storage_options, MAX_CONCURRENCY)
-    staging = RunStaging(Path(args.staging_root), args.run_id)
+    staging = RunStaging(Path(args.staging_root), RunScope(args.run_id))
     seconds: dict[str, float] = {}
     peak_rss_after: dict[str, float] = {}  # says which step sets the process's peak
     result: dict[str, Any] = {"seconds": seconds, "peak_rss_mib_after": peak_rss_after}
@@ -93,12 +99,19 @@ def run_steps_child(args: argparse.Namespace) -> None:
         result.update(trial_dirs=listing.trial_dirs, objects=listing.objects, listed_bytes=listing.bytes)
     if args.steps in ("all", "after-listing"):
         timed("scored", lambda: score_trials(store, staging, BATCH_SIZE, lambda _: None))
-        coverage, _ = timed("rows", lambda: export_rows(store, staging, False, BATCH_SIZE, lambda _: None, MAX_ROWS_PER_SHARD))
+        coverage, _ = timed(
+            "rows", lambda: export_rows(store, staging, False, BATCH_SIZE, lambda _: None, MAX_ROWS_PER_SHARD)
+        )
         report = timed("scan", lambda: scan_run(staging.require_rows(), args.run_id, "", ""))
         shards = timed(
             "shards",
             lambda: build_run_folder(
-                staging.folder / "publish", staging.require_rows(), staging.statuses, coverage, report, MAX_ROWS_PER_SHARD
+                staging.folder / "publish",
+                staging.require_rows(),
+                staging.statuses,
+                coverage,
+                report,
+                MAX_ROWS_PER_SHARD,
             ),
         )
         result.update(
@@ -125,7 +138,9 @@ def run_harbor_child(args: argparse.Namespace) -> None:
         use_rich_progress=False,
     )
     seconds = {"export_traces": time.perf_counter() - started}
-    Path(args.result).write_text(json.dumps({"seconds": seconds, "rows": len(dataset), "python": platform.python_version()}))
+    Path(args.result).write_text(
+        json.dumps({"seconds": seconds, "rows": len(dataset), "python": platform.python_version()})
+    )
 
 
 # --------------------------------------------------------------------------- measuring children
@@ -164,8 +179,19 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> Measuremen
         return Measurement(wall, cpu, usage.ru_maxrss / 1024, json.loads(result_path.read_text()))
 
 
-def ours_command(traces_root: str, run_id: str, staging_root: Path, steps: str = "all", endpoint: str | None = None) -> list[str]:
-    command = [sys.executable, str(Path(__file__).resolve()), "_run", traces_root, run_id, str(staging_root), "--steps", steps]
+def ours_command(
+    traces_root: str, run_id: str, staging_root: Path, steps: str = "all", endpoint: str | None = None
+) -> list[str]:
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "_run",
+        traces_root,
+        run_id,
+        str(staging_root),
+        "--steps",
+        steps,
+    ]
     return command + (["--endpoint", endpoint] if endpoint else [])
 
 
@@ -210,7 +236,7 @@ def warm_tree(trace_jobs: Path) -> None:
     This machine's memory manager pages out files left idle for about a minute; without
     warming, each measured run would also measure the disk, by chance more for one tool.
     """
-    for folder, subfolders, files in os.walk(trace_jobs):
+    for folder, _subfolders, files in os.walk(trace_jobs):
         for name in files:
             os.stat(os.path.join(folder, name))
         if "/episode-" not in folder + "/":
@@ -239,7 +265,9 @@ def find_listing_floor(trace_jobs: Path, processes: int) -> float:
     groups = [names[i::processes] for i in range(processes)]
     started = time.perf_counter()
     finds = [
-        subprocess.Popen(["find", *group, "-type", "f", "-printf", "%s %T@\n"], cwd=trace_jobs, stdout=subprocess.DEVNULL)
+        subprocess.Popen(
+            ["find", *group, "-type", "f", "-printf", "%s %T@\n"], cwd=trace_jobs, stdout=subprocess.DEVNULL
+        )
         for group in groups
         if group
     ]
@@ -303,8 +331,8 @@ def needed_bytes(trace_jobs: Path) -> tuple[int, int]:
 
     Walks the generated tree itself (one folder per trial) rather than trusting the listing under test.
     """
-    from trace_assets.export import needed_files
-    from trace_assets.harbor import TrialSummary, parse_trial_result
+    from trace_assets.harbor.result import TrialSummary, parse_trial_result
+    from trace_assets.harbor.trial_files import needed_files
 
     objects = total_bytes = 0
     for trial in sorted(trace_jobs.iterdir()):
@@ -327,8 +355,8 @@ def run_s3(work: Path, trials: int, shape: TreeShape) -> dict[str, Any]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from trace_assets_tests.fault_proxy import FaultProxy
-    from trace_assets_tests.s3_fixtures import make_s3fs, upload_tree
+    from trace_assets_tests.support.fault_proxy import FaultProxy
+    from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
 
     manifest = ensure_tree(work / "traces", trials, shape)
     run_id = run_id_for(trials, shape)
@@ -397,7 +425,9 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     cells = [headers, *[[str(c) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = [
-        "  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths)))
+        "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))
+        )
         for row in cells
     ]
     lines.insert(1, "  ".join("-" * width for width in widths))
@@ -459,7 +489,9 @@ def local_report(results: dict[int, SizeResult], sizes: list[int]) -> tuple[str,
         pair: dict[str, Any] = {
             "small": small,
             "big": big,
-            "ours_ms_per_trial": per_trial_ms(best_run(ours_small).wall_seconds, best_run(ours_big).wall_seconds, (small, big)),
+            "ours_ms_per_trial": per_trial_ms(
+                best_run(ours_small).wall_seconds, best_run(ours_big).wall_seconds, (small, big)
+            ),
             "ours_cpu_ms_per_trial": per_trial_ms(best_cpu(ours_small), best_cpu(ours_big), (small, big)),
             "ours_rss_growth": peak_rss(ours_big) / peak_rss(ours_small),
         }
@@ -467,7 +499,13 @@ def local_report(results: dict[int, SizeResult], sizes: list[int]) -> tuple[str,
             f"peak RSS {big} vs {small} trials (ours)", f"<= {MEMORY_GROWTH_TARGET:.1f}x",
             f"{pair['ours_rss_growth']:.2f}x", pair["ours_rss_growth"] <= MEMORY_GROWTH_TARGET,
         ))  # fmt: skip
-        row = [f"{small} -> {big}", f"{pair['ours_ms_per_trial']:.3f}", "-", "-", f"{pair['ours_cpu_ms_per_trial']:.3f}"]
+        row = [
+            f"{small} -> {big}",
+            f"{pair['ours_ms_per_trial']:.3f}",
+            "-",
+            "-",
+            f"{pair['ours_cpu_ms_per_trial']:.3f}",
+        ]
         row += ["-", "-"]
         harbor_small, harbor_big = results[small].harbor, results[big].harbor
         if harbor_small and harbor_big:
@@ -618,7 +656,11 @@ def benchmark(args: argparse.Namespace) -> int:
         document = {
             "machine": {**info, "load_average_1min_end": load_at_end, "harbor_python": harbor_version},
             "config": {
-                "sizes": sizes, "repeats": repeats, "prompt_scale": args.prompt_scale, "seed": SEED, "s3_trials": s3_trials,
+                "sizes": sizes,
+                "repeats": repeats,
+                "prompt_scale": args.prompt_scale,
+                "seed": SEED,
+                "s3_trials": s3_trials,
                 "episode_prompts": shape.episode_prompts,
             },  # fmt: skip
             "local": {
@@ -654,18 +696,34 @@ def main(argv: list[str] | None = None) -> int:
     harbor.add_argument("trace_jobs")
     harbor.add_argument("--result", required=True)
 
-    parser.add_argument("--sizes", type=parse_sizes, help="pairs small,big[,small,big]; default 400,2000 (quick: 100,400)")
-    parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke run: small sizes, two repeats, a small S3 run")
-    parser.add_argument("--repeats", type=int, help="measurements per size and tool, the fastest counts (default 3, quick 2)")
-    parser.add_argument("--prompt-scale", type=float, default=DEFAULT_PROMPT_SCALE, help="generator's episode-prompt share")
+    parser.add_argument(
+        "--sizes", type=parse_sizes, help="pairs small,big[,small,big]; default 400,2000 (quick: 100,400)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a ~1 minute smoke run: small sizes, two repeats, a small S3 run"
+    )
+    parser.add_argument(
+        "--repeats", type=int, help="measurements per size and tool, the fastest counts (default 3, quick 2)"
+    )
+    parser.add_argument(
+        "--prompt-scale", type=float, default=DEFAULT_PROMPT_SCALE, help="generator's episode-prompt share"
+    )
     parser.add_argument(
         "--no-episode-prompts", action="store_true",
         help="trees without agent/episode-N/ folders: about 7 objects a trial, as in the one real run measured",
     )  # fmt: skip
-    parser.add_argument("--s3-trials", type=int, help=f"trials in the S3 run, 0 to skip (default {DEFAULT_S3_TRIALS}, quick {QUICK_S3_TRIALS})")
-    parser.add_argument("--harbor-python", help=f"interpreter with Harbor installed (default {DEFAULT_HARBOR_PYTHON} if present)")
+    parser.add_argument(
+        "--s3-trials",
+        type=int,
+        help=f"trials in the S3 run, 0 to skip (default {DEFAULT_S3_TRIALS}, quick {QUICK_S3_TRIALS})",
+    )
+    parser.add_argument(
+        "--harbor-python", help=f"interpreter with Harbor installed (default {DEFAULT_HARBOR_PYTHON} if present)"
+    )
     parser.add_argument("--no-harbor", action="store_true", help="skip the Harbor comparison")
-    parser.add_argument("--work-dir", help="keep generated trees here and reuse them next time (default: a temp dir, removed)")
+    parser.add_argument(
+        "--work-dir", help="keep generated trees here and reuse them next time (default: a temp dir, removed)"
+    )
     parser.add_argument("--json", help="also write the results as JSON to this file")
     args = parser.parse_args(argv)
     if args.mode == "_run":

@@ -56,11 +56,18 @@ def _message_lines(rng: random.Random) -> list[str]:
     n = rng.randint(5, 120)
     kind = rng.randrange(6)
     if kind == 0:
-        return [f"-rw-r--r-- 1 root {rng.randint(10, 99999)} src/task-{rng.randint(0, 999)}/disk-usage.py" for _ in range(n)]
+        return [
+            f"-rw-r--r-- 1 root {rng.randint(10, 99999)} src/task-{rng.randint(0, 999)}/disk-usage.py" for _ in range(n)
+        ]
     if kind == 1:
         rule, dashes = "=" * 30, "-" * 30
         tests = [f"tests/test_{rng.randint(0, 99)}.py::test_{i} {rng.choice(['PASSED', 'FAILED'])}" for i in range(n)]
-        return [f"{rule} test session starts {rule}", *tests, f"{dashes} Captured stdout {dashes}", f"{rule} {n} passed {rule}"]
+        return [
+            f"{rule} test session starts {rule}",
+            *tests,
+            f"{dashes} Captured stdout {dashes}",
+            f"{rule} {n} passed {rule}",
+        ]
     if kind == 2:
         signature = "(self, value: int) -> dict[str, int]:  # résumé ✓ 数据"
         return [f"    def handle_{rng.randint(0, 999)}{signature}" for _ in range(n)]
@@ -73,7 +80,10 @@ def _message_lines(rng: random.Random) -> list[str]:
         return ["Traceback (most recent call last):", *frames]
     if kind == 4:
         blob = base64.b64encode(json.dumps({"data": [rng.random() for _ in range(n * 8)]}).encode()).decode()
-        return ["$ kubectl get configmap app -o yaml", *(f"  payload: {blob[i:i + 76]}" for i in range(0, len(blob), 76))]
+        return [
+            "$ kubectl get configmap app -o yaml",
+            *(f"  payload: {blob[i : i + 76]}" for i in range(0, len(blob), 76)),
+        ]
     words = ["Looking", "at", "the", "failing", "test,", "then", "fix", "it."]
     analysis = " ".join(rng.choice(words) for _ in range(n * 4))
     return [json.dumps({"analysis": analysis, "commands": [{"keystrokes": "pytest -q\n"}]}, indent=2)]
@@ -120,7 +130,7 @@ def measure_scanner(megabytes: float, batch_rows: int, repeats: int) -> dict:
     """
     import polars as pl
 
-    from trace_assets.secret_scan import SecretScanner, redact
+    from trace_assets.secret_scan.scanner import SecretScanner, redact
 
     rows = synthetic_rows(megabytes)
     batches = [pl.DataFrame(rows[i : i + batch_rows]) for i in range(0, len(rows), batch_rows)]

@@ -27,7 +27,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 AGENT_NAME = "terminus-2"
@@ -35,7 +35,7 @@ AGENT_VERSION = "2.0.0"
 MODEL_NAME = "hosted_vllm/Qwen3-Coder-30B-A3B-Instruct"
 MODEL_PROVIDER, MODEL_SHORT_NAME = MODEL_NAME.split("/", 1)
 SCHEMA_VERSION = "ATIF-v1.5"
-RUN_STARTED_AT = datetime(2026, 7, 25, 12, 0, 0, tzinfo=timezone.utc)
+RUN_STARTED_AT = datetime(2026, 7, 25, 12, 0, 0, tzinfo=UTC)
 SHELL_PROMPT = "root@sandbox:/app# "
 TASK_FAMILIES = ("pymethods2test", "stack-bash", "stack-pytest", "swesmith")
 
@@ -206,7 +206,9 @@ Please begin by asking several questions (at least five, more if necessary)
 about the current state of the solution that are not answered in the summary
 from the prior agent. After you ask these questions you will be on your own,
 so ask everything you need to know."""
-QUESTIONS_PROMPT = "The next agent has a few questions for you, please answer each of them one by one in detail:\n\n{questions}"
+QUESTIONS_PROMPT = (
+    "The next agent has a few questions for you, please answer each of them one by one in detail:\n\n{questions}"
+)
 ANSWERS_HANDOFF = (
     "Here are the answers the other agent provided.\n\n{answers}\n\n"
     "Continue working on this task from where the previous agent left off. You can no longer ask questions. "
@@ -328,18 +330,28 @@ def _terminal_line_pool(rng: random.Random, size: int = 4000) -> list[str]:
         return rng.choice(WORDS)
 
     makers = (
-        lambda: f"-rw-r--r-- 1 root root {rng.randint(40, 99999):>6} Jul {rng.randint(1, 28):>2} "
-        f"{rng.randint(0, 23):02}:{rng.randint(0, 59):02} {module()}_{rng.randint(0, 40)}.py",
-        lambda: f"tests/test_{module()}.py::test_{module()}_{rng.randint(0, 60)} "
-        f"{rng.choice(('PASSED', 'PASSED', 'PASSED', 'FAILED', 'ERROR'))}{' ' * rng.randint(5, 30)}[{rng.randint(1, 100):>3}%]",
-        lambda: f'  File "/app/src/{module()}.py", line {rng.randint(1, 900)}, in {module()}_{rng.choice(("load", "parse", "run"))}',
+        lambda: (
+            f"-rw-r--r-- 1 root root {rng.randint(40, 99999):>6} Jul {rng.randint(1, 28):>2} "
+            f"{rng.randint(0, 23):02}:{rng.randint(0, 59):02} {module()}_{rng.randint(0, 40)}.py"
+        ),
+        lambda: (
+            f"tests/test_{module()}.py::test_{module()}_{rng.randint(0, 60)} "
+            f"{rng.choice(('PASSED', 'PASSED', 'PASSED', 'FAILED', 'ERROR'))}{' ' * rng.randint(5, 30)}[{rng.randint(1, 100):>3}%]"
+        ),
+        lambda: (
+            f'  File "/app/src/{module()}.py", line {rng.randint(1, 900)}, in {module()}_{rng.choice(("load", "parse", "run"))}'
+        ),
         lambda: f"    {module()} = {module()}.{rng.choice(('get', 'pop', 'split', 'strip'))}({rng.randint(0, 9)})",
-        lambda: f"Requirement already satisfied: {rng.choice(PACKAGES)} in /usr/local/lib/python3.11/site-packages "
-        f"({rng.randint(0, 3)}.{rng.randint(0, 30)}.{rng.randint(0, 9)})",
+        lambda: (
+            f"Requirement already satisfied: {rng.choice(PACKAGES)} in /usr/local/lib/python3.11/site-packages "
+            f"({rng.randint(0, 3)}.{rng.randint(0, 30)}.{rng.randint(0, 9)})"
+        ),
         lambda: f"src/{module()}.py:{rng.randint(1, 700)}:    # TODO: {rng.choice(DETAIL_SENTENCES).lower()}",
         lambda: f"{rng.choice(('+', '-', ' '))}    return {module()}({module()}, {rng.randint(0, 99)})",
-        lambda: f"{rng.choice(('AssertionError', 'KeyError', 'ValueError', 'TypeError'))}: "
-        f"{rng.choice(('assert', 'expected'))} {rng.randint(0, 999)} == {rng.randint(0, 999)}",
+        lambda: (
+            f"{rng.choice(('AssertionError', 'KeyError', 'ValueError', 'TypeError'))}: "
+            f"{rng.choice(('assert', 'expected'))} {rng.randint(0, 999)} == {rng.randint(0, 999)}"
+        ),
         lambda: f"bash: {module()}: command not found",
         lambda: f" M src/{module()}.py",
     )
@@ -466,7 +478,9 @@ class TrialWriter:
 
     def _handoff_texts(self, turns: list[AgentTurn]) -> dict[str, str]:
         """The summary/questions/answers exchange Harbor's summarization writes, worded for this trial."""
-        done = "\n".join(f"   - Ran `{json.loads(turn.response)['commands'][0]['keystrokes'].strip()}`" for turn in turns)
+        done = "\n".join(
+            f"   - Ran `{json.loads(turn.response)['commands'][0]['keystrokes'].strip()}`" for turn in turns
+        )
         summary = (
             f"I have been working on this task. Here's what I've accomplished:\n\n1. **Major Actions Completed**:\n{done}\n\n"
             "2. **Important Information Learned**:\n   - The code lives in /app/src and the tests in /app/tests\n\n"
@@ -487,8 +501,7 @@ class TrialWriter:
             )
         )
         answers = "Here are the answers:\n\n" + "\n".join(
-            f"{n}. {sentence}"
-            for n, sentence in enumerate(self.rng.choices(ANALYSIS_SENTENCES, k=5), start=1)
+            f"{n}. {sentence}" for n, sentence in enumerate(self.rng.choices(ANALYSIS_SENTENCES, k=5), start=1)
         )
         screen = turns[-1].observation[-400:] if turns else SHELL_PROMPT
         return {
@@ -842,7 +855,11 @@ class TrialWriter:
         for n, turn in enumerate(turns):
             log("DEBUG", "harbor.agent.terminus_2", f"Episode {n}: prompt sent")
             log("DEBUG", "harbor.agent.terminus_2", f"Episode {n}: response of {len(turn.response)} characters")
-            log("DEBUG", "harbor.environment", f"Executed {turn.response.count('keystrokes')} command(s) in tmux session")
+            log(
+                "DEBUG",
+                "harbor.environment",
+                f"Executed {turn.response.count('keystrokes')} command(s) in tmux session",
+            )
         if self.plan.exception is not None:
             log("ERROR", "harbor.trial", f"Agent failed with {self.plan.exception}")
         elif self.plan.reward is not None:
@@ -893,9 +910,7 @@ class TrialWriter:
 class RunWriter:
     """What every trial of one run shares: where it goes, the job id, the line pool, the options."""
 
-    def __init__(
-        self, out_dir: Path, run_id: str, seed: int, prompt_scale: float, episode_prompts: bool
-    ) -> None:
+    def __init__(self, out_dir: Path, run_id: str, seed: int, prompt_scale: float, episode_prompts: bool) -> None:
         self.run_id = run_id
         self.seed = seed
         self.prompt_scale = prompt_scale

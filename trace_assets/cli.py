@@ -13,7 +13,9 @@ import shutil
 import sys
 from typing import Any
 
-from trace_assets.resources import ON_SECRET_MODES, PROJECT_DIR, ObjectStorage, TraceAssetsConfig, config_from_env
+from trace_assets.defs.resources import PROJECT_DIR, ObjectStorage, TraceAssetsConfig, config_from_env
+from trace_assets.scope import RunScope
+from trace_assets.secret_scan.policy import ON_SECRET_CHOICES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--subagents", action="store_true", default=None, help="include subagent rows (env TRACE_ASSETS_SUBAGENTS=1)"
     )
-    common.add_argument("--on-secret", choices=ON_SECRET_MODES, help="on live credentials (env TRACE_ASSETS_ON_SECRET)")
+    common.add_argument(
+        "--on-secret", choices=ON_SECRET_CHOICES, help="on live credentials (env TRACE_ASSETS_ON_SECRET)"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("runs", parents=[common], help="list the run ids under the traces root")
     materialize = commands.add_parser("materialize", parents=[common], help="materialize the asset graph for runs")
@@ -88,18 +92,20 @@ def _failure_reason(result) -> str:
 
 
 def _coverage_sentence(coverage: dict[str, Any]) -> str:
-    excluded = ", ".join(f"{count} {reason}" for reason, count in sorted(coverage["excluded"].items(), key=lambda i: -i[1]))
+    excluded = ", ".join(
+        f"{count} {reason}" for reason, count in sorted(coverage["excluded"].items(), key=lambda i: -i[1])
+    )
     return (
         f"{coverage['trial_dirs']} trial folders, {coverage['scored']} scored, {coverage['exported']} exported "
         f"({coverage['export_ratio']:.2%} of scored)" + (f"; excluded: {excluded}" if excluded else "")
     )
 
 
-def _published_to(result, trace_config: TraceAssetsConfig, run_id: str) -> str:
+def _published_to(result) -> str:
     """Where published_shards put the run: its folder, or the Hub commit."""
     for materialization in result.asset_materializations_for_node("published_shards"):
         return str(materialization.metadata["published_to"].value)
-    return trace_config.publish_url(run_id)
+    return "nowhere: published_shards did not materialize"
 
 
 def materialize_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
@@ -118,12 +124,15 @@ def materialize_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int
             run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         )
         line: dict[str, Any] = {"run_id": run_id, "dagster_run_id": result.run_id}
-        coverage_path = trace_config.staging(run_id).coverage
+        coverage_path = trace_config.staging(RunScope(run_id)).coverage
         if coverage_path.exists():
             line.update(json.loads(coverage_path.read_text()))
         if result.success:
-            line.update(status="published", published_to=_published_to(result, trace_config, run_id))
-            print(f"[trace-assets] {run_id}: {_coverage_sentence(line)}; published to {line['published_to']}", file=sys.stderr)
+            line.update(status="published", published_to=_published_to(result))
+            print(
+                f"[trace-assets] {run_id}: {_coverage_sentence(line)}; published to {line['published_to']}",
+                file=sys.stderr,
+            )
         else:
             failures += 1
             reason = _failure_reason(result)
@@ -141,7 +150,7 @@ def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, po
     from dagster._core.utils import make_new_backfill_id
 
     from trace_assets.definitions import defs
-    from trace_assets.jobs import ASSETS, STORE_READ_TAG
+    from trace_assets.defs.jobs import ASSETS, STORE_READ_TAG
 
     instance = _instance()
     _register_partitions(instance, run_ids)
@@ -169,7 +178,7 @@ def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, po
 
 
 def _register_partitions(instance, run_ids: list[str]) -> None:
-    from trace_assets.assets import trace_runs
+    from trace_assets.defs.partitions import trace_runs
 
     known = set(instance.get_dynamic_partitions(trace_runs.name))
     missing = [run_id for run_id in run_ids if run_id not in known]

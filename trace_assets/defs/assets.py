@@ -1,0 +1,147 @@
+"""The asset graph, one partition per RL run: listing -> scored -> rows -> secret scan -> shards.
+
+Each asset is a few lines: the partition's scope, the domain step, its figures as metadata. The
+data lives as Parquet in the staging folder.
+"""
+
+import shutil
+
+import dagster as dg
+
+from trace_assets.accounting import Coverage
+from trace_assets.defs.metadata import coverage_metadata, scan_metadata
+from trace_assets.defs.partitions import scope_of, trace_runs
+from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.steps.listing import build_listing
+from trace_assets.steps.rows import export_rows
+from trace_assets.steps.scan import scan_run, secret_redactor
+from trace_assets.steps.scoring import score_trials
+from trace_assets.steps.staging import write_json_atomically
+
+GROUP = "trace_export"
+HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
+
+
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"})
+def raw_trial_listing(
+    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+) -> dg.MaterializeResult:
+    """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
+    staging = trace_config.staging(scope_of(context))
+    stats = build_listing(trace_config.store(object_storage), staging)
+    context.log.info(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
+    return dg.MaterializeResult(
+        metadata={
+            "trial_dirs": dg.MetadataValue.int(stats.trial_dirs),
+            "objects": dg.MetadataValue.int(stats.objects),
+            "bytes": dg.MetadataValue.int(stats.bytes),
+            "objects_outside_trials": dg.MetadataValue.int(stats.stray_objects),
+            "without_result_json": dg.MetadataValue.int(stats.unscored),
+            "path": dg.MetadataValue.path(str(staging.listing)),
+        }
+    )
+
+
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=[raw_trial_listing])
+def scored_trials(
+    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+) -> dg.MaterializeResult:
+    """Each folder's result.json read as a TrialResult: task, reward, exception, agent, model."""
+    staging = trace_config.staging(scope_of(context))
+    stats = score_trials(trace_config.store(object_storage), staging, trace_config.batch_size, context.log.info)
+    return dg.MaterializeResult(
+        metadata={
+            **{f"status_{status}": dg.MetadataValue.int(count) for status, count in sorted(stats.statuses.items())},
+            "result_json_read": dg.MetadataValue.int(stats.reread),
+            "result_json_unchanged": dg.MetadataValue.int(stats.cached),
+            "path": dg.MetadataValue.path(str(staging.scored)),
+        }
+    )
+
+
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=[scored_trials])
+def last_episode_rows(
+    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+) -> dg.MaterializeResult:
+    """Harbor's `export --episodes last` row for every scored trial, and a status for every folder."""
+    staging = trace_config.staging(scope_of(context))
+    coverage, stats = export_rows(
+        trace_config.store(object_storage),
+        staging,
+        trace_config.include_subagents,
+        trace_config.batch_size,
+        context.log.info,
+        rows_per_part=trace_config.max_rows_per_shard,
+    )
+    return dg.MaterializeResult(
+        metadata={
+            **coverage_metadata(coverage),
+            "subagent_rows": dg.MetadataValue.int(coverage.subagent_rows),
+            "trials_read": dg.MetadataValue.int(stats.reread),
+            "trials_unchanged": dg.MetadataValue.int(stats.cached),
+            "path": dg.MetadataValue.path(str(staging.rows)),
+        }
+    )
+
+
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"json"}, deps=[last_episode_rows])
+def secret_scan_report(
+    context: dg.AssetExecutionContext,
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage,
+    hub: HuggingFaceHub,
+) -> dg.MaterializeResult:
+    """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
+    scope = scope_of(context)
+    staging = trace_config.staging(scope)
+    report = scan_run(staging.require_rows(), scope.key, trace_config.secret_patterns, trace_config.secret_allowlist)
+    write_json_atomically(staging.scan_report, report)
+    context.log.info(f"secret scan verdict: {report['verdict']}")
+    if report["verdict"] == "live" and trace_config.on_secret == "block":
+        trace_config.publish_target(object_storage, hub).publish_blocked(staging.scan_report, scope)
+    return dg.MaterializeResult(metadata=scan_metadata(report, staging.scan_report))
+
+
+@dg.asset(
+    partitions_def=trace_runs,
+    group_name=GROUP,
+    kinds={"parquet", "huggingface"},
+    deps=[secret_scan_report],
+    pool=HUB_COMMIT_POOL,
+)
+def published_shards(
+    context: dg.AssetExecutionContext,
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage,
+    hub: HuggingFaceHub,
+) -> dg.MaterializeResult:
+    """The run as a Hugging Face dataset folder: shards, card, coverage.json, trials.parquet."""
+    scope = scope_of(context)
+    staging = trace_config.staging(scope)
+    coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
+    report = staging.read_json(staging.scan_report, "secret_scan_report")
+    redactor = secret_redactor(trace_config.on_secret, trace_config.secret_patterns, trace_config.secret_allowlist)
+    shards = build_run_folder(
+        staging.publish_build,
+        staging.require_rows(),
+        staging.statuses,
+        coverage,
+        report,
+        trace_config.max_rows_per_shard,
+        redactor,
+    )
+    target = trace_config.publish_target(object_storage, hub).publish(staging.publish_build, scope)
+    shutil.rmtree(staging.publish_build)
+    context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {target}")
+    return dg.MaterializeResult(
+        metadata={
+            **coverage_metadata(coverage),
+            "shards": dg.MetadataValue.int(len(shards.files)),
+            "num_examples": dg.MetadataValue.int(shards.num_examples),
+            "download_size": dg.MetadataValue.int(shards.download_size),
+            "redacted": dg.MetadataValue.json(redactor.counts if redactor else {}),
+            "secret_verdict": dg.MetadataValue.text(report["verdict"]),
+            "published_to": dg.MetadataValue.url(target) if "://" in target else dg.MetadataValue.path(target),
+        }
+    )

@@ -1,0 +1,72 @@
+"""Asset checks: the accounting adds up, enough of the run was exported, no live secret goes out."""
+
+import warnings
+
+import dagster as dg
+
+from trace_assets.accounting import Coverage
+from trace_assets.defs.assets import last_episode_rows, secret_scan_report
+from trace_assets.defs.partitions import scope_of, trace_runs
+from trace_assets.defs.resources import TraceAssetsConfig
+
+# Checks are partitioned like their assets, so each run's check reads that run's files.
+warnings.filterwarnings(
+    "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning
+)
+
+
+def _coverage(trace_config: TraceAssetsConfig, context: dg.AssetCheckExecutionContext) -> Coverage:
+    staging = trace_config.staging(scope_of(context))
+    return Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
+
+
+@dg.asset_check(asset=last_episode_rows, blocking=True, partitions_def=trace_runs)
+def coverage_accounts_for_every_folder(
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
+) -> dg.AssetCheckResult:
+    """Every trial folder ends exported or excluded with a reason: the counts add up to trial_dirs."""
+    coverage = _coverage(trace_config, context)
+    excluded = sum(coverage.excluded.values())
+    return dg.AssetCheckResult(
+        passed=coverage.accounted,
+        metadata={
+            "trial_dirs": coverage.trial_dirs,
+            "scored_plus_unscored": coverage.scored + coverage.unscored,
+            "exported_plus_excluded": coverage.exported + excluded,
+        },
+        description=None if coverage.accounted else "coverage counts do not add up to the trial folders listed",
+    )
+
+
+@dg.asset_check(asset=last_episode_rows, partitions_def=trace_runs)
+def export_ratio_above_threshold(
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
+) -> dg.AssetCheckResult:
+    """Warns when a smaller share of scored trials than usual made it into rows."""
+    coverage = _coverage(trace_config, context)
+    passed = coverage.export_ratio >= trace_config.min_export_ratio
+    return dg.AssetCheckResult(
+        passed=passed,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"export_ratio": coverage.export_ratio, "threshold": trace_config.min_export_ratio},
+        description=None
+        if passed
+        else f"only {coverage.export_ratio:.2%} of scored trials were exported (threshold {trace_config.min_export_ratio:.0%})",
+    )
+
+
+@dg.asset_check(asset=secret_scan_report, blocking=True, partitions_def=trace_runs)
+def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig) -> dg.AssetCheckResult:
+    """Blocks publishing while the rows hold a live credential, unless on_secret is redact or allow."""
+    staging = trace_config.staging(scope_of(context))
+    report = staging.read_json(staging.scan_report, "secret_scan_report")
+    live = {kind: v["live"] for kind, v in report.get("kinds", {}).items() if v.get("live")}
+    passed = not live or trace_config.on_secret != "block"
+    return dg.AssetCheckResult(
+        passed=passed,
+        metadata={"verdict": report["verdict"], "on_secret": trace_config.on_secret, "live_by_kind": live},
+        description=None
+        if passed
+        else f"live credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(live.items()))}); "
+        "set on_secret to redact or allow, or allowlist known placeholders",
+    )

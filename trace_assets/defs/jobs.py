@@ -1,0 +1,24 @@
+"""The one job: a run's whole asset graph, one partition at a time."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from trace_assets.defs.assets import (
+    last_episode_rows,
+    published_shards,
+    raw_trial_listing,
+    scored_trials,
+    secret_scan_report,
+)
+
+ASSETS = [raw_trial_listing, scored_trials, last_episode_rows, secret_scan_report, published_shards]
+# Runs carry this tag so dagster.yaml can cap how many read the object store at once.
+STORE_READ_TAG = {"trace_assets/store": "read"}
+
+export_trace_run = dg.define_asset_job(
+    "export_trace_run",
+    selection=dg.AssetSelection.assets(*ASSETS),
+    tags=STORE_READ_TAG,
+    description="List, score, export, scan and publish one RL run",
+)

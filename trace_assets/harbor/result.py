@@ -1,0 +1,101 @@
+"""Harbor's `result.json` (TrialResult), read the way Harbor's exporter reads it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trace_assets.accounting import Exclusion, Reason
+from trace_assets.harbor.decoding import as_dict, decode_json
+
+
+@dataclass(frozen=True)
+class TrialSummary:
+    """The parts of Harbor's `TrialResult` that rows and coverage need."""
+
+    trial_name: str
+    task: str
+    agent: str
+    model: str
+    model_provider: str
+    started_at: str
+    job_id: str
+    reward: float | None
+    exception_type: str | None
+    result: str | None  # Harbor's `result` column: exception type, else reward as text
+
+
+def _reward_text(value: Any) -> str:
+    """Harbor's `_coerce_reward_value`: numbers become `str(float(x))`, anything else `str(x)`."""
+    try:
+        return str(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def parse_trial_result(data: bytes, folder_name: str) -> TrialSummary | Exclusion:
+    """Read a trial's `result.json` the way Harbor's exporter does (`_normalize_run_metadata`)."""
+    raw = decode_json(data, "result.json")
+    if isinstance(raw, str):
+        return Exclusion(Reason.INVALID_RESULT_JSON, raw)
+    if not isinstance(raw, dict):
+        return Exclusion(Reason.INVALID_RESULT_JSON, f"result.json holds a {type(raw).__name__}, not an object")
+
+    config = as_dict(raw.get("config"))
+    agent_config = as_dict(config.get("agent"))
+    if not agent_config and isinstance(config.get("agents"), list) and config["agents"]:
+        agent_config = as_dict(config["agents"][0])
+    agent_info = as_dict(raw.get("agent_info"))
+    model_info = as_dict(agent_info.get("model_info"))
+
+    agent = agent_config.get("name") or agent_info.get("name") or config.get("agent_name") or raw.get("agent_name")
+    if not agent:
+        return Exclusion(Reason.INVALID_RESULT_JSON, "result.json names no agent")
+    model = (
+        model_info.get("name")
+        or agent_config.get("model_name")
+        or agent_info.get("model_name")
+        or config.get("engine")
+        or "unknown-model"
+    )
+    provider = (
+        model_info.get("provider")
+        or agent_config.get("provider")
+        or agent_info.get("provider")
+        or config.get("engine")
+        or "unknown-provider"
+    )
+    job_id = (
+        config.get("job_id")
+        or config.get("job_name")
+        or raw.get("job_id")
+        or raw.get("run_id")
+        or raw.get("trial_name")
+        or "unknown-run"
+    )
+
+    exception_type = as_dict(raw.get("exception_info")).get("exception_type") or None
+    reward_value = as_dict(as_dict(raw.get("verifier_result")).get("rewards")).get("reward")
+    try:
+        reward = None if reward_value is None else float(reward_value)
+    except (TypeError, ValueError):
+        reward = None
+    if exception_type:
+        result = str(exception_type)
+    elif reward_value is not None:
+        result = _reward_text(reward_value)
+    else:
+        result = None
+
+    return TrialSummary(
+        trial_name=str(raw.get("trial_name") or config.get("trial_name") or folder_name),
+        task=str(raw.get("task_name") or config.get("task_name") or "unknown-task"),
+        agent=str(agent),
+        model=str(model),
+        model_provider=str(provider),
+        started_at=str(raw.get("started_at") or raw.get("startedAt") or ""),
+        job_id=str(job_id),
+        reward=reward,
+        exception_type=None if exception_type is None else str(exception_type),
+        result=result,
+    )

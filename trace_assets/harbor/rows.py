@@ -1,0 +1,178 @@
+"""One scored trial's files -> its exported rows (Harbor's row rules), or the reason it has none.
+
+Pure: works on bytes already fetched, keyed by path relative to the trial folder.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from trace_assets.accounting import Exclusion, Reason
+from trace_assets.harbor.result import TrialSummary
+from trace_assets.harbor.trajectory import (
+    Trajectory,
+    instruction,
+    is_multimodal,
+    last_episode,
+    parse_trajectory,
+    subagent_conversation,
+    subagent_source,
+)
+from trace_assets.harbor.trial_files import (
+    MAIN_TRAJECTORY,
+    VERIFIER_OUTPUTS,
+    agent_file,
+    is_main_trajectory_file,
+    is_subagent_file,
+)
+
+# Column order of Harbor's exported rows; `trace_source` is added when subagent rows are on.
+ROW_COLUMNS = (
+    "conversations",
+    "agent",
+    "model",
+    "model_provider",
+    "date",
+    "task",
+    "episode",
+    "run_id",
+    "trial_name",
+    "result",
+    "instruction",
+    "verifier_output",
+)
+MAIN_TRACE_SOURCE = "main"
+CONVERSATION_TYPE = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
+
+
+def rows_schema(include_subagents: bool) -> pa.Schema:
+    """The Arrow schema of the rows: Harbor's columns, plus `trace_source` with subagent rows."""
+    fields = [pa.field("conversations", CONVERSATION_TYPE)]
+    fields += [pa.field(column, pa.string()) for column in ROW_COLUMNS[1:]]
+    if include_subagents:
+        fields.append(pa.field("trace_source", pa.string()))
+    return pa.schema(fields)
+
+
+def verifier_output(stdout: bytes | None, stderr: bytes | None) -> str | None:
+    parts = [blob.decode("utf-8", errors="replace") for blob in (stdout, stderr) if blob is not None]
+    return "".join(parts) if parts else None
+
+
+@dataclass
+class TrialExport:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    exclusion: Exclusion | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. subagent files that gave no row
+
+    @property
+    def detail(self) -> str:
+        parts = ([self.exclusion.detail] if self.exclusion else []) + self.notes
+        return "; ".join(parts)
+
+
+def _continuation_chain(trajectories: Mapping[str, Trajectory]) -> list[Trajectory] | Exclusion:
+    """Follow `continued_trajectory_ref` from trajectory.json, as Harbor does; a missing target ends it."""
+    chain = [trajectories["trajectory.json"]]
+    seen = {"trajectory.json"}
+    while chain[-1].continued_ref:
+        target = posixpath.normpath(chain[-1].continued_ref)
+        if target in seen:
+            return Exclusion(Reason.INVALID_TRAJECTORY, f"continuation chain loops back to {target}")
+        if target not in trajectories:
+            break
+        seen.add(target)
+        chain.append(trajectories[target])
+    return chain
+
+
+def export_trial(
+    summary: TrialSummary,
+    files: Mapping[str, bytes],
+    run_id: str,
+    include_subagents: bool,
+) -> TrialExport:
+    """Harbor's last-episode row (plus subagent rows when asked) for one scored trial."""
+    if MAIN_TRAJECTORY not in files:
+        return TrialExport(exclusion=Exclusion(Reason.NO_TRAJECTORY, "no agent/trajectory.json"))
+
+    main_files: dict[str, Trajectory] = {}
+    for path in sorted(files):
+        name = agent_file(path)
+        if name is None or not is_main_trajectory_file(name):
+            continue
+        parsed = parse_trajectory(files[path], name)
+        if isinstance(parsed, Exclusion):
+            return TrialExport(exclusion=parsed)
+        main_files[name] = parsed
+
+    chain = _continuation_chain(main_files)
+    if isinstance(chain, Exclusion):
+        return TrialExport(exclusion=chain)
+    if any(is_multimodal(t) for t in chain):
+        return TrialExport(exclusion=Exclusion(Reason.MULTIMODAL, "trajectory holds image or audio content"))
+    episode = last_episode(chain)
+    if episode is None:
+        steps = sum(len(t.steps) for t in chain)
+        return TrialExport(exclusion=Exclusion(Reason.NO_AGENT_TURNS, f"{steps} steps, none by the agent"))
+
+    shared = {
+        "model_provider": summary.model_provider,
+        "date": summary.started_at,
+        "task": summary.task,
+        "run_id": run_id,
+        "trial_name": summary.trial_name,
+        "result": summary.result,
+        "instruction": instruction(list(main_files.values())),
+        "verifier_output": verifier_output(*(files.get(path) for path in VERIFIER_OUTPUTS)),
+    }
+    main_row = {
+        "conversations": episode.conversations,
+        "agent": episode.agent_name or summary.agent,
+        "model": episode.model_name or summary.model,
+        "episode": f"episode-{episode.index}",
+        **shared,
+    }
+    export = TrialExport(rows=[_ordered(main_row, MAIN_TRACE_SOURCE if include_subagents else None)])
+    if include_subagents:
+        _add_subagent_rows(export, summary, files, shared)
+    return export
+
+
+def _add_subagent_rows(export: TrialExport, summary: TrialSummary, files: Mapping[str, bytes], shared: dict) -> None:
+    """One complete-conversation row per subagent file; an unusable file is noted, not fatal."""
+    for path in sorted(files):
+        name = agent_file(path)
+        if name is None or not is_subagent_file(name):
+            continue
+        parsed = parse_trajectory(files[path], name)
+        if isinstance(parsed, Exclusion):
+            export.notes.append(f"subagent {parsed.detail}")
+            continue
+        if is_multimodal(parsed):
+            export.notes.append(f"subagent {name} holds image or audio content")
+            continue
+        messages = subagent_conversation(parsed)
+        if messages is None:
+            export.notes.append(f"subagent {name} has no agent turn")
+            continue
+        row = {
+            "conversations": messages,
+            "agent": summary.agent,  # Harbor names subagent rows after the main agent
+            "model": parsed.model_name or summary.model,
+            "episode": "episode-0",
+            **shared,
+        }
+        export.rows.append(_ordered(row, subagent_source(name)))
+
+
+def _ordered(row: dict[str, Any], trace_source: str | None) -> dict[str, Any]:
+    ordered = {column: row[column] for column in ROW_COLUMNS}
+    if trace_source is not None:
+        ordered["trace_source"] = trace_source
+    return ordered

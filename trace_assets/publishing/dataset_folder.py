@@ -1,0 +1,42 @@
+"""Lay out a scope's dataset folder: shards, card, coverage, trial statuses and the scan report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from trace_assets.accounting import Coverage
+from trace_assets.publishing.card import dataset_card
+from trace_assets.publishing.shards import ShardSet, write_shards
+from trace_assets.steps.scan import Redactor
+from trace_assets.steps.staged_rows import RowParts
+
+CARD_FILE = "README.md"
+COVERAGE_FILE = "coverage.json"
+TRIALS_FILE = "trials.parquet"
+SCAN_REPORT_FILE = "secret_scan.json"
+
+
+def build_run_folder(
+    out_dir: Path,
+    rows: RowParts,
+    statuses_path: Path,
+    coverage: Coverage,
+    scan_report: dict[str, Any],
+    max_rows_per_shard: int,
+    redactor: Redactor | None = None,
+) -> ShardSet:
+    """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced."""
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    shards = write_shards(rows, out_dir, max_rows_per_shard, redactor)
+    if redactor is not None:
+        scan_report = {**scan_report, "redacted": dict(redactor.counts)}
+    shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
+    (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
+    (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
+    (out_dir / CARD_FILE).write_text(dataset_card(coverage, scan_report, shards, rows.schema))
+    return shards

@@ -1,0 +1,87 @@
+"""A scope's rows as the dataset's Parquet shards, copied from the staged parts when they can be."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from trace_assets.steps.staged_rows import RowParts, iter_rows
+
+DATA_DIR = "data"
+
+
+def shard_count(total_rows: int, max_rows_per_shard: int) -> int:
+    return max(1, math.ceil(total_rows / max_rows_per_shard))
+
+
+@dataclass(frozen=True)
+class ShardSet:
+    files: list[str]  # relative to the run folder, e.g. data/train-00000-of-00002.parquet
+    num_examples: int
+    num_bytes: int  # Arrow (in-memory) size of the rows, as the Hub's dataset_info counts it
+    download_size: int  # bytes of the Parquet files
+
+
+def shard_name(index: int, count: int) -> str:
+    return f"{DATA_DIR}/train-{index:05d}-of-{count:05d}.parquet"
+
+
+def write_shards(
+    rows: RowParts,
+    out_dir: Path,
+    max_rows_per_shard: int,
+    transform: Callable[[pa.Table], pa.Table] | None = None,
+) -> ShardSet:
+    """The staged rows as shards of at most `max_rows_per_shard` rows, in publishing order.
+
+    Staged parts are cut the same way unless the shard size changed since: then they are copied
+    as they are. Rows are re-encoded only to re-cut them, or when `transform` changes them.
+    """
+    (out_dir / DATA_DIR).mkdir(parents=True, exist_ok=True)
+    if transform is None and rows.rows_per_part == max_rows_per_shard:
+        files = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
+        for source, name in zip(rows.files, files):
+            shutil.copyfile(source, out_dir / name)
+        num_bytes = sum(part.arrow_bytes for part in rows.parts)
+    else:
+        files, num_bytes = _rewrite_shards(rows, out_dir, max_rows_per_shard, transform or (lambda table: table))
+    download_size = sum((out_dir / f).stat().st_size for f in files)
+    return ShardSet(files, rows.rows, num_bytes, download_size)
+
+
+def _rewrite_shards(
+    rows: RowParts, out_dir: Path, max_rows_per_shard: int, transform: Callable[[pa.Table], pa.Table]
+) -> tuple[list[str], int]:
+    count = shard_count(rows.rows, max_rows_per_shard)
+    files = [shard_name(i, count) for i in range(count)]
+    writers: list[pq.ParquetWriter | None] = [None] * count
+    num_bytes = written = 0
+    try:
+        for table in iter_rows(rows, batch_rows=min(256, max_rows_per_shard)):
+            table = transform(table)
+            num_bytes += table.nbytes
+            offset = 0
+            while offset < table.num_rows:
+                index = written // max_rows_per_shard
+                room = max_rows_per_shard - written % max_rows_per_shard
+                piece = table.slice(offset, room)
+                writer = writers[index]
+                if writer is None:
+                    writer = writers[index] = pq.ParquetWriter(out_dir / files[index], piece.schema)
+                writer.write_table(piece)
+                offset += piece.num_rows
+                written += piece.num_rows
+        for index, writer in enumerate(writers):
+            if writer is None:  # an empty run still gets one shard carrying the schema
+                pq.write_table(rows.schema.empty_table(), out_dir / files[index])
+    finally:
+        for writer in writers:
+            if writer is not None:
+                writer.close()
+    return files, num_bytes

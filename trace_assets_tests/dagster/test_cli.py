@@ -1,0 +1,67 @@
+"""The `trace-assets` console script, run as a user runs it, on a temporary Dagster home."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
+
+CLI = str(Path(sys.executable).with_name("trace-assets"))
+
+
+def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    home = tmp_path / "dagster_home"
+    home.mkdir(exist_ok=True)
+    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
+    environment.update(DAGSTER_HOME=str(home), TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"), **env)
+    return subprocess.run([CLI, *args], capture_output=True, text=True, env=environment, timeout=600)
+
+
+def test_runs_lists_run_ids(tmp_path):
+    traces = tmp_path / "traces"
+    for run in ("run-b", "run-a"):
+        (traces / run / "trace_jobs").mkdir(parents=True)
+    (traces / "not-a-run").mkdir()
+    done = _run(["runs", "--traces-root", str(traces)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["run-a", "run-b"]
+
+
+def test_materialize_prints_coverage_and_records_the_run(tmp_path):
+    traces = tmp_path / "traces"
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / "copy-of-sample")
+    done = _run(
+        ["materialize", "copy-of-sample", "--traces-root", str(traces), "--publish-root", str(tmp_path / "out")],
+        tmp_path,
+        TRACE_ASSETS_ON_SECRET="allow",
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert line["run_id"] == "copy-of-sample" and line["status"] == "published"
+    assert (line["trial_dirs"], line["scored"], line["exported"]) == (36, 34, 28)
+    assert "last_episode_rows" in done.stderr  # progress goes to stderr
+    assert (tmp_path / "out" / "copy-of-sample" / "coverage.json").exists()
+
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        assert "copy-of-sample" in instance.get_dynamic_partitions("trace_runs")
+        run = instance.get_run_by_id(line["dagster_run_id"])
+        assert run.status == dg.DagsterRunStatus.SUCCESS
+
+
+def test_materialize_fails_clearly_for_a_missing_run(tmp_path):
+    done = _run(
+        ["materialize", "no-such-run", "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(tmp_path / "out")],
+        tmp_path,
+    )
+    assert done.returncode != 0
+    [line] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert line["status"] == "failed"
+    assert "no trace_jobs/ folder for run 'no-such-run'" in done.stderr

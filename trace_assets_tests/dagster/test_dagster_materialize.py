@@ -1,0 +1,87 @@
+"""A partition materialized through Dagster, on a real (temporary) instance, read back as a dataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import datasets
+import pytest
+
+from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
+from trace_assets.defs.resources import config_from_env
+from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, comparable, harbor_rows, load_published
+
+
+def _materialize(instance: dg.DagsterInstance, tmp_path: Path, **config) -> dg.ExecuteInProcessResult:
+    trace_config = config_from_env(
+        {},
+        traces_root=str(SAMPLE_TRACES),
+        publish_root=str(tmp_path / "published"),
+        staging_root=str(tmp_path / "staging"),
+        **config,
+    )
+    if SAMPLE_RUN not in instance.get_dynamic_partitions(trace_runs.name):
+        instance.add_dynamic_partitions(trace_runs.name, [SAMPLE_RUN])
+    job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
+    return job.execute_in_process(instance=instance, partition_key=SAMPLE_RUN, raise_on_error=False)
+
+
+@pytest.fixture
+def instance():
+    with dg.instance_for_test() as instance:
+        yield instance
+
+
+def _metadata(instance: dg.DagsterInstance, asset: str) -> dict:
+    event = instance.get_latest_materialization_event(dg.AssetKey(asset))
+    assert event is not None, f"{asset} was not materialized"
+    assert event.asset_materialization.partition == SAMPLE_RUN
+    return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+
+
+def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
+    result = _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=10)
+    assert result.success
+
+    rows_meta = _metadata(instance, "last_episode_rows")
+    assert (rows_meta["trial_dirs"], rows_meta["scored"], rows_meta["unscored"], rows_meta["exported"]) == (
+        36,
+        34,
+        2,
+        28,
+    )
+    assert rows_meta["export_ratio"] == pytest.approx(28 / 34, abs=1e-6)
+    published_meta = _metadata(instance, "published_shards")
+    assert published_meta["shards"] == 3 and published_meta["num_examples"] == 28
+
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert checks["coverage_accounts_for_every_folder"].passed
+    assert not checks["export_ratio_above_threshold"].passed  # 82% < the 90% default: a warning
+    assert checks["export_ratio_above_threshold"].severity == dg.AssetCheckSeverity.WARN
+
+    folder = tmp_path / "published" / SAMPLE_RUN
+    assert sorted(p.name for p in (folder / "data").iterdir()) == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
+    coverage = json.loads((folder / "coverage.json").read_text())
+    assert coverage["run_id"] == SAMPLE_RUN and coverage["exported"] == 28
+    card = (folder / "README.md").read_text()
+    assert "num_examples: 28" in card and "**36** trial folders" in card and "`no_trajectory` | 3" in card
+
+    dataset = load_published(folder, tmp_path / "hf_cache")
+    assert dataset.num_rows == 28
+    assert dataset.features["conversations"] == datasets.List(
+        {"content": datasets.Value("string"), "role": datasets.Value("string")}
+    )
+    expected = harbor_rows(DATA / "harbor_sample" / "harbor-export-last.jsonl", include_subagents=False)
+    assert comparable(list(dataset)) == comparable(expected)
+
+
+def test_rematerializing_replaces_the_run_as_a_whole(instance, tmp_path):
+    assert _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=5).success
+    data = tmp_path / "published" / SAMPLE_RUN / "data"
+    assert len(list(data.iterdir())) == 6
+    assert _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=1000, include_subagents=True).success
+    assert [p.name for p in data.iterdir()] == ["train-00000-of-00001.parquet"]
+    dataset = load_published(data.parent, tmp_path / "hf_cache_2")
+    assert dataset.num_rows == 34 and "trace_source" in dataset.features

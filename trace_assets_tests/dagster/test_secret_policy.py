@@ -1,0 +1,116 @@
+"""Publishing is gated on the secret scan: block (default), redact, or allow."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
+from trace_assets.defs.resources import config_from_env
+from trace_assets_tests.support.bad_input import AGENT, USER, result_json, trajectory
+from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES, load_published
+
+RUN = "run-with-a-key"
+
+
+def _private_key_pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def _run_with_live_key(traces: Path) -> str:
+    """The sample run plus one trial whose terminal output shows a real private key."""
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / RUN)
+    pem = _private_key_pem()
+    trial = traces / RUN / "trace_jobs" / "leaky-task__k3y"
+    (trial / "agent").mkdir(parents=True)
+    (trial / "result.json").write_bytes(result_json("leaky-task__k3y"))
+    leak = {**AGENT, "observation": {"results": [{"content": f"$ cat ~/.ssh/deploy.pem\n{pem}"}]}}
+    (trial / "agent" / "trajectory.json").write_bytes(trajectory([USER, leak, {**AGENT, "step_id": 3}]))
+    return pem
+
+
+def _materialize(instance, tmp_path: Path, on_secret: str) -> dg.ExecuteInProcessResult:
+    trace_config = config_from_env(
+        {},
+        traces_root=str(tmp_path / "traces"),
+        publish_root=str(tmp_path / "published"),
+        staging_root=str(tmp_path / "staging"),
+        on_secret=on_secret,
+    )
+    instance.add_dynamic_partitions(trace_runs.name, [RUN])
+    job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
+    return job.execute_in_process(instance=instance, partition_key=RUN, raise_on_error=False)
+
+
+def test_live_key_blocks_publishing_and_only_the_report_is_written(tmp_path):
+    pem = _run_with_live_key(tmp_path / "traces")
+    with dg.instance_for_test() as instance:
+        result = _materialize(instance, tmp_path, "block")
+        assert not result.success
+        [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
+        assert not check.passed and "private_key: 1" in check.description
+        assert instance.get_latest_materialization_event(dg.AssetKey("published_shards")) is None
+
+    folder = tmp_path / "published" / RUN
+    assert [p.name for p in folder.iterdir()] == ["secret_scan.json"]
+    report_text = (folder / "secret_scan.json").read_text()
+    report = json.loads(report_text)
+    assert report["verdict"] == "live" and report["kinds"]["private_key"]["live"] == 1
+    assert [b["trial_name"] for b in report["pem_blocks"] if b["verdict"] == "live"] == ["leaky-task__k3y"]
+    body = "".join(pem.splitlines()[1:-1])
+    assert body[:40] not in report_text and body[-40:] not in report_text
+
+
+def test_redact_publishes_with_the_key_replaced(tmp_path):
+    pem = _run_with_live_key(tmp_path / "traces")
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, tmp_path, "redact").success
+    folder = tmp_path / "published" / RUN
+    rows = list(load_published(folder, tmp_path / "hf_cache"))
+    leaky = next(r for r in rows if r["trial_name"] == "leaky-task__k3y")
+    text = json.dumps(rows)
+    assert "[REDACTED:private_key]" in json.dumps(leaky["conversations"])
+    assert pem.splitlines()[1] not in text
+    report = json.loads((folder / "secret_scan.json").read_text())
+    assert report["verdict"] == "live"  # the report describes the rows as read, before redaction
+    assert report["redacted"]["private_key"] == 1
+    assert "were replaced by `[REDACTED:<kind>]`" in (folder / "README.md").read_text()
+
+
+def test_allow_publishes_as_is(tmp_path):
+    pem = _run_with_live_key(tmp_path / "traces")
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, tmp_path, "allow").success
+    rows = list(load_published(tmp_path / "published" / RUN, tmp_path / "hf_cache"))
+    assert pem.splitlines()[1] in json.dumps(rows)
+
+
+def test_cli_exits_non_zero_naming_the_blocking_check(tmp_path):
+    _run_with_live_key(tmp_path / "traces")
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
+    env.update(DAGSTER_HOME=str(home), TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"))
+    cli = str(Path(sys.executable).with_name("trace-assets"))
+    done = subprocess.run(
+        [cli, "materialize", RUN, "--traces-root", str(tmp_path / "traces"), "--publish-root", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 1
+    assert "blocked by check no_live_secrets on secret_scan_report" in done.stderr
+    assert json.loads(done.stdout)["status"] == "failed"

@@ -1,0 +1,60 @@
+"""Shared test helpers: run the pipeline's steps (no Dagster) and read back what they wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from trace_assets.accounting import Coverage
+from trace_assets.scope import RunScope
+from trace_assets.steps.listing import build_listing
+from trace_assets.steps.rows import export_rows
+from trace_assets.steps.scoring import score_trials
+from trace_assets.steps.staged_rows import iter_rows
+from trace_assets.steps.staging import RunStaging
+from trace_assets.store.trace_store import TraceStore
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
+SAMPLE_TRACES = PROJECT_DIR / "sample_traces"
+SAMPLE_RUN = "rl-sample-run"
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def run_steps(
+    store: TraceStore, run_id: str, staging_root: Path, include_subagents: bool = False, batch_size: int = 7
+) -> tuple[list[dict[str, Any]], Coverage, list[dict[str, Any]]]:
+    """Listing -> scored -> rows for one run; returns (rows, coverage, per-folder statuses)."""
+    staging = RunStaging(staging_root, RunScope(run_id))
+    build_listing(store, staging)
+    score_trials(store, staging, batch_size, lambda _: None)
+    coverage, _ = export_rows(store, staging, include_subagents, batch_size, lambda _: None)
+    rows = [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
+    statuses = pq.read_table(staging.statuses).to_pylist()
+    return rows, coverage, statuses
+
+
+def harbor_rows(path: Path, include_subagents: bool) -> list[dict[str, Any]]:
+    """Rows Harbor's exporter made, as committed under data/, in this project's column set."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not include_subagents:
+        rows = [{k: v for k, v in r.items() if k != "trace_source"} for r in rows if r["trace_source"] == "main"]
+    return sorted(rows, key=lambda r: (r["trial_name"], r.get("trace_source", "")))
+
+
+def comparable(rows: list[dict[str, Any]], run_id: str = "RUN") -> list[dict[str, Any]]:
+    """Rows with run_id set to one value (it is the partition's, not Harbor's job id) and key order kept."""
+    return [{**row, "run_id": run_id} for row in rows]
+
+
+def load_published(folder: Path, cache_dir: Path):
+    """`datasets.load_dataset` on a published run folder, with a cache of its own.
+
+    `datasets` keys its cache on the data files' names and metadata, so two folders laid out
+    alike can otherwise be served each other's cached rows.
+    """
+    import datasets
+
+    return datasets.load_dataset(str(folder), split="train", cache_dir=str(cache_dir))

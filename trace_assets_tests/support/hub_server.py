@@ -1,0 +1,681 @@
+"""An in-memory stand-in for the part of the Hugging Face Hub HTTP API that publishing uses.
+
+Tests drive the real `huggingface_hub` client against it, so the request and response shapes
+follow that client's source (hf_api.py, _commit_api.py, lfs.py, file_download.py of
+huggingface_hub 2.4.0) rather than the docs. Supported: repo creation and info, branches and refs,
+tree listing, README metadata validation, preupload, the Git LFS batch API with single-part
+"basic" uploads, NDJSON commits and `/resolve` downloads.
+
+Xet is out of scope. The client uploads through Xet whenever `hf_xet` is importable and
+`HF_HUB_DISABLE_XET` was off at import time (`huggingface_hub.utils._runtime.is_xet_available`),
+without asking the server, so the `hub_server` fixture switches that constant off. Downloads only
+go through Xet when a response carries `X-Xet-Hash`, which this server never sends.
+
+Register the fixture with `pytest_plugins = ["trace_assets_tests.support.hub_server"]`.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from posixpath import dirname
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
+import yaml
+from huggingface_hub import constants as hf_constants
+
+STAND_IN_TOKEN = "hf_standin_write_token_0123456789"
+
+# What a new dataset repo's .gitattributes marks as LFS on the real Hub (a representative subset).
+LFS_PATTERNS = ("*.parquet", "*.arrow", "*.bin", "*.gz", "*.zip", "*.zst", "*.tar", "*.npy", "*.safetensors")
+# The Hub refuses regular (non-LFS) files above 10 MB.
+MAX_REGULAR_FILE_SIZE = 10 * 1024 * 1024
+INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
+
+_REPO = r"(?P<repo_id>[^/]+/[^/]+)"
+
+
+@dataclass(frozen=True)
+class Blob:
+    """A file's content and how the repo stores it."""
+
+    content: bytes = field(repr=False)
+    is_lfs: bool
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.content).hexdigest()
+
+    @property
+    def lfs_pointer(self) -> bytes:
+        return (
+            f"version https://git-lfs.github.com/spec/v1\noid sha256:{self.sha256}\nsize {len(self.content)}\n"
+        ).encode()
+
+    @property
+    def git_oid(self) -> str:
+        """Git blob id: of the pointer file for LFS files, as git stores it."""
+        stored = self.lfs_pointer if self.is_lfs else self.content
+        return hashlib.sha1(b"blob %d\0" % len(stored) + stored).hexdigest()
+
+    @property
+    def upload_oid(self) -> str:
+        """The id the client compares against to skip unchanged files: sha256 for LFS, git id otherwise."""
+        return self.sha256 if self.is_lfs else self.git_oid
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    oid: str
+    parent_oid: str | None
+    title: str
+    description: str
+    added: tuple[str, ...]
+    deleted: tuple[str, ...]
+    files: Mapping[str, Blob] = field(repr=False)
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    query: str
+    status: int
+
+
+@dataclass
+class _Repo:
+    private: bool
+    created_at: datetime
+    branches: dict[str, str] = field(default_factory=dict)
+    commits: dict[str, CommitRecord] = field(default_factory=dict)
+    lfs_objects: dict[str, bytes] = field(default_factory=dict)
+
+    def add_commit(
+        self,
+        parent_oid: str | None,
+        title: str,
+        description: str,
+        files: dict[str, Blob],
+        added: list[str],
+        deleted: list[str],
+    ) -> CommitRecord:
+        tree = ",".join(f"{path}:{blob.git_oid}" for path, blob in sorted(files.items()))
+        oid = hashlib.sha1(f"{len(self.commits)}\n{parent_oid}\n{title}\n{tree}".encode()).hexdigest()
+        commit = CommitRecord(
+            oid=oid,
+            parent_oid=parent_oid,
+            title=title,
+            description=description,
+            added=tuple(added),
+            deleted=tuple(deleted),
+            files=MappingProxyType(dict(files)),
+            created_at=datetime.now(UTC),
+        )
+        self.commits[oid] = commit
+        return commit
+
+    def resolve(self, revision: str) -> CommitRecord:
+        oid = self.branches.get(revision, revision)
+        if oid not in self.commits:
+            raise _HubError(404, f"Invalid rev id: {revision}", error_code="RevisionNotFound")
+        return self.commits[oid]
+
+
+class _HubError(Exception):
+    """An error response, shaped like the Hub's so `hf_raise_for_status` maps it to the right exception."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error_code = error_code
+        self.headers = dict(headers or {})
+        self.details = dict(details or {})
+
+
+class HubStandIn:
+    """A threaded HTTP server on 127.0.0.1 holding repos -> branches -> commits -> files in memory.
+
+    Writes need `Authorization: Bearer <token>`; reads of public repos also work anonymously, like
+    on the Hub. A wrong token always gets a 401. Every request is recorded (without headers, so
+    never the token) for tests to assert on.
+    """
+
+    def __init__(self, token: str = STAND_IN_TOKEN) -> None:
+        self._token = token
+        self._signing_key = secrets.token_bytes(32)
+        self._lock = threading.Lock()
+        self._repos: dict[str, _Repo] = {}
+        self._requests: list[RecordedRequest] = []
+        self._server = _StandInHTTPServer(("127.0.0.1", 0), _HubRequestHandler, self)
+        self._thread = threading.Thread(
+            # A short poll interval keeps shutdown, and so every test's teardown, quick.
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="hub-stand-in",
+            daemon=True,
+        )
+
+    def __enter__(self) -> HubStandIn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def token(self) -> str:
+        """The one token with write access."""
+        return self._token
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def requests_to(self, method: str, path_pattern: str) -> list[RecordedRequest]:
+        """Recorded requests with this method whose path matches the regex `path_pattern`."""
+        return [r for r in self.requests if r.method == method and re.search(path_pattern, r.path)]
+
+    def files(self, repo_id: str, revision: str = "main") -> dict[str, bytes]:
+        with self._lock:
+            return {path: blob.content for path, blob in self._repo(repo_id).resolve(revision).files.items()}
+
+    def lfs_files(self, repo_id: str, revision: str = "main") -> set[str]:
+        with self._lock:
+            return {path for path, blob in self._repo(repo_id).resolve(revision).files.items() if blob.is_lfs}
+
+    def commits(self, repo_id: str, revision: str = "main") -> list[CommitRecord]:
+        """The history of `revision`, oldest first, starting with the repo's initial commit."""
+        with self._lock:
+            repo = self._repo(repo_id)
+            history = []
+            commit: CommitRecord | None = repo.resolve(revision)
+            while commit is not None:
+                history.append(commit)
+                commit = repo.commits[commit.parent_oid] if commit.parent_oid else None
+            return history[::-1]
+
+    def branches(self, repo_id: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._repo(repo_id).branches)
+
+    def is_private(self, repo_id: str) -> bool:
+        with self._lock:
+            return self._repo(repo_id).private
+
+    def _repo(self, repo_id: str) -> _Repo:
+        if repo_id not in self._repos:
+            raise _HubError(404, "Repository not found", error_code="RepoNotFound")
+        return self._repos[repo_id]
+
+    def _upload_signature(self, repo_id: str, oid: str, size: int) -> str:
+        return hmac.new(self._signing_key, f"{repo_id}\n{oid}\n{size}".encode(), hashlib.sha256).hexdigest()
+
+
+class _StandInHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], hub: HubStandIn) -> None:
+        super().__init__(address, handler)
+        self.hub = hub
+
+
+# (method, raw path pattern, handler method of _HubRequestHandler); groups are URL-decoded before the call.
+_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
+    ("POST", re.compile(r"/api/repos/create"), "_create_repo"),
+    ("POST", re.compile(r"/api/validate-yaml"), "_validate_yaml"),
+    ("GET", re.compile(rf"/api/datasets/{_REPO}"), "_dataset_info"),
+    ("GET", re.compile(rf"/api/datasets/{_REPO}/revision/(?P<revision>[^/]+)"), "_dataset_info"),
+    ("GET", re.compile(rf"/api/datasets/{_REPO}/refs"), "_list_refs"),
+    ("POST", re.compile(rf"/api/datasets/{_REPO}/branch/(?P<branch>[^/]+)"), "_create_branch"),
+    ("GET", re.compile(rf"/api/datasets/{_REPO}/tree/(?P<revision>[^/]+)(?:/(?P<path>.+))?"), "_list_tree"),
+    ("POST", re.compile(rf"/api/datasets/{_REPO}/preupload/(?P<revision>[^/]+)"), "_preupload"),
+    ("POST", re.compile(rf"/api/datasets/{_REPO}/commit/(?P<revision>[^/]+)"), "_commit"),
+    ("POST", re.compile(rf"/datasets/{_REPO}\.git/info/lfs/objects/batch"), "_lfs_batch"),
+    ("POST", re.compile(rf"/datasets/{_REPO}\.git/info/lfs/objects/verify"), "_lfs_verify"),
+    ("PUT", re.compile(rf"/lfs-storage/{_REPO}/(?P<oid>[0-9a-f]{{64}})"), "_lfs_store_object"),
+    ("GET", re.compile(rf"/datasets/{_REPO}/resolve/(?P<revision>[^/]+)/(?P<path>.+)"), "_resolve"),
+    ("HEAD", re.compile(rf"/datasets/{_REPO}/resolve/(?P<revision>[^/]+)/(?P<path>.+)"), "_resolve"),
+]
+
+
+class _HubRequestHandler(BaseHTTPRequestHandler):
+    """One request against the stand-in; see `_ROUTES` for which method serves which path."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as the client's connection pool expects
+    server: _StandInHTTPServer
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_HEAD(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silenced: requests are recorded on the hub instead of printed."""
+
+    @property
+    def hub(self) -> HubStandIn:
+        return self.server.hub
+
+    def _dispatch(self) -> None:
+        url = urlsplit(self.path)
+        self._query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        # Always drain the body first: with keep-alive, unread bytes would corrupt the next request.
+        self._body = self._read_body()
+        self._status = 500
+        try:
+            for method, pattern, handler_name in _ROUTES:
+                match = pattern.fullmatch(url.path)
+                if method == self.command and match:
+                    arguments = {key: unquote(value) for key, value in match.groupdict().items() if value is not None}
+                    getattr(self, handler_name)(**arguments)
+                    break
+            else:
+                raise _HubError(404, f"The stand-in does not implement {self.command} {url.path}")
+        except _HubError as error:
+            self._send_error(error)
+        except Exception as error:  # a stand-in bug: answer so the client fails with the cause instead of hanging
+            self._send_error(_HubError(500, f"Hub stand-in failed: {error!r}"))
+        finally:
+            with self.hub._lock:
+                self.hub._requests.append(RecordedRequest(self.command, unquote(url.path), url.query, self._status))
+
+    # --- endpoints -------------------------------------------------------------------------------
+
+    def _create_repo(self) -> None:
+        self._require_write_access()
+        payload = self._json_body()
+        if payload.get("type") != "dataset":
+            raise _HubError(400, "The stand-in only hosts dataset repos")
+        if not payload.get("organization"):
+            raise _HubError(400, "The stand-in has no user namespace: pass repo ids as 'namespace/name'")
+        repo_id = f"{payload['organization']}/{payload['name']}"
+        url = f"{self.hub.url}/datasets/{repo_id}"
+        with self.hub._lock:
+            if repo_id in self.hub._repos:
+                raise _HubError(409, "You already created this dataset repo", details={"url": url})
+            repo = _Repo(private=payload.get("visibility") == "private", created_at=datetime.now(UTC))
+            gitattributes = "".join(f"{pattern} filter=lfs diff=lfs merge=lfs -text\n" for pattern in LFS_PATTERNS)
+            initial_files = {".gitattributes": Blob(gitattributes.encode(), is_lfs=False)}
+            initial = repo.add_commit(None, "initial commit", "", initial_files, [".gitattributes"], [])
+            repo.branches["main"] = initial.oid
+            self.hub._repos[repo_id] = repo
+        self._send_json(200, {"url": url, "name": repo_id, "id": repo_id})
+
+    def _validate_yaml(self) -> None:
+        self._caller_is_authenticated()  # only to reject a wrong token: validation itself is open to anyone
+        content = self._json_body().get("content", "")
+        errors = []
+        if content.startswith("---"):
+            front_matter = content[3:].split("\n---", 1)[0]
+            try:
+                metadata = yaml.safe_load(front_matter)
+            except yaml.YAMLError as error:
+                errors.append({"message": f"Invalid YAML: {error}"})
+            else:
+                if metadata is not None and not isinstance(metadata, dict):
+                    errors.append({"message": "The YAML header must be a mapping"})
+        self._send_json(400 if errors else 200, {"errors": errors, "warnings": []})
+
+    def _dataset_info(self, repo_id: str, revision: str = "main") -> None:
+        with self.hub._lock:
+            repo = self._readable_repo(repo_id)
+            commit = repo.resolve(revision)
+            info = {
+                "_id": hashlib.sha1(repo_id.encode()).hexdigest()[:24],
+                "id": repo_id,
+                "author": repo_id.split("/")[0],
+                "sha": commit.oid,
+                "createdAt": _hub_timestamp(repo.created_at),
+                "lastModified": _hub_timestamp(commit.created_at),
+                "private": repo.private,
+                "gated": False,
+                "disabled": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": [],
+                "siblings": [{"rfilename": path} for path in sorted(commit.files)],
+            }
+        self._send_json(200, info)
+
+    def _list_refs(self, repo_id: str) -> None:
+        with self.hub._lock:
+            branches = [
+                {"name": name, "ref": f"refs/heads/{name}", "targetCommit": oid}
+                for name, oid in self._readable_repo(repo_id).branches.items()
+            ]
+        self._send_json(200, {"branches": branches, "converts": [], "tags": [], "pullRequests": []})
+
+    def _create_branch(self, repo_id: str, branch: str) -> None:
+        self._require_write_access()
+        starting_point = self._json_body().get("startingPoint", "main")
+        with self.hub._lock:
+            repo = self.hub._repo(repo_id)
+            if branch in repo.branches:
+                raise _HubError(409, "Reference already exists")
+            repo.branches[branch] = repo.resolve(starting_point).oid
+        self._send_json(200, {})
+
+    def _list_tree(self, repo_id: str, revision: str, path: str = "") -> None:
+        recursive = self._query.get("recursive", "false").lower() in ("true", "1")
+        folder = path.strip("/")
+        with self.hub._lock:
+            commit = self._readable_repo(repo_id).resolve(revision)
+            entries = _tree_entries(commit, folder, recursive)
+        if folder and not entries:
+            raise _HubError(404, f"{folder} does not exist on {revision}", error_code="EntryNotFound")
+        self._send_json(200, entries)
+
+    def _preupload(self, repo_id: str, revision: str) -> None:
+        self._require_write_access()
+        if "create_pr" in self._query:
+            raise _HubError(400, "The stand-in does not support pull requests")
+        with self.hub._lock:
+            commit = self.hub._repo(repo_id).resolve(revision)
+        files = []
+        for file in self._json_body()["files"]:
+            sample = base64.b64decode(file["sample"])
+            entry: dict[str, Any] = {
+                "path": file["path"],
+                "uploadMode": "lfs" if _must_be_lfs(file["path"], file["size"], sample) else "regular",
+                "shouldIgnore": False,
+            }
+            if file["path"] in commit.files:
+                entry["oid"] = commit.files[file["path"]].upload_oid
+            files.append(entry)
+        self._send_json(200, {"files": files, "commitOid": commit.oid})
+
+    def _lfs_batch(self, repo_id: str) -> None:
+        self._require_write_access()
+        payload = self._json_body()
+        if payload.get("operation") != "upload":
+            raise _HubError(400, "The stand-in only supports LFS uploads")
+        if "basic" not in payload.get("transfers", ["basic"]):
+            raise _HubError(400, "The stand-in only supports the 'basic' LFS transfer")
+        objects = []
+        with self.hub._lock:
+            repo = self.hub._repo(repo_id)
+            for requested in payload["objects"]:
+                oid, size = requested["oid"], requested["size"]
+                described = {"oid": oid, "size": size}
+                stored = repo.lfs_objects.get(oid)
+                if stored is None or len(stored) != size:
+                    signature = self.hub._upload_signature(repo_id, oid, size)
+                    upload_url = f"{self.hub.url}/lfs-storage/{repo_id}/{oid}?size={size}&signature={signature}"
+                    described["authenticated"] = True
+                    described["actions"] = {
+                        "upload": {"href": upload_url},
+                        "verify": {"href": f"{self.hub.url}/datasets/{repo_id}.git/info/lfs/objects/verify"},
+                    }
+                objects.append(described)
+        self._send_json(200, {"transfer": "basic", "objects": objects}, content_type="application/vnd.git-lfs+json")
+
+    def _lfs_store_object(self, repo_id: str, oid: str) -> None:
+        """The pre-signed upload URL handed out by the batch API: no Authorization, like S3."""
+        size = int(self._query.get("size", "-1"))
+        expected = self.hub._upload_signature(repo_id, oid, size)
+        if not hmac.compare_digest(expected, self._query.get("signature", "")):
+            raise _HubError(403, "Invalid upload signature")
+        if len(self._body) != size or hashlib.sha256(self._body).hexdigest() != oid:
+            raise _HubError(400, "Uploaded content does not match the announced oid and size")
+        with self.hub._lock:
+            self.hub._repo(repo_id).lfs_objects[oid] = self._body
+        self._send_json(200, {}, headers={"ETag": f'"{hashlib.md5(self._body).hexdigest()}"'})
+
+    def _lfs_verify(self, repo_id: str) -> None:
+        self._require_write_access()
+        payload = self._json_body()
+        with self.hub._lock:
+            stored = self.hub._repo(repo_id).lfs_objects.get(payload["oid"])
+        if stored is None or len(stored) != payload["size"]:
+            raise _HubError(404, f"LFS object {payload['oid']} was not uploaded")
+        self._send_json(200, {})
+
+    def _commit(self, repo_id: str, revision: str) -> None:
+        self._require_write_access()
+        if "create_pr" in self._query:
+            raise _HubError(400, "The stand-in does not support pull requests")
+        lines = [json.loads(line) for line in self._body.splitlines() if line.strip()]
+        if not lines or lines[0].get("key") != "header":
+            raise _HubError(400, "The first NDJSON line of a commit must be its header")
+        header = lines[0]["value"]
+        with self.hub._lock:
+            repo = self.hub._repo(repo_id)
+            if revision not in repo.branches:
+                raise _HubError(404, f"Branch {revision} does not exist", error_code="RevisionNotFound")
+            head = repo.commits[repo.branches[revision]]
+            parent = header.get("parentCommit")
+            if parent and not head.oid.startswith(parent):
+                raise _HubError(412, "A commit has happened since. Please refresh and try again.")
+            files, added, deleted = _apply_operations(repo, dict(head.files), lines[1:])
+            commit = repo.add_commit(head.oid, header["summary"], header.get("description", ""), files, added, deleted)
+            repo.branches[revision] = commit.oid
+        self._send_json(
+            200,
+            {
+                "success": True,
+                "commitOid": commit.oid,
+                "commitUrl": f"{self.hub.url}/datasets/{repo_id}/commit/{commit.oid}",
+                "hookOutput": "",
+                "pullRequestUrl": None,
+            },
+        )
+
+    def _resolve(self, repo_id: str, revision: str, path: str) -> None:
+        with self.hub._lock:
+            commit = self._readable_repo(repo_id).resolve(revision)
+        blob = commit.files.get(path)
+        if blob is None:
+            raise _HubError(404, "Entry not found", error_code="EntryNotFound", headers={"X-Repo-Commit": commit.oid})
+        headers = {"ETag": f'"{blob.sha256 if blob.is_lfs else blob.git_oid}"', "X-Repo-Commit": commit.oid}
+        if blob.is_lfs:
+            headers |= {"X-Linked-Etag": f'"{blob.sha256}"', "X-Linked-Size": str(len(blob.content))}
+        self._send(200, blob.content, "application/octet-stream", headers)
+
+    # --- access checks ---------------------------------------------------------------------------
+
+    def _caller_is_authenticated(self) -> bool:
+        """True for the configured token, False without one; a wrong token is rejected outright."""
+        authorization = self.headers.get("Authorization")
+        if authorization is None:
+            return False
+        if not hmac.compare_digest(authorization, f"Bearer {self.hub._token}"):
+            raise _HubError(401, INVALID_CREDENTIALS)
+        return True
+
+    def _require_write_access(self) -> None:
+        if not self._caller_is_authenticated():
+            raise _HubError(401, "You must be authenticated to write to the Hub")
+
+    def _readable_repo(self, repo_id: str) -> _Repo:
+        """The repo, if the caller may see it; private repos look missing to anonymous callers, as on the Hub."""
+        authenticated = self._caller_is_authenticated()
+        repo = self.hub._repo(repo_id)
+        if repo.private and not authenticated:
+            raise _HubError(401, "Repository not found", error_code="RepoNotFound")
+        return repo
+
+    # --- plumbing --------------------------------------------------------------------------------
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while (size := int(self.rfile.readline().split(b";")[0], 16)) > 0:
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return b"".join(chunks)
+        return self.rfile.read(int(self.headers.get("Content-Length", 0)))
+
+    def _json_body(self) -> dict[str, Any]:
+        try:
+            return json.loads(self._body or b"{}")
+        except json.JSONDecodeError:
+            raise _HubError(400, "Request body is not valid JSON") from None
+
+    def _send_json(
+        self,
+        status: int,
+        payload: object,
+        *,
+        content_type: str = "application/json",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._send(status, json.dumps(payload).encode(), content_type, headers or {})
+
+    def _send_error(self, error: _HubError) -> None:
+        headers = {"X-Error-Message": error.message, **error.headers}
+        if error.error_code:
+            headers["X-Error-Code"] = error.error_code
+        self._send_json(error.status, {"error": error.message, **error.details}, headers=headers)
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: Mapping[str, str]) -> None:
+        self._status = status
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
+def _apply_operations(
+    repo: _Repo, files: dict[str, Blob], operations: list[dict[str, Any]]
+) -> tuple[dict[str, Blob], list[str], list[str]]:
+    """Apply a commit's NDJSON operations to a copy of the parent's files, refusing what the Hub refuses."""
+    added: list[str] = []
+    deleted: list[str] = []
+    for operation in operations:
+        key, value = operation["key"], operation["value"]
+        path = value["path"]
+        if key == "file":
+            content = base64.b64decode(value["content"])
+            if _must_be_lfs(path, len(content), content[:512]):
+                raise _HubError(400, f"Your push was rejected: {path} must be stored with LFS")
+            files[path] = Blob(content, is_lfs=False)
+            added.append(path)
+        elif key == "lfsFile":
+            if value["oid"] not in repo.lfs_objects:
+                raise _HubError(400, f"Your push was rejected: the LFS object of {path} was never uploaded")
+            files[path] = Blob(repo.lfs_objects[value["oid"]], is_lfs=True)
+            added.append(path)
+        elif key == "deletedFile":
+            if path not in files:
+                raise _HubError(404, f"A file with this name doesn't exist: {path}", error_code="EntryNotFound")
+            del files[path]
+            deleted.append(path)
+        elif key == "deletedFolder":
+            inside = [existing for existing in files if existing.startswith(path.rstrip("/") + "/")]
+            if not inside:
+                raise _HubError(404, f"A folder with this name doesn't exist: {path}", error_code="EntryNotFound")
+            for existing in inside:
+                del files[existing]
+            deleted.extend(inside)
+        else:
+            raise _HubError(400, f"The stand-in does not support commit operation {key!r}")
+    return files, added, deleted
+
+
+def _must_be_lfs(path: str, size: int, sample: bytes) -> bool:
+    """The Hub's rule: LFS when .gitattributes says so, when the file is large, or when it is binary."""
+    name = path.rsplit("/", 1)[-1]
+    tracked = any(fnmatch.fnmatch(name, pattern) for pattern in LFS_PATTERNS)
+    return tracked or size > MAX_REGULAR_FILE_SIZE or b"\0" in sample
+
+
+def _tree_entries(commit: CommitRecord, folder: str, recursive: bool) -> list[dict[str, Any]]:
+    """Entries under `folder` shaped like the Hub's tree API (folders before the files they hold)."""
+    prefix = f"{folder}/" if folder else ""
+    entries: dict[str, dict[str, Any]] = {}
+    for path in sorted(commit.files):
+        if not path.startswith(prefix):
+            continue
+        relative = path[len(prefix) :]
+        if not recursive and "/" in relative:
+            subfolder = prefix + relative.split("/", 1)[0]
+            entries.setdefault(subfolder, _folder_entry(commit, subfolder))
+            continue
+        if recursive:
+            parent = dirname(path)
+            while len(parent) > len(folder):
+                entries.setdefault(parent, _folder_entry(commit, parent))
+                parent = dirname(parent)
+        entries[path] = _file_entry(path, commit.files[path])
+    return sorted(entries.values(), key=lambda entry: entry["path"])
+
+
+def _file_entry(path: str, blob: Blob) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "file", "oid": blob.git_oid, "size": len(blob.content), "path": path}
+    if blob.is_lfs:
+        entry["lfs"] = {"oid": blob.sha256, "size": len(blob.content), "pointerSize": len(blob.lfs_pointer)}
+    return entry
+
+
+def _folder_entry(commit: CommitRecord, path: str) -> dict[str, Any]:
+    tree_id = hashlib.sha1(f"{commit.oid}:{path}".encode()).hexdigest()
+    return {"type": "directory", "oid": tree_id, "size": 0, "path": path}
+
+
+def _hub_timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@pytest.fixture
+def hub_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[HubStandIn]:
+    """A fresh stand-in Hub, with huggingface_hub pointed at it for the duration of the test.
+
+    Code under test should still pass `endpoint=hub_server.url`: huggingface_hub copied HF_ENDPOINT
+    into `constants.ENDPOINT` at import time, so the environment variable alone is not seen. The
+    constant is patched too, as a guard against a forgotten `endpoint=` reaching the real Hub.
+    """
+    with HubStandIn(token=STAND_IN_TOKEN) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)
+        monkeypatch.setattr(
+            hf_constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub.url + "/{repo_id}/resolve/{revision}/{filename}"
+        )
+        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+        monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        yield hub

@@ -1,0 +1,71 @@
+"""The layer line is the folder line: only `defs/`, `definitions.py` and the CLI may import Dagster."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import trace_assets
+
+PACKAGE = Path(trace_assets.__file__).resolve().parent
+DAGSTER_LAYER = {"defs", "definitions.py", "cli.py"}
+# Listing workers start with only these: they must import nothing heavy.
+STDLIB_ONLY = {"store/local_walk.py", "store/process_pool.py", "store/__init__.py"}
+HEAVY = {"dagster", "dagster_aws", "polars", "pyarrow", "fsspec", "s3fs", "huggingface_hub", "orjson", "trace_assets"}
+
+
+def _imports(path: Path) -> set[str]:
+    """Top-level names of every module a file imports, at any depth of the file."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_no_domain_module_imports_dagster():
+    offenders = {}
+    for path in _modules():
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] in DAGSTER_LAYER:
+            continue
+        dagster = sorted(name for name in _imports(path) if name.split(".")[0] in ("dagster", "dagster_aws"))
+        if dagster:
+            offenders[relative.as_posix()] = dagster
+    assert offenders == {}
+    assert len(_modules()) > 20, "the walk found the package's modules"
+
+
+def test_domain_never_imports_the_dagster_layer():
+    offenders = {}
+    for path in _modules():
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[0] in DAGSTER_LAYER:
+            continue
+        upward = sorted(
+            name
+            for name in _imports(path)
+            if name.startswith(("trace_assets.defs", "trace_assets.definitions", "trace_assets.cli"))
+        )
+        if upward:
+            offenders[relative.as_posix()] = upward
+    assert offenders == {}
+
+
+def test_defs_modules_are_the_only_dagster_users_and_all_use_it():
+    """Every `defs/` module (bar the package marker) is a Dagster layer file."""
+    for path in sorted((PACKAGE / "defs").glob("*.py")):
+        if path.name != "__init__.py":
+            assert any(name.split(".")[0] == "dagster" for name in _imports(path)), path.name
+
+
+def test_listing_workers_start_on_the_standard_library():
+    for relative in sorted(STDLIB_ONLY):
+        heavy = sorted(name for name in _imports(PACKAGE / relative) if name.split(".")[0] in HEAVY)
+        assert heavy == [], relative

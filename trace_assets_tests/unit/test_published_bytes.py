@@ -1,0 +1,44 @@
+"""The bundled sample, published, is byte for byte what the version before the package layout
+published (`data/published_sample/`, made by `trace-assets materialize rl-sample-run` then)."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+
+from trace_assets.accounting import Coverage
+from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.scope import RunScope
+from trace_assets.steps.listing import build_listing
+from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD, export_rows
+from trace_assets.steps.scan import scan_run
+from trace_assets.steps.scoring import score_trials
+from trace_assets.steps.staging import RunStaging
+from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES
+
+GOLDEN = DATA / "published_sample"
+# The per-trial fingerprints hash each object's modification time, which a fresh clone resets.
+CLONE_DEPENDENT_COLUMNS = ["source_fingerprint"]
+
+
+def test_sample_publishes_the_same_bytes_as_before(tmp_path):
+    store = TraceStore(str(SAMPLE_TRACES))
+    staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
+    build_listing(store, staging)
+    score_trials(store, staging, 256, lambda _: None)
+    coverage, _ = export_rows(store, staging, False, 256, lambda _: None, DEFAULT_ROWS_PER_SHARD)
+    report = scan_run(staging.require_rows(), SAMPLE_RUN, "", "")
+    out = tmp_path / "published"
+    build_run_folder(out, staging.require_rows(), staging.statuses, coverage, report, DEFAULT_ROWS_PER_SHARD)
+
+    published = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    golden = sorted(p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*") if p.is_file())
+    assert published == golden
+    for name in golden:
+        if name == "trials.parquet":
+            ours, theirs = (pq.read_table(folder / name) for folder in (out, GOLDEN))
+            assert ours.schema == theirs.schema
+            assert ours.drop(CLONE_DEPENDENT_COLUMNS) == theirs.drop(CLONE_DEPENDENT_COLUMNS)
+        else:
+            assert (out / name).read_bytes() == (GOLDEN / name).read_bytes(), name
+    assert Coverage.from_dict(coverage.as_dict()) == coverage
