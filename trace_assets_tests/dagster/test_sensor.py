@@ -23,15 +23,21 @@ def traces_root(tmp_path):
 
 
 def _defs(traces_root, settle_seconds: float) -> dg.Definitions:
-    config = config_from_env({}, traces_root=str(traces_root), publish_root=str(traces_root.parent / "published"))
-    return build_definitions(config.model_copy(update={"settle_seconds": settle_seconds}))
+    published = str(traces_root.parent / "published")
+    return build_definitions(
+        config_from_env({}, traces_root=str(traces_root), publish_root=published, settle_seconds=settle_seconds)
+    )
 
 
 def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None):
     sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
     # With instance_ref, run requests are checked against the partitions the same tick adds, as in the daemon.
     context = dg.build_sensor_context(
-        instance=instance, instance_ref=instance.get_ref(), cursor=cursor, definitions=defs
+        instance=instance,
+        instance_ref=instance.get_ref(),
+        cursor=cursor,
+        definitions=defs,
+        resources=defs.resources,
     )
     result = sensor.evaluate_tick(context)
     for request in result.dynamic_partitions_requests or []:
