@@ -69,7 +69,7 @@ def last_episode_rows(
     coverage, stats = export_rows(
         trace_config.store(object_storage),
         staging,
-        trace_config.include_subagents,
+        trace_config.export_options(),
         trace_config.batch_size,
         context.log.info,
         rows_per_part=trace_config.max_rows_per_shard,

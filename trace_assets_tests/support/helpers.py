@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from trace_assets.accounting import Coverage
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
@@ -24,13 +25,21 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 def run_steps(
-    store: TraceStore, run_id: str, staging_root: Path, include_subagents: bool = False, batch_size: int = 7
+    store: TraceStore,
+    run_id: str,
+    staging_root: Path,
+    include_subagents: bool = False,
+    batch_size: int = 7,
+    options: ExportOptions | None = None,
 ) -> tuple[list[dict[str, Any]], Coverage, list[dict[str, Any]]]:
-    """Listing -> scored -> rows for one run; returns (rows, coverage, per-folder statuses)."""
+    """Listing -> scored -> rows for one run; returns (rows, coverage, per-folder statuses).
+
+    `options` defaults to ours, with subagent rows merged when `include_subagents`."""
     staging = RunStaging(staging_root, RunScope(run_id))
     build_listing(store, staging)
     score_trials(store, staging, batch_size, lambda _: None)
-    coverage, _ = export_rows(store, staging, include_subagents, batch_size, lambda _: None)
+    options = options or ExportOptions(subagents="merged" if include_subagents else "none")
+    coverage, _ = export_rows(store, staging, options, batch_size, lambda _: None)
     rows = [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
     statuses = pq.read_table(staging.statuses).to_pylist()
     return rows, coverage, statuses
