@@ -130,6 +130,7 @@ def published_shards(
         report,
         trace_config.max_rows_per_shard,
         redactor,
+        trace_config.export_options(),
     )
     target = trace_config.publish_target(object_storage, hub).publish(staging.publish_build, scope)
     shutil.rmtree(staging.publish_build)

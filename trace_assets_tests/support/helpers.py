@@ -58,7 +58,7 @@ def comparable(rows: list[dict[str, Any]], run_id: str = "RUN") -> list[dict[str
     return [{**row, "run_id": run_id} for row in rows]
 
 
-def load_published(folder: Path, cache_dir: Path):
+def load_published(folder: Path, cache_dir: Path, name: str | None = None):
     """`datasets.load_dataset` on a published run folder, with a cache of its own.
 
     `datasets` keys its cache on the data files' names and metadata, so two folders laid out
@@ -66,4 +66,4 @@ def load_published(folder: Path, cache_dir: Path):
     """
     import datasets
 
-    return datasets.load_dataset(str(folder), split="train", cache_dir=str(cache_dir))
+    return datasets.load_dataset(str(folder), name, split="train", cache_dir=str(cache_dir))

@@ -104,3 +104,31 @@ def test_unknown_choices_are_refused_with_the_allowed_values():
         "subagents": "merged",
         "verifier_metadata": False,
     }
+
+
+def test_separate_subagents_publish_a_config_per_kind_equal_to_harbors_datasets(tmp_path):
+    """`--subagents separate`: `default` is Harbor's `main` dataset, each kind a config of its own."""
+    from huggingface_hub import DatasetCard
+
+    from trace_assets.publishing.dataset_folder import build_run_folder
+    from trace_assets.scope import RunScope
+    from trace_assets.steps.scan import scan_run
+    from trace_assets.steps.staging import RunStaging
+    from trace_assets_tests.support.helpers import load_published
+
+    options = options_from_flags(COMBOS["separate"][0])
+    _, coverage, _ = run_steps(TraceStore(str(SAMPLE_TRACES)), SAMPLE_RUN, tmp_path / "staging", options=options)
+    staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
+    report = scan_run(staging.require_rows(), SAMPLE_RUN, "", "")
+    out = tmp_path / "published"
+    build_run_folder(out, staging.require_rows(), staging.statuses, coverage, report, 2000, None, options)
+
+    card = DatasetCard.load(out / "README.md")
+    configs = [config["config_name"] for config in card.data["configs"]]
+    expected = read_golden("sample", "separate")
+    assert configs == ["default", *sorted(name for name in expected if name != MAIN_TRACE_SOURCE)]
+    assert "`--subagents separate`" in card.text
+    for config in configs:
+        rows = list(load_published(out, tmp_path / "cache", name=config))
+        harbor = expected[MAIN_TRACE_SOURCE if config == "default" else config]
+        assert comparable(sorted(rows, key=row_order)) == comparable(harbor), config
