@@ -65,6 +65,7 @@ HARBOR_OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_DATASETS_OFFLI
 
 def run_steps_child(args: argparse.Namespace) -> None:
     """Run the steps on one run and write what happened, with in-process seconds per step."""
+    from trace_assets.harbor.options import ExportOptions
     from trace_assets.publishing.dataset_folder import build_run_folder
     from trace_assets.scope import RunScope
     from trace_assets.steps.listing import build_listing
@@ -100,7 +101,7 @@ def run_steps_child(args: argparse.Namespace) -> None:
     if args.steps in ("all", "after-listing"):
         timed("scored", lambda: score_trials(store, staging, BATCH_SIZE, lambda _: None))
         coverage, _ = timed(
-            "rows", lambda: export_rows(store, staging, False, BATCH_SIZE, lambda _: None, MAX_ROWS_PER_SHARD)
+            "rows", lambda: export_rows(store, staging, ExportOptions(), BATCH_SIZE, lambda _: None, MAX_ROWS_PER_SHARD)
         )
         report = timed("scan", lambda: scan_run(staging.require_rows(), args.run_id, "", ""))
         shards = timed(

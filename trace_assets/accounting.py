@@ -20,6 +20,7 @@ class Reason(StrEnum):
     INVALID_TRAJECTORY = "invalid_trajectory"
     NO_AGENT_TURNS = "no_agent_turns"
     MULTIMODAL = "multimodal"
+    FILTERED_OUT = "filtered_out"
 
 
 REASON_DESCRIPTIONS: dict[Reason, str] = {
@@ -29,6 +30,7 @@ REASON_DESCRIPTIONS: dict[Reason, str] = {
     Reason.INVALID_TRAJECTORY: "have a trajectory file that could not be read as ATIF",
     Reason.NO_AGENT_TURNS: "were dropped because the agent never took a turn",
     Reason.MULTIMODAL: "hold images or audio, which a text dataset cannot carry",
+    Reason.FILTERED_OUT: "were left out by the success filter (`--filter`; a reward above 0 is a success)",
 }
 
 

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from trace_assets.defs.resources import PROJECT_DIR, ObjectStorage, TraceAssetsConfig, config_from_env
+from trace_assets.harbor.options import add_export_arguments, export_overrides
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES
 
@@ -23,9 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--traces-root", help="fsspec URL of the traces root (env TRACE_ASSETS_TRACES_ROOT)")
     common.add_argument("--publish-root", help="fsspec URL to publish under (env TRACE_ASSETS_PUBLISH_ROOT)")
-    common.add_argument(
-        "--subagents", action="store_true", default=None, help="include subagent rows (env TRACE_ASSETS_SUBAGENTS=1)"
-    )
+    add_export_arguments(common)
     common.add_argument(
         "--on-secret", choices=ON_SECRET_CHOICES, help="on live credentials (env TRACE_ASSETS_ON_SECRET)"
     )
@@ -47,8 +46,8 @@ def _config(args: argparse.Namespace) -> TraceAssetsConfig:
     return config_from_env(
         traces_root=args.traces_root,
         publish_root=args.publish_root,
-        include_subagents=args.subagents,
         on_secret=args.on_secret,
+        **export_overrides(args),
     )
 
 

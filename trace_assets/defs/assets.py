@@ -69,7 +69,7 @@ def last_episode_rows(
     coverage, stats = export_rows(
         trace_config.store(object_storage),
         staging,
-        trace_config.include_subagents,
+        trace_config.export_options(),
         trace_config.batch_size,
         context.log.info,
         rows_per_part=trace_config.max_rows_per_shard,
@@ -130,6 +130,7 @@ def published_shards(
         report,
         trace_config.max_rows_per_shard,
         redactor,
+        trace_config.export_options(),
     )
     target = trace_config.publish_target(object_storage, hub).publish(staging.publish_build, scope)
     shutil.rmtree(staging.publish_build)

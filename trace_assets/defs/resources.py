@@ -15,6 +15,7 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
+from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, Subagents, SuccessFilter, export_env
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.policy import OnSecret, parse_on_secret
@@ -74,7 +75,14 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     traces_root: str = Field(description="fsspec URL holding <run_id>/trace_jobs/ folders")
     publish_root: str = Field(description="fsspec URL datasets are published under, as <publish_root>/<run_id>/")
     staging_root: str = Field(description="Local folder for the intermediate Parquet files between assets")
-    include_subagents: bool = Field(default=False, description="Also export subagent (summarization) rows")
+    episodes: Episodes = Field(default="last", description="Harbor's --episodes: last, or all (a row per episode)")
+    sharegpt: bool = Field(default=False, description="Harbor's --sharegpt: add a conversations_sharegpt column")
+    success_filter: SuccessFilter = Field(default="all", description="Harbor's --filter: all, success or failure")
+    instruction_metadata: bool = Field(default=True, description="The instruction column (--no-instruction-metadata)")
+    verifier_metadata: bool = Field(default=True, description="The verifier_output column (--no-verifier-metadata)")
+    subagents: Subagents = Field(
+        default="none", description="Subagent rows: none, merged (trace_source column) or separate (a config per kind)"
+    )
     batch_size: int = Field(default=256, description="Trials fetched and parsed per batch")
     max_concurrency: int = Field(default=64, description="Object reads in flight at once")
     max_rows_per_shard: int = Field(default=DEFAULT_ROWS_PER_SHARD, description="Rows per published Parquet shard")
@@ -83,6 +91,9 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     secret_patterns: str = Field(default="", description="Extra patterns, 'name=regex;name2=regex2'")
     secret_allowlist: str = Field(default="", description="Comma-separated fingerprints of known placeholders")
     settle_seconds: float = Field(default=600, description="Sensor: how long a run's listing must stay unchanged")
+
+    def export_options(self) -> ExportOptions:
+        return ExportOptions(**{name: getattr(self, name) for name in EXPORT_FIELDS})
 
     def staging(self, scope: RunScope) -> RunStaging:
         return RunStaging(Path(self.staging_root), scope)
@@ -105,7 +116,6 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "traces_root": env.get("TRACE_ASSETS_TRACES_ROOT") or str(SAMPLE_TRACES),
         "publish_root": env.get("TRACE_ASSETS_PUBLISH_ROOT") or str(PROJECT_DIR / "published"),
         "staging_root": env.get("TRACE_ASSETS_STAGING_ROOT") or str(home / "trace_assets_staging"),
-        "include_subagents": _flag(env.get("TRACE_ASSETS_SUBAGENTS")),
         "on_secret": parse_on_secret(env.get("TRACE_ASSETS_ON_SECRET") or "block"),
         "secret_patterns": env.get("TRACE_ASSETS_SECRET_PATTERNS", ""),
         "secret_allowlist": env.get("TRACE_ASSETS_SECRET_ALLOWLIST", ""),
@@ -122,6 +132,7 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
     ):
         if env.get(key):
             values[name] = float(env[key])
+    values.update(export_env(env))
     values.update({k: v for k, v in overrides.items() if v is not None})
     values["on_secret"] = parse_on_secret(values["on_secret"])
     return TraceAssetsConfig(**values)

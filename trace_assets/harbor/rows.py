@@ -5,6 +5,7 @@ Pure: works on bytes already fetched, keyed by path relative to the trial folder
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,12 +14,14 @@ from typing import Any
 import pyarrow as pa
 
 from trace_assets.accounting import Exclusion, Reason
+from trace_assets.harbor.episodes import select_episodes
+from trace_assets.harbor.options import ExportOptions, passes_filter
 from trace_assets.harbor.result import TrialSummary
+from trace_assets.harbor.sharegpt import SHAREGPT_COLUMN, SHAREGPT_TYPE, to_sharegpt
 from trace_assets.harbor.trajectory import (
     Trajectory,
     instruction,
     is_multimodal,
-    last_episode,
     parse_trajectory,
     subagent_conversation,
     subagent_source,
@@ -31,7 +34,7 @@ from trace_assets.harbor.trial_files import (
     is_subagent_file,
 )
 
-# Column order of Harbor's exported rows; `trace_source` is added when subagent rows are on.
+# Column order of Harbor's exported rows; `row_columns` drops and adds columns as the options say.
 ROW_COLUMNS = (
     "conversations",
     "agent",
@@ -47,16 +50,30 @@ ROW_COLUMNS = (
     "verifier_output",
 )
 MAIN_TRACE_SOURCE = "main"
+TRACE_SOURCE_COLUMN = "trace_source"
 CONVERSATION_TYPE = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
 
 
-def rows_schema(include_subagents: bool) -> pa.Schema:
-    """The Arrow schema of the rows: Harbor's columns, plus `trace_source` with subagent rows."""
-    fields = [pa.field("conversations", CONVERSATION_TYPE)]
-    fields += [pa.field(column, pa.string()) for column in ROW_COLUMNS[1:]]
-    if include_subagents:
-        fields.append(pa.field("trace_source", pa.string()))
-    return pa.schema(fields)
+@functools.cache
+def row_columns(options: ExportOptions) -> tuple[str, ...]:
+    """Harbor's columns for these options, in its order: metadata columns only when asked for, then
+    `conversations_sharegpt`, then `trace_source` with subagent rows (staged even when `separate`
+    publishes each source as its own config without it)."""
+    left_out = {"instruction"} if not options.instruction_metadata else set()
+    if not options.verifier_metadata:
+        left_out.add("verifier_output")
+    columns = [column for column in ROW_COLUMNS if column not in left_out]
+    if options.sharegpt:
+        columns.append(SHAREGPT_COLUMN)
+    if options.include_subagents:
+        columns.append(TRACE_SOURCE_COLUMN)
+    return tuple(columns)
+
+
+def rows_schema(options: ExportOptions) -> pa.Schema:
+    """The Arrow schema of the rows: `row_columns`, conversations as lists of messages."""
+    types = {"conversations": CONVERSATION_TYPE, SHAREGPT_COLUMN: SHAREGPT_TYPE}
+    return pa.schema([pa.field(column, types.get(column, pa.string())) for column in row_columns(options)])
 
 
 def verifier_output(stdout: bytes | None, stderr: bytes | None) -> str | None:
@@ -95,9 +112,11 @@ def export_trial(
     summary: TrialSummary,
     files: Mapping[str, bytes],
     run_id: str,
-    include_subagents: bool,
+    options: ExportOptions,
 ) -> TrialExport:
-    """Harbor's last-episode row (plus subagent rows when asked) for one scored trial."""
+    """Harbor's rows for one scored trial: its episodes as `options` say, plus subagent rows when asked."""
+    if not passes_filter(summary, options.success_filter):
+        return TrialExport(exclusion=Exclusion(Reason.FILTERED_OUT, f"result {summary.result}"))
     if MAIN_TRAJECTORY not in files:
         return TrialExport(exclusion=Exclusion(Reason.NO_TRAJECTORY, "no agent/trajectory.json"))
 
@@ -116,8 +135,8 @@ def export_trial(
         return TrialExport(exclusion=chain)
     if any(is_multimodal(t) for t in chain):
         return TrialExport(exclusion=Exclusion(Reason.MULTIMODAL, "trajectory holds image or audio content"))
-    episode = last_episode(chain)
-    if episode is None:
+    episodes = select_episodes(chain, options.episodes)
+    if not episodes:
         steps = sum(len(t.steps) for t in chain)
         return TrialExport(exclusion=Exclusion(Reason.NO_AGENT_TURNS, f"{steps} steps, none by the agent"))
 
@@ -131,20 +150,24 @@ def export_trial(
         "instruction": instruction(list(main_files.values())),
         "verifier_output": verifier_output(*(files.get(path) for path in VERIFIER_OUTPUTS)),
     }
-    main_row = {
-        "conversations": episode.conversations,
-        "agent": episode.agent_name or summary.agent,
-        "model": episode.model_name or summary.model,
-        "episode": f"episode-{episode.index}",
-        **shared,
-    }
-    export = TrialExport(rows=[_ordered(main_row, MAIN_TRACE_SOURCE if include_subagents else None)])
-    if include_subagents:
-        _add_subagent_rows(export, summary, files, shared)
+    export = TrialExport()
+    for episode in episodes:
+        main_row = {
+            "conversations": episode.conversations,
+            "agent": episode.agent_name or summary.agent,
+            "model": episode.model_name or summary.model,
+            "episode": f"episode-{episode.index}",
+            **shared,
+        }
+        export.rows.append(_ordered(main_row, MAIN_TRACE_SOURCE, options))
+    if options.include_subagents:
+        _add_subagent_rows(export, summary, files, shared, options)
     return export
 
 
-def _add_subagent_rows(export: TrialExport, summary: TrialSummary, files: Mapping[str, bytes], shared: dict) -> None:
+def _add_subagent_rows(
+    export: TrialExport, summary: TrialSummary, files: Mapping[str, bytes], shared: dict, options: ExportOptions
+) -> None:
     """One complete-conversation row per subagent file; an unusable file is noted, not fatal."""
     for path in sorted(files):
         name = agent_file(path)
@@ -168,11 +191,12 @@ def _add_subagent_rows(export: TrialExport, summary: TrialSummary, files: Mappin
             "episode": "episode-0",
             **shared,
         }
-        export.rows.append(_ordered(row, subagent_source(name)))
+        export.rows.append(_ordered(row, subagent_source(name), options))
 
 
-def _ordered(row: dict[str, Any], trace_source: str | None) -> dict[str, Any]:
-    ordered = {column: row[column] for column in ROW_COLUMNS}
-    if trace_source is not None:
-        ordered["trace_source"] = trace_source
-    return ordered
+def _ordered(row: dict[str, Any], trace_source: str, options: ExportOptions) -> dict[str, Any]:
+    """The row in `row_columns` order, with the columns the options add."""
+    row = {**row, TRACE_SOURCE_COLUMN: trace_source}
+    if options.sharegpt:
+        row[SHAREGPT_COLUMN] = to_sharegpt(row["conversations"])
+    return {column: row[column] for column in row_columns(options)}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 import yaml
 
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.shards import ShardSet
 
 
@@ -31,17 +33,76 @@ def _feature(arrow_type: pa.DataType) -> dict[str, Any]:
     raise TypeError(f"no dataset feature for Arrow type {arrow_type}")
 
 
-def card_header(schema: pa.Schema, shards: ShardSet) -> dict[str, Any]:
+# An extra config (a subagent kind under `--subagents separate`): its data folder, rows and shards.
+Subsets = Mapping[str, tuple[str, pa.Schema, ShardSet]]
+
+
+def _info(schema: pa.Schema, shards: ShardSet) -> dict[str, Any]:
     return {
-        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}],
-        "dataset_info": {
-            "features": [{"name": f.name, **_feature(f.type)} for f in schema],
-            "splits": [{"name": "train", "num_bytes": shards.num_bytes, "num_examples": shards.num_examples}],
-            "download_size": shards.download_size,
-            "dataset_size": shards.num_bytes,
-        },
-        "tags": ["harbor", "agent-traces", "reinforcement-learning"],
+        "features": [{"name": f.name, **_feature(f.type)} for f in schema],
+        "splits": [{"name": "train", "num_bytes": shards.num_bytes, "num_examples": shards.num_examples}],
+        "download_size": shards.download_size,
+        "dataset_size": shards.num_bytes,
     }
+
+
+def card_header(schema: pa.Schema, shards: ShardSet, subsets: Subsets | None = None) -> dict[str, Any]:
+    configs = [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}]
+    info: dict[str, Any] | list[dict[str, Any]] = _info(schema, shards)
+    if subsets:
+        configs += [
+            {"config_name": name, "data_files": [{"split": "train", "path": f"{folder}/train-*"}]}
+            for name, (folder, _, _) in subsets.items()
+        ]
+        info = [{"config_name": "default", **_info(schema, shards)}] + [
+            {"config_name": name, **_info(sub_schema, sub_shards)}
+            for name, (_, sub_schema, sub_shards) in subsets.items()
+        ]
+    return {"configs": configs, "dataset_info": info, "tags": ["harbor", "agent-traces", "reinforcement-learning"]}
+
+
+def intro_prose(options: ExportOptions, schema: pa.Schema) -> str:
+    """What a row is and the Harbor command that writes the same columns, from the options and schema."""
+    default_flags = ExportOptions().harbor_flags()
+    flags = options.harbor_flags()
+    command = " ".join(flags[:1] + [flag for flag in flags[1:] if flag not in default_flags])
+    rows = (
+        "One row per exported trial: its last episode"
+        if options.episodes == "last"
+        else "One row per episode of each exported trial (`episode` numbers them across continuations)"
+    )
+    subagents = {
+        "none": "",
+        "merged": ", plus one row per subagent conversation (`trace_source` names its kind)",
+        "separate": " (subagent conversations are in a config per kind)",
+    }[options.subagents]
+    columns = ", ".join(f.name for f in schema if f.name != "conversations")
+    return (
+        f"{rows} as an OpenAI-style `conversations` list{subagents}, "
+        f"with the same columns `harbor traces export {command}` writes ({columns})."
+    )
+
+
+def options_prose(options: ExportOptions, shards: ShardSet, subsets: Subsets) -> str:
+    """The export options in force, when they are not the defaults, and the extra configs."""
+    flags = ", ".join(f"`{flag}`" for flag in options.harbor_flags())
+    paragraphs = [f"Exported with these options (Harbor's flag names): {flags}."]
+    if options.success_filter != "all":
+        paragraphs.append(
+            f"Only trials whose reward is {'above' if options.success_filter == 'success' else 'not above'} 0 "
+            "were exported (an exception counts as a failure, as in Harbor); the rest are `filtered_out` below."
+        )
+    if options.sharegpt:
+        paragraphs.append("`conversations_sharegpt` holds the same messages in ShareGPT form (`human`/`gpt`).")
+    if subsets:
+        table = [
+            "| config | rows | files |",
+            "|---|---:|---|",
+            f"| `default` (main agent) | {shards.num_examples:,} | `data/` |",
+        ]
+        table += [f"| `{name}` | {sub.num_examples:,} | `{folder}/` |" for name, (folder, _, sub) in subsets.items()]
+        paragraphs.append("\n".join(table))
+    return "\n\n".join(paragraphs)
 
 
 def _percent(part: int, whole: int) -> str:
@@ -110,15 +171,26 @@ def scan_prose(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def dataset_card(coverage: Coverage, scan_report: dict[str, Any], shards: ShardSet, schema: pa.Schema) -> str:
-    header = yaml.safe_dump(card_header(schema, shards), sort_keys=False)
+def dataset_card(
+    coverage: Coverage,
+    scan_report: dict[str, Any],
+    shards: ShardSet,
+    schema: pa.Schema,
+    options: ExportOptions | None = None,
+    subsets: Subsets | None = None,
+) -> str:
+    options = options or ExportOptions()
+    header = yaml.safe_dump(card_header(schema, shards, subsets), sort_keys=False)
+    options_section = (
+        f"## Export options\n\n{options_prose(options, shards, subsets or {})}\n\n"
+        if options != ExportOptions()
+        else ""
+    )
     return (
         f"---\n{header}---\n\n"
         f"# Harbor traces: {coverage.run_id}\n\n"
-        "One row per exported trial: its last episode as an OpenAI-style `conversations` list, "
-        "with the same columns `harbor traces export --episodes last` writes "
-        "(agent, model, model_provider, date, task, episode, run_id, trial_name, result, instruction, "
-        "verifier_output).\n\n"
+        f"{intro_prose(options, schema)}\n\n"
+        f"{options_section}"
         f"## Coverage\n\n{coverage_prose(coverage)}\n\n"
         f"## Secret scan\n\n{scan_prose(scan_report)}\n"
     )

@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from trace_assets.accounting import Coverage
-from trace_assets.publishing.card import dataset_card
+from trace_assets.harbor.options import ExportOptions
+from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
+from trace_assets.publishing.card import Subsets, dataset_card
 from trace_assets.publishing.shards import ShardSet, write_shards
+from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
 from trace_assets.steps.scan import Redactor
 from trace_assets.steps.staged_rows import RowParts
 
@@ -27,16 +30,44 @@ def build_run_folder(
     scan_report: dict[str, Any],
     max_rows_per_shard: int,
     redactor: Redactor | None = None,
+    options: ExportOptions | None = None,
 ) -> ShardSet:
     """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced."""
+    options = options or ExportOptions()
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
-    shards = write_shards(rows, out_dir, max_rows_per_shard, redactor)
+    schema = rows.schema
+    subsets: Subsets = {}
+    if options.subagents == "separate":
+        shards, subsets = _write_trace_sources(rows, out_dir, max_rows_per_shard, redactor)
+        schema = schema.remove(schema.get_field_index(TRACE_SOURCE_COLUMN))
+    else:
+        shards = write_shards(rows, out_dir, max_rows_per_shard, redactor)
     if redactor is not None:
         scan_report = {**scan_report, "redacted": dict(redactor.counts)}
     shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
-    (out_dir / CARD_FILE).write_text(dataset_card(coverage, scan_report, shards, rows.schema))
+    (out_dir / CARD_FILE).write_text(dataset_card(coverage, scan_report, shards, schema, options, subsets))
     return shards
+
+
+def _write_trace_sources(
+    rows: RowParts, out_dir: Path, max_rows_per_shard: int, redactor: Redactor | None
+) -> tuple[ShardSet, Subsets]:
+    """`--subagents separate`: the main rows in `data/`, each subagent kind in `data/<kind>/`."""
+    counts = source_counts(rows)
+    shard_sets = {
+        source: write_shards(
+            rows, out_dir, max_rows_per_shard, only_source(source, redactor), (data_dir(source), counts[source])
+        )
+        for source in sorted(counts)
+    }
+    schema = rows.schema.remove(rows.schema.get_field_index(TRACE_SOURCE_COLUMN))
+    subsets = {
+        source: (data_dir(source), schema, shards)
+        for source, shards in shard_sets.items()
+        if source != MAIN_TRACE_SOURCE
+    }
+    return shard_sets[MAIN_TRACE_SOURCE], subsets

@@ -28,8 +28,8 @@ class ShardSet:
     download_size: int  # bytes of the Parquet files
 
 
-def shard_name(index: int, count: int) -> str:
-    return f"{DATA_DIR}/train-{index:05d}-of-{count:05d}.parquet"
+def shard_name(index: int, count: int, data_dir: str = DATA_DIR) -> str:
+    return f"{data_dir}/train-{index:05d}-of-{count:05d}.parquet"
 
 
 def write_shards(
@@ -37,29 +37,40 @@ def write_shards(
     out_dir: Path,
     max_rows_per_shard: int,
     transform: Callable[[pa.Table], pa.Table] | None = None,
+    subset: tuple[str, int] | None = None,
 ) -> ShardSet:
     """The staged rows as shards of at most `max_rows_per_shard` rows, in publishing order.
 
     Staged parts are cut the same way unless the shard size changed since: then they are copied
     as they are. Rows are re-encoded only to re-cut them, or when `transform` changes them.
+    A `subset` (data folder, row count) is a part of the rows that `transform` selects, written
+    under its own folder (a config of its own).
     """
-    (out_dir / DATA_DIR).mkdir(parents=True, exist_ok=True)
-    if transform is None and rows.rows_per_part == max_rows_per_shard:
+    data_dir, num_rows = subset or (DATA_DIR, rows.rows)
+    (out_dir / data_dir).mkdir(parents=True, exist_ok=True)
+    if subset is None and transform is None and rows.rows_per_part == max_rows_per_shard:
         files = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
         for source, name in zip(rows.files, files):
             shutil.copyfile(source, out_dir / name)
         num_bytes = sum(part.arrow_bytes for part in rows.parts)
     else:
-        files, num_bytes = _rewrite_shards(rows, out_dir, max_rows_per_shard, transform or (lambda table: table))
+        files, num_bytes = _rewrite_shards(
+            rows, out_dir, max_rows_per_shard, transform or (lambda table: table), data_dir, num_rows
+        )
     download_size = sum((out_dir / f).stat().st_size for f in files)
-    return ShardSet(files, rows.rows, num_bytes, download_size)
+    return ShardSet(files, num_rows, num_bytes, download_size)
 
 
 def _rewrite_shards(
-    rows: RowParts, out_dir: Path, max_rows_per_shard: int, transform: Callable[[pa.Table], pa.Table]
+    rows: RowParts,
+    out_dir: Path,
+    max_rows_per_shard: int,
+    transform: Callable[[pa.Table], pa.Table],
+    data_dir: str = DATA_DIR,
+    num_rows: int | None = None,
 ) -> tuple[list[str], int]:
-    count = shard_count(rows.rows, max_rows_per_shard)
-    files = [shard_name(i, count) for i in range(count)]
+    count = shard_count(rows.rows if num_rows is None else num_rows, max_rows_per_shard)
+    files = [shard_name(i, count, data_dir) for i in range(count)]
     writers: list[pq.ParquetWriter | None] = [None] * count
     num_bytes = written = 0
     try:
@@ -79,7 +90,7 @@ def _rewrite_shards(
                 written += piece.num_rows
         for index, writer in enumerate(writers):
             if writer is None:  # an empty run still gets one shard carrying the schema
-                pq.write_table(rows.schema.empty_table(), out_dir / files[index])
+                pq.write_table(transform(rows.schema.empty_table()), out_dir / files[index])
     finally:
         for writer in writers:
             if writer is not None:

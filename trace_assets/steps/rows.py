@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from trace_assets.accounting import SCORED, Coverage, Reason, TrialStatus
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, export_trial, rows_schema
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
 from trace_assets.scope import RunScope
@@ -50,7 +51,7 @@ def _iter_scored(path: Path, batch_size: int) -> Iterator[list[dict[str, Any]]]:
 def export_rows(
     store: TraceStore,
     staging: RunStaging,
-    include_subagents: bool,
+    options: ExportOptions,
     batch_size: int,
     progress: Progress,
     rows_per_part: int = DEFAULT_ROWS_PER_SHARD,
@@ -62,7 +63,7 @@ def export_rows(
     """
     listing_path = staging.require(staging.listing, "raw_trial_listing")
     scored_path = staging.require(staging.scored, "scored_trials")
-    schema = rows_schema(include_subagents)
+    schema = rows_schema(options)
     previous_statuses = previous_records(staging.statuses, "source_fingerprint")
     previous_rows = PreviousRows(staging.rows, previous_statuses, schema)
     if not previous_rows.available:
@@ -79,7 +80,7 @@ def export_rows(
             iter_listing(listing_path, batch_size), _iter_scored(scored_path, batch_size), strict=True
         ):
             rows, statuses = _export_batch(
-                store, staging.scope, trials, scored, include_subagents, previous_statuses, previous_rows, stats
+                store, staging.scope, trials, scored, options, previous_statuses, previous_rows, stats
             )
             for status in statuses:
                 trial_rows.append((status["trial_dir"], status["rows"]))
@@ -109,7 +110,7 @@ def _export_batch(
     scope: RunScope,
     trials: list[ListedTrial],
     scored: list[dict[str, Any]],
-    include_subagents: bool,
+    options: ExportOptions,
     previous_statuses: dict[str, dict[str, Any]],
     previous_rows: PreviousRows,
     stats: StepStats,
@@ -119,9 +120,9 @@ def _export_batch(
     for trial, record in zip(trials, scored):
         if record["trial_dir"] != trial.trial_dir:
             raise RuntimeError(f"scored_trials is out of step with the listing at {trial.trial_dir}: re-materialize it")
-        keys = needed_files(trial.objects, include_subagents) if record["status"] == SCORED else []
+        keys = needed_files(trial.objects, options.include_subagents) if record["status"] == SCORED else []
         sources[trial.trial_dir] = fingerprint(
-            listed_objects(trial, [*keys, RESULT_JSON]), include_subagents, scope.key
+            listed_objects(trial, [*keys, RESULT_JSON]), options.include_subagents, scope.key, *options.cache_salt()
         )
         unchanged = previous_statuses.get(trial.trial_dir, {}).get("source_fingerprint") == sources[trial.trial_dir]
         if record["status"] == SCORED and not unchanged:
@@ -156,7 +157,7 @@ def _export_batch(
             stats.cached += 1
         else:
             files = {key: blobs[f"{trial.trial_dir}/{key}"] for key in wanted[trial.trial_dir]}
-            result = export_trial(summary_from_scored(record), files, scope.key, include_subagents)
+            result = export_trial(summary_from_scored(record), files, scope.key, options)
             if result.exclusion:
                 status.update(status=TrialStatus.EXCLUDED.value, reason=result.exclusion.reason.value)
             else:

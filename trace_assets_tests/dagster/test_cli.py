@@ -65,3 +65,33 @@ def test_materialize_fails_clearly_for_a_missing_run(tmp_path):
     [line] = [json.loads(line) for line in done.stdout.splitlines()]
     assert line["status"] == "failed"
     assert "no trace_jobs/ folder for run 'no-such-run'" in done.stderr
+
+
+def test_materialize_takes_harbors_export_flags(tmp_path):
+    out = tmp_path / "out"
+    flags = ["--episodes", "all", "--filter", "success", "--no-verifier-metadata", "--subagents", "separate"]
+    done = _run(
+        ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(out), *flags],
+        tmp_path,
+        TRACE_ASSETS_ON_SECRET="allow",
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert line["excluded"]["filtered_out"] > 0 and line["rows"] > line["exported"]  # a row per episode
+    published = out / SAMPLE_RUN
+    assert sorted(p.name for p in (published / "data").iterdir() if p.is_dir()) == [
+        "summarization-1-answers",
+        "summarization-1-questions",
+        "summarization-1-summary",
+    ]
+    card = (published / "README.md").read_text()
+    assert "`--episodes all`, `--filter success`, `--instruction-metadata`, `--no-verifier-metadata`" in card
+    assert "verifier_output" not in card.split("## Coverage")[0]
+
+
+def test_unknown_export_choices_are_refused(tmp_path):
+    done = _run(["runs", "--traces-root", str(SAMPLE_TRACES)], tmp_path, TRACE_ASSETS_EPISODES="first")
+    assert done.returncode == 2
+    assert "episodes must be one of last, all, not 'first'" in done.stderr
+    done = _run(["runs", "--episodes", "first"], tmp_path)
+    assert done.returncode == 2 and "invalid choice: 'first'" in done.stderr

@@ -81,7 +81,7 @@ def test_rematerializing_replaces_the_run_as_a_whole(instance, tmp_path):
     assert _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=5).success
     data = tmp_path / "published" / SAMPLE_RUN / "data"
     assert len(list(data.iterdir())) == 6
-    assert _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=1000, include_subagents=True).success
+    assert _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=1000, subagents="merged").success
     assert [p.name for p in data.iterdir()] == ["train-00000-of-00001.parquet"]
     dataset = load_published(data.parent, tmp_path / "hf_cache_2")
     assert dataset.num_rows == 34 and "trace_source" in dataset.features

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from trace_assets.defs.resources import ObjectStorage
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.result import TrialSummary, parse_trial_result
 from trace_assets.harbor.trial_files import needed_files
 from trace_assets.scope import RunScope
@@ -68,7 +69,9 @@ def test_one_listing_and_only_needed_objects_are_read(tmp_path, s3_traces, fault
     fault_proxy.reset_stats()
     # Each asset makes its own store, as here: no listing cache carries over from the listing step.
     score_trials(_s3_store(s3_traces, fault_proxy.url), staging, 100, lambda _: None)
-    coverage, _ = export_rows(_s3_store(s3_traces, fault_proxy.url), staging, True, 100, lambda _: None)
+    coverage, _ = export_rows(
+        _s3_store(s3_traces, fault_proxy.url), staging, ExportOptions(subagents="merged"), 100, lambda _: None
+    )
     fetched = fault_proxy.stats
     assert fetched["faults_injected"] == 0 and fetched["list"] == 0 and fetched["head"] == 0
     assert coverage.exported == 28 and coverage.rows == 34

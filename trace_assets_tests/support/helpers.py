@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from trace_assets.accounting import Coverage
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
@@ -24,13 +25,21 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 def run_steps(
-    store: TraceStore, run_id: str, staging_root: Path, include_subagents: bool = False, batch_size: int = 7
+    store: TraceStore,
+    run_id: str,
+    staging_root: Path,
+    include_subagents: bool = False,
+    batch_size: int = 7,
+    options: ExportOptions | None = None,
 ) -> tuple[list[dict[str, Any]], Coverage, list[dict[str, Any]]]:
-    """Listing -> scored -> rows for one run; returns (rows, coverage, per-folder statuses)."""
+    """Listing -> scored -> rows for one run; returns (rows, coverage, per-folder statuses).
+
+    `options` defaults to ours, with subagent rows merged when `include_subagents`."""
     staging = RunStaging(staging_root, RunScope(run_id))
     build_listing(store, staging)
     score_trials(store, staging, batch_size, lambda _: None)
-    coverage, _ = export_rows(store, staging, include_subagents, batch_size, lambda _: None)
+    options = options or ExportOptions(subagents="merged" if include_subagents else "none")
+    coverage, _ = export_rows(store, staging, options, batch_size, lambda _: None)
     rows = [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
     statuses = pq.read_table(staging.statuses).to_pylist()
     return rows, coverage, statuses
@@ -49,7 +58,7 @@ def comparable(rows: list[dict[str, Any]], run_id: str = "RUN") -> list[dict[str
     return [{**row, "run_id": run_id} for row in rows]
 
 
-def load_published(folder: Path, cache_dir: Path):
+def load_published(folder: Path, cache_dir: Path, name: str | None = None):
     """`datasets.load_dataset` on a published run folder, with a cache of its own.
 
     `datasets` keys its cache on the data files' names and metadata, so two folders laid out
@@ -57,4 +66,4 @@ def load_published(folder: Path, cache_dir: Path):
     """
     import datasets
 
-    return datasets.load_dataset(str(folder), split="train", cache_dir=str(cache_dir))
+    return datasets.load_dataset(str(folder), name, split="train", cache_dir=str(cache_dir))

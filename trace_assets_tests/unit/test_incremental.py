@@ -7,6 +7,7 @@ import shutil
 
 import pyarrow.parquet as pq
 
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
@@ -20,7 +21,7 @@ from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 def _steps(store: TraceStore, staging: RunStaging):
     build_listing(store, staging)
     scored = score_trials(store, staging, 5, lambda _: None)
-    coverage, exported = export_rows(store, staging, True, 5, lambda _: None)
+    coverage, exported = export_rows(store, staging, ExportOptions(subagents="merged"), 5, lambda _: None)
     return scored, coverage, exported
 
 

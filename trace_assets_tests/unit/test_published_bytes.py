@@ -6,6 +6,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 
 from trace_assets.accounting import Coverage
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
@@ -26,7 +27,7 @@ def test_sample_publishes_the_same_bytes_as_before(tmp_path):
     staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
     build_listing(store, staging)
     score_trials(store, staging, 256, lambda _: None)
-    coverage, _ = export_rows(store, staging, False, 256, lambda _: None, DEFAULT_ROWS_PER_SHARD)
+    coverage, _ = export_rows(store, staging, ExportOptions(), 256, lambda _: None, DEFAULT_ROWS_PER_SHARD)
     report = scan_run(staging.require_rows(), SAMPLE_RUN, "", "")
     out = tmp_path / "published"
     build_run_folder(out, staging.require_rows(), staging.statuses, coverage, report, DEFAULT_ROWS_PER_SHARD)

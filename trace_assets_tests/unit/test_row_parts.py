@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from trace_assets.accounting import Coverage
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
@@ -26,7 +27,7 @@ def _stage(tmp_path, rows_per_part: int, traces=SAMPLE_TRACES) -> tuple[RunStagi
     staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
     build_listing(store, staging)
     score_trials(store, staging, 8, lambda _: None)
-    coverage, _ = export_rows(store, staging, True, 8, lambda _: None, rows_per_part)
+    coverage, _ = export_rows(store, staging, ExportOptions(subagents="merged"), 8, lambda _: None, rows_per_part)
     return staging, coverage
 
 
@@ -78,5 +79,5 @@ def test_rows_from_an_older_layout_are_not_reused(tmp_path):
     staging, first = _stage(tmp_path, 10, traces)
     shutil.rmtree(staging.rows)
     store = TraceStore(str(traces))
-    coverage, stats = export_rows(store, staging, True, 8, lambda _: None, 10)
+    coverage, stats = export_rows(store, staging, ExportOptions(subagents="merged"), 8, lambda _: None, 10)
     assert (stats.cached, stats.reread) == (0, 33) and coverage == first

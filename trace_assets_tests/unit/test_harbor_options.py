@@ -1,0 +1,134 @@
+"""Each of Harbor's `traces export` options, given as our flags, makes the rows Harbor 0.25 makes.
+
+The golden files are Harbor's own output on the same trees (`support/make_harbor_goldens.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trace_assets.accounting import Reason
+from trace_assets.harbor.options import ExportOptions, add_export_arguments, export_env, export_overrides
+from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
+from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.golden_trials import make_golden_trials
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, comparable, run_steps
+from trace_assets_tests.support.make_harbor_goldens import COMBOS, TREES, read_golden, row_order
+
+
+def options_from_flags(flags: list[str]) -> ExportOptions:
+    parser = argparse.ArgumentParser()
+    add_export_arguments(parser)
+    return ExportOptions(**export_overrides(parser.parse_args(flags)))
+
+
+def by_dataset(rows: list[dict[str, Any]], options: ExportOptions) -> dict[str, list[dict[str, Any]]]:
+    """Our rows as Harbor returns them: one dataset, or with `separate` one per trace source without the column."""
+    if options.subagents != "separate":
+        return {"main": sorted(rows, key=row_order)}
+    datasets: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        source = row[TRACE_SOURCE_COLUMN]
+        datasets.setdefault(source, []).append({k: v for k, v in row.items() if k != TRACE_SOURCE_COLUMN})
+    return {name: sorted(datasets[name], key=row_order) for name in sorted(datasets)}
+
+
+def _tree(tree: str, tmp_path: Path) -> tuple[TraceStore, str]:
+    if tree == "sample":
+        return TraceStore(str(SAMPLE_TRACES)), SAMPLE_RUN
+    make_golden_trials(tmp_path / "traces" / "golden" / "trace_jobs")
+    return TraceStore(str(tmp_path / "traces")), "golden"
+
+
+@pytest.mark.parametrize("combo", list(COMBOS))
+@pytest.mark.parametrize("tree", TREES)
+def test_rows_equal_harbor_export_with_the_same_options(tmp_path, tree, combo):
+    options = options_from_flags(COMBOS[combo][0])
+    store, run_id = _tree(tree, tmp_path)
+    rows, coverage, _ = run_steps(store, run_id, tmp_path / "staging", options=options)
+    ours = by_dataset(rows, options)
+    theirs = read_golden(tree, combo)
+
+    assert list(ours) == sorted(theirs, key=lambda name: (name != MAIN_TRACE_SOURCE, name))
+    for name, expected in theirs.items():
+        assert [(r["trial_name"], r["episode"]) for r in ours[name]] == [
+            (r["trial_name"], r["episode"]) for r in expected
+        ]
+        for mine, harbors in zip(comparable(ours[name]), comparable(expected)):
+            assert list(mine) == list(harbors)  # Harbor's columns, in its order
+            assert mine == harbors, (mine["trial_name"], mine["episode"])
+    assert coverage.accounted
+
+
+def test_filtered_trials_are_accounted_for(tmp_path):
+    _, success, _ = run_steps(
+        TraceStore(str(SAMPLE_TRACES)), SAMPLE_RUN, tmp_path / "s", options=ExportOptions(success_filter="success")
+    )
+    _, failure, _ = run_steps(
+        TraceStore(str(SAMPLE_TRACES)), SAMPLE_RUN, tmp_path / "f", options=ExportOptions(success_filter="failure")
+    )
+    _, everything, _ = run_steps(TraceStore(str(SAMPLE_TRACES)), SAMPLE_RUN, tmp_path / "a")
+    assert success.exported + failure.exported == everything.exported
+    # The filter comes first, as in Harbor: a filtered trial is filtered_out whatever else is wrong with it.
+    readable = everything.scored - everything.excluded[Reason.INVALID_RESULT_JSON]
+    assert success.excluded[Reason.FILTERED_OUT] + failure.excluded[Reason.FILTERED_OUT] == readable
+    assert success.accounted and failure.accounted
+
+
+def test_the_defaults_are_this_projects_published_shape():
+    assert options_from_flags([]) == ExportOptions()
+    assert options_from_flags(["--subagents"]) == ExportOptions(subagents="merged")  # the flag as it was
+    assert ExportOptions().harbor_flags() == [
+        "--episodes last",
+        "--instruction-metadata",
+        "--verifier-metadata",
+        "--subagents none",
+    ]
+    assert ExportOptions().cache_salt() == []  # rows staged before the options existed stay cached
+
+
+def test_unknown_choices_are_refused_with_the_allowed_values():
+    with pytest.raises(ValueError, match="episodes must be one of last, all, not 'first'"):
+        ExportOptions(episodes="first")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="filter must be one of all, success, failure"):
+        export_env({"TRACE_ASSETS_FILTER": "passed"})
+    with pytest.raises(ValueError, match="TRACE_ASSETS_SHAREGPT must be one of"):
+        export_env({"TRACE_ASSETS_SHAREGPT": "maybe"})
+    with pytest.raises(SystemExit):
+        options_from_flags(["--subagents", "split"])
+    assert export_env({"TRACE_ASSETS_SUBAGENTS": "1", "TRACE_ASSETS_VERIFIER_METADATA": "off"}) == {
+        "subagents": "merged",
+        "verifier_metadata": False,
+    }
+
+
+def test_separate_subagents_publish_a_config_per_kind_equal_to_harbors_datasets(tmp_path):
+    """`--subagents separate`: `default` is Harbor's `main` dataset, each kind a config of its own."""
+    from huggingface_hub import DatasetCard
+
+    from trace_assets.publishing.dataset_folder import build_run_folder
+    from trace_assets.scope import RunScope
+    from trace_assets.steps.scan import scan_run
+    from trace_assets.steps.staging import RunStaging
+    from trace_assets_tests.support.helpers import load_published
+
+    options = options_from_flags(COMBOS["separate"][0])
+    _, coverage, _ = run_steps(TraceStore(str(SAMPLE_TRACES)), SAMPLE_RUN, tmp_path / "staging", options=options)
+    staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
+    report = scan_run(staging.require_rows(), SAMPLE_RUN, "", "")
+    out = tmp_path / "published"
+    build_run_folder(out, staging.require_rows(), staging.statuses, coverage, report, 2000, None, options)
+
+    card = DatasetCard.load(out / "README.md")
+    configs = [config["config_name"] for config in card.data["configs"]]
+    expected = read_golden("sample", "separate")
+    assert configs == ["default", *sorted(name for name in expected if name != MAIN_TRACE_SOURCE)]
+    assert "`--subagents separate`" in card.text
+    for config in configs:
+        rows = list(load_published(out, tmp_path / "cache", name=config))
+        harbor = expected[MAIN_TRACE_SOURCE if config == "default" else config]
+        assert comparable(sorted(rows, key=row_order)) == comparable(harbor), config
