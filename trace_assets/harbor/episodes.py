@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trace_assets.harbor.options import Episodes
-from trace_assets.harbor.trajectory import LastEpisode, Trajectory, _episode_ends, conversation, last_episode
+from trace_assets.harbor.trajectory import LastEpisode, Trajectory, episode_ends, conversation, last_episode
 
 
 def all_episodes(chain: list[Trajectory]) -> list[LastEpisode]:
@@ -12,7 +12,7 @@ def all_episodes(chain: list[Trajectory]) -> list[LastEpisode]:
     per-file episode offset). The last of them is `last_episode`'s."""
     episodes: list[LastEpisode] = []
     for trajectory in chain:
-        for index in _episode_ends(trajectory):
+        for index in episode_ends(trajectory):
             episodes.append(
                 LastEpisode(
                     index=len(episodes),

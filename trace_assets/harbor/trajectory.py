@@ -149,7 +149,7 @@ def conversation(
     return messages
 
 
-def _episode_ends(trajectory: Trajectory) -> list[int]:
+def episode_ends(trajectory: Trajectory) -> list[int]:
     """Indices of agent steps that end an episode: copied context starts none."""
     return [
         i
@@ -168,9 +168,9 @@ class LastEpisode:
 
 def last_episode(chain: list[Trajectory]) -> LastEpisode | None:
     """The final episode across a continuation chain, numbered across all of its files."""
-    episode_counts = [len(_episode_ends(t)) for t in chain]
+    episode_counts = [len(episode_ends(t)) for t in chain]
     for position in range(len(chain) - 1, -1, -1):
-        ends = _episode_ends(chain[position])
+        ends = episode_ends(chain[position])
         if ends:
             trajectory = chain[position]
             return LastEpisode(
