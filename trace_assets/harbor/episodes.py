@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trace_assets.harbor.options import Episodes
-from trace_assets.harbor.trajectory import LastEpisode, Trajectory, episode_ends, conversation, last_episode
+from trace_assets.harbor.trajectory import LastEpisode, Trajectory, conversation, episode_ends, last_episode
 
 
 def all_episodes(chain: list[Trajectory]) -> list[LastEpisode]:
