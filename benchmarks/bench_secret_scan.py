@@ -130,7 +130,8 @@ def measure_scanner(megabytes: float, batch_rows: int, repeats: int) -> dict:
     """
     import polars as pl
 
-    from trace_assets.secret_scan.scanner import SecretScanner, redact
+    from trace_assets.secret_scan.redaction import redact
+    from trace_assets.secret_scan.scanner import SecretScanner
 
     rows = synthetic_rows(megabytes)
     batches = [pl.DataFrame(rows[i : i + batch_rows]) for i in range(0, len(rows), batch_rows)]
