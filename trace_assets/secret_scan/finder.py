@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import re
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,15 +28,13 @@ _PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----")
 
 
-def _base64_prefixes(literal: str) -> set[str]:
-    """How base64 of a text starting with `literal` starts: the characters its bytes fully decide.
-
-    Literals under five characters would make triggers short enough to turn up in random base64.
-    """
-    if len(literal) < 5:
-        return set()
-    encoded = base64.b64encode(literal.encode()).decode()
-    return {encoded[: len(literal) * 8 // 6]}
+def _encoded_triggers(literal: str) -> set[str]:
+    """How base64 of a text starting with `literal` starts (the characters its bytes fully decide),
+    and the literal URL-encoded when that changes it."""
+    triggers = {urllib.parse.quote(literal, safe="")} - {literal}
+    if len(literal) >= 3:
+        triggers.add(base64.b64encode(literal.encode()).decode()[: len(literal) * 8 // 6])
+    return triggers
 
 
 # Base64 of `-----BEGIN`, of a docker config (`{"auths"`) and of a JWT (`eyJ`).
@@ -91,9 +90,9 @@ class Finder:
         self.rules = [(order, kind, rule) for order, kind in enumerate(kinds) for rule in kind.rules]
         literals = {literal.lower() for _, _, rule in self.rules for literal in rule.literals}
         triggers = set(_BLOB_TRIGGERS)
-        for _, kind, rule in self.rules:
+        for _, _, rule in self.rules:
             for literal in rule.literals:
-                triggers |= _base64_prefixes(literal.upper() if kind.name.startswith("aws") else literal)
+                triggers |= _encoded_triggers(literal)
         self.literals = sorted(literals | triggers, key=lambda lit: (-len(lit), lit))
         self.literal_rules = pl.DataFrame(
             [(literal.lower(), index) for index, (_, _, rule) in enumerate(self.rules) for literal in rule.literals],

@@ -34,7 +34,10 @@ class Judged(StrEnum):
 
 @dataclass(frozen=True)
 class Rule:
-    """One regex of a kind; the prefilter runs it only on texts holding one of `literals` (any case)."""
+    """One regex of a kind; the prefilter runs it only on texts holding one of `literals` (any case).
+
+    Literals are written as the secret spells them: their base64 and URL encodings are triggers too.
+    """
 
     regex: str
     literals: tuple[str, ...]
@@ -84,7 +87,7 @@ _END = r"(?:[^A-Za-z0-9_+/=.~-]|$)"
 def _keyword(keywords: Sequence[str], value: str) -> Rule:
     """`<keyword...> = <value>`, in env, YAML, JSON, TOML or code; group 1 is the value."""
     alternatives = "|".join(re.escape(k) for k in keywords)
-    return Rule(rf"(?i:{alternatives}){_ASSIGN}({value}){_END}", tuple(k.lower() for k in keywords))
+    return Rule(rf"(?i:{alternatives}){_ASSIGN}({value}){_END}", tuple(keywords))
 
 
 def custom_kind(name: str, regex: str) -> SecretKind:
@@ -103,11 +106,11 @@ KEY_BLOCK_KINDS = frozenset({PRIVATE_KEY, PGP_PRIVATE_KEY})
 
 BUILTIN_KINDS: tuple[SecretKind, ...] = (
     # ---- formats the project has always claimed
-    _token("jwt", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*", [".eyj"], judge.is_signed_jwt),
+    _token("jwt", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*", [".eyJ"], judge.is_signed_jwt),
     _token(
         "aws_access_key_id",
         r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
-        ["a3t", "akia", "asia", "abia", "acca"],
+        ["A3T", "AKIA", "ASIA", "ABIA", "ACCA"],
         _fullmatch(r"(?:A3T[A-Z2-7]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}"),  # base32, as AWS mints them
     ),
     SecretKind(
@@ -116,7 +119,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
             Rule(
                 r"(?:(?i:aws[a-z_]{0,20}secret[a-z_]{0,20}|secret_?access_?key)[\\\"'\s]*(?::|=>?)[\\\"'\s]*"
                 r"|\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}[\s,:;|\"'=]{1,8})([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
-                ("secret", "akia", "asia", "abia", "acca"),
+                ("secret", "AKIA", "ASIA", "ABIA", "ACCA"),
             ),
         ),
         judge.has_mixed_charset,
@@ -160,11 +163,11 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     _token(
         "google_api_key",
         r"\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)",
-        ["aiza"],
+        ["AIza"],
         _fullmatch(r"AIza[0-9A-Za-z_-]{35}"),
     ),
-    SecretKind(PRIVATE_KEY, (Rule(PEM_BLOCK, ("private key-----",)),), judged=Judged.KEY_BLOCK),
-    SecretKind(PGP_PRIVATE_KEY, (Rule(PGP_BLOCK, ("pgp private key block",)),), judged=Judged.KEY_BLOCK),
+    SecretKind(PRIVATE_KEY, (Rule(PEM_BLOCK, ("PRIVATE KEY-----",)),), judged=Judged.KEY_BLOCK),
+    SecretKind(PGP_PRIVATE_KEY, (Rule(PGP_BLOCK, ("PGP PRIVATE KEY BLOCK",)),), judged=Judged.KEY_BLOCK),
     # ---- LLM and ML providers
     _token("openrouter_api_key", r"\bsk-or-v1-[a-f0-9]{64}\b", ["sk-or-v1-"], lambda key: True),
     _token("groq_api_key", r"\bgsk_[A-Za-z0-9]{52}\b", ["gsk_"], lambda key: True),
@@ -194,7 +197,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     # ---- code hosting and package registries
     _token(
-        "pypi_token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", ["pypi-ageichlwas5vcmc"], lambda key: len(key) >= 80
+        "pypi_token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", ["pypi-AgEIcHlwaS5vcmc"], lambda key: len(key) >= 80
     ),
     _token("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"], lambda key: judge.crc32_base62_ok(key, 4)),
     _token(
@@ -231,7 +234,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     _token(
         "sendgrid_api_key",
         r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
-        ["sg."],
+        ["SG."],
         _fullmatch(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
     ),
     SecretKind(
@@ -243,13 +246,13 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     _token(
         "azure_storage_key",
         r"(?i:AccountKey)=([A-Za-z0-9+/]{86}==)",
-        ["accountkey="],
+        ["AccountKey="],
         judge.decodes_to_bytes(64),
     ),
     _token(
         "azure_client_secret",
         r"(?:^|[^A-Za-z0-9_~.-])([A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)",
-        ["q~"],
+        ["Q~"],
         lambda key: True,
     ),
     _token(
@@ -262,7 +265,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     _token("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["dop_v1_", "doo_v1_", "dor_v1_"], lambda key: True),
     SecretKind(
         "heroku_api_key",
-        (Rule(r"\bHRKU-[A-Za-z0-9_-]{58,64}\b", ("hrku-",)), _keyword(["heroku"], _UUID)),
+        (Rule(r"\bHRKU-[A-Za-z0-9_-]{58,64}\b", ("HRKU-",)), _keyword(["heroku"], _UUID)),
         lambda key: True,
     ),
     _token(
@@ -276,7 +279,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         (
             Rule(r"\bglc_[A-Za-z0-9+/]{32,400}={0,2}", ("glc_",)),
             Rule(r"\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b", ("glsa_",)),
-            Rule(r"\beyJrIjoi[A-Za-z0-9]{70,400}={0,2}", ("eyjrijoi",)),
+            Rule(r"\beyJrIjoi[A-Za-z0-9]{70,400}={0,2}", ("eyJrIjoi",)),
         ),
         lambda key: True,
     ),

@@ -29,9 +29,9 @@ _PEM_LINE = rf"[ \t]*(?:{_PEM_WORD}(?: {_PEM_WORD})*|[A-Za-z-]+: [^\r\n\\]*)?[ \
 _PEM_LINES = rf"[ \t]*{_PEM_NEWLINE}(?:{_PEM_LINE}{_PEM_NEWLINE})*(?:{_PEM_LINE}$)?"
 _PEM_SPACED = r"(?:[ \t]+[A-Za-z0-9+/=]{16,})+[ \t]*"
 _PEM_BODY = rf"(?:{_PEM_LINES}|{_PEM_SPACED})"
-PEM_BLOCK = rf"-----BEGIN {_PEM_LABEL}PRIVATE KEY-----{_PEM_BODY}?(?:-----END {_PEM_LABEL}PRIVATE KEY-----)?"
+PEM_BLOCK = rf"-----BEGIN {_PEM_LABEL}PRIVATE KEY-----{_PEM_BODY}?(?:[ \t]*-----END {_PEM_LABEL}PRIVATE KEY-----)?"
 PEM_MARKER = rf"-----(?:BEGIN|END) {_PEM_LABEL}PRIVATE KEY-----"
-PGP_BLOCK = rf"-----BEGIN PGP PRIVATE KEY BLOCK-----{_PEM_BODY}?(?:-----END PGP PRIVATE KEY BLOCK-----)?"
+PGP_BLOCK = rf"-----BEGIN PGP PRIVATE KEY BLOCK-----{_PEM_BODY}?(?:[ \t]*-----END PGP PRIVATE KEY BLOCK-----)?"
 
 _PEM_HEAD = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
 # DER lengths of the smallest key of each type that OpenSSL / ssh-keygen commonly write (RSA-1024,
