@@ -91,7 +91,6 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     secret_wrap_width: int = Field(
         default=DEFAULT_WRAP_WIDTH, description="Terminal width whose hard wraps the scan joins"
     )
-    scan_raw_tree: bool = Field(default=False, description="Also scan every object of the run's traces (asset check)")
     settle_seconds: float = Field(default=600, description="Sensor: how long a run's listing must stay unchanged")
 
     def scan_options(self) -> ScanOptions:
@@ -126,7 +125,6 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "secret_patterns": env.get("TRACE_ASSETS_SECRET_PATTERNS", ""),
         "secret_allowlist": env.get("TRACE_ASSETS_SECRET_ALLOWLIST", ""),
         "on_unverified": parse_on_unverified(env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact"),
-        "scan_raw_tree": _flag(env.get("TRACE_ASSETS_SCAN_RAW_TREE")),
     }
     for name, key in (
         ("batch_size", "TRACE_ASSETS_BATCH_SIZE"),
