@@ -68,6 +68,7 @@ def run_steps_child(args: argparse.Namespace) -> None:
     from trace_assets.harbor.options import ExportOptions
     from trace_assets.publishing.dataset_folder import build_run_folder
     from trace_assets.scope import RunScope
+    from trace_assets.secret_scan.scanner import ScanOptions
     from trace_assets.steps.listing import build_listing
     from trace_assets.steps.rows import export_rows
     from trace_assets.steps.scan import scan_run
@@ -103,7 +104,7 @@ def run_steps_child(args: argparse.Namespace) -> None:
         coverage, _ = timed(
             "rows", lambda: export_rows(store, staging, ExportOptions(), BATCH_SIZE, lambda _: None, MAX_ROWS_PER_SHARD)
         )
-        report = timed("scan", lambda: scan_run(staging.require_rows(), args.run_id, "", ""))
+        report = timed("scan", lambda: scan_run(staging.require_rows(), args.run_id, ScanOptions()))
         shards = timed(
             "shards",
             lambda: build_run_folder(

@@ -1,6 +1,9 @@
-"""Throughput of the secret scanner on a synthetic run, against detect-secrets on a sample of it.
+"""Throughput of the secret scanner (all kinds) on a synthetic run, against kingfisher and detect-secrets.
 
-    .venv/bin/python benchmarks/bench_secret_scan.py --mb 300 --detect-secrets-mb 10
+    .venv/bin/python benchmarks/bench_secret_scan.py --mb 300 --kingfisher /tmp/peers-venv/bin/kingfisher
+
+kingfisher (pip `kingfisher-bin`, installed in its own venv; it carries betterleaks' rules too) scans
+the same texts written one file per row, with one job, no validation, in the same run.
 
 The same rows are scanned twice, in child processes: once with POLARS_MAX_THREADS=1 (the one-core
 figure; the variable only takes effect before polars is imported) and once with polars' default
@@ -130,7 +133,8 @@ def measure_scanner(megabytes: float, batch_rows: int, repeats: int) -> dict:
     """
     import polars as pl
 
-    from trace_assets.secret_scan.scanner import SecretScanner, redact
+    from trace_assets.secret_scan.redaction import redact
+    from trace_assets.secret_scan.scanner import SecretScanner
 
     rows = synthetic_rows(megabytes)
     batches = [pl.DataFrame(rows[i : i + batch_rows]) for i in range(0, len(rows), batch_rows)]
@@ -187,6 +191,26 @@ def measure_detect_secrets(megabytes: float) -> dict | None:
     return {"megabytes": size / 1e6, "seconds": seconds, "findings": sum(len(s) for _, s in collection.data.items())}
 
 
+def measure_kingfisher(binary: str, megabytes: float) -> dict:
+    """kingfisher over the same rows' texts, one file per row, one job, no validation: best of two runs."""
+    with tempfile.TemporaryDirectory() as folder:
+        size = 0
+        for i, row in enumerate(synthetic_rows(megabytes)):
+            text = "\n".join(
+                [*(m["content"] for m in row["conversations"]), row["instruction"], row["verifier_output"]]
+            )
+            size += len(text.encode())
+            (Path(folder) / f"row_{i}.txt").write_text(text)
+        command = [binary, "scan", folder, "--format", "jsonl", "--no-validate", "-j", "1", "--no-update-check"]
+        seconds, findings = [], 0
+        for _ in range(2):
+            started = time.perf_counter()
+            out = subprocess.run(command, capture_output=True, text=True).stdout
+            seconds.append(time.perf_counter() - started)
+            findings = sum('"finding"' in line for line in out.splitlines())
+    return {"megabytes": size / 1e6, "seconds": min(seconds), "findings": findings}
+
+
 def _child(threads: int | None, args: argparse.Namespace) -> dict:
     env = dict(os.environ)
     env.pop("POLARS_MAX_THREADS", None)
@@ -202,6 +226,8 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=300, help="megabytes of row text to generate and scan")
     parser.add_argument("--batch-rows", type=int, default=2000, help="rows per scanned batch (the pipeline uses 2000)")
     parser.add_argument("--detect-secrets-mb", type=float, default=10, help="megabytes for detect-secrets (0: skip)")
+    parser.add_argument("--kingfisher", help="kingfisher binary, scanned on the same rows (--kingfisher-mb of them)")
+    parser.add_argument("--kingfisher-mb", type=float, default=100, help="megabytes for kingfisher")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per thread setting; the fastest is kept")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -217,6 +243,14 @@ def main() -> None:
             f"redact {result['redact_seconds']:.2f}s = {result['megabytes'] / result['redact_seconds']:.0f} MB/s"
         )
     print(f"  verdict {results[0]['verdict']}, matches {results[0]['matches']}, redacted {results[0]['redacted']}")
+    one_core_rate = results[0]["megabytes"] / results[0]["scan_seconds"]
+    if args.kingfisher:
+        peer = measure_kingfisher(args.kingfisher, min(args.kingfisher_mb, args.mb))
+        rate = peer["megabytes"] / peer["seconds"]
+        print(
+            f"kingfisher, 1 job: {peer['megabytes']:.0f} MB in {peer['seconds']:.2f}s = {rate:.1f} MB/s "
+            f"({peer['findings']} findings); one-core ratio: secret_scan is {one_core_rate / rate:.1f}x kingfisher"
+        )
     if args.detect_secrets_mb <= 0:
         return
     baseline = measure_detect_secrets(args.detect_secrets_mb)
@@ -224,7 +258,6 @@ def main() -> None:
         print("detect-secrets is not installed; no comparison (pip install detect-secrets)")
         return
     baseline_rate = baseline["megabytes"] / baseline["seconds"]
-    one_core_rate = results[0]["megabytes"] / results[0]["scan_seconds"]
     print(
         f"detect-secrets, 1 thread: {baseline['megabytes']:.1f} MB in {baseline['seconds']:.2f}s = {baseline_rate:.2f} MB/s "
         f"({baseline['findings']} findings)"

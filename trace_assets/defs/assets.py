@@ -95,10 +95,10 @@ def secret_scan_report(
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
     scope = scope_of(context)
     staging = trace_config.staging(scope)
-    report = scan_run(staging.require_rows(), scope.key, trace_config.secret_patterns, trace_config.secret_allowlist)
+    report = scan_run(staging.require_rows(), scope.key, trace_config.scan_options())
     write_json_atomically(staging.scan_report, report)
     context.log.info(f"secret scan verdict: {report['verdict']}")
-    if report["verdict"] == "live" and trace_config.on_secret == "block":
+    if trace_config.scan_policy().blocking(report):
         trace_config.publish_target(object_storage, hub).publish_blocked(staging.scan_report, scope)
     return dg.MaterializeResult(metadata=scan_metadata(report, staging.scan_report))
 
@@ -121,7 +121,7 @@ def published_shards(
     staging = trace_config.staging(scope)
     coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
     report = staging.read_json(staging.scan_report, "secret_scan_report")
-    redactor = secret_redactor(trace_config.on_secret, trace_config.secret_patterns, trace_config.secret_allowlist)
+    redactor = secret_redactor(trace_config.scan_policy(), report, trace_config.scan_options())
     shards = build_run_folder(
         staging.publish_build,
         staging.require_rows(),

@@ -57,16 +57,25 @@ def export_ratio_above_threshold(
 
 @dg.asset_check(asset=secret_scan_report, blocking=True, partitions_def=trace_runs)
 def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig) -> dg.AssetCheckResult:
-    """Blocks publishing while the rows hold a live credential, unless on_secret is redact or allow."""
+    """Blocks publishing while the rows hold a credential the policy blocks on: live ones under
+    on_secret=block (the default), unverified ones under on_unverified=block."""
     staging = trace_config.staging(scope_of(context))
     report = staging.read_json(staging.scan_report, "secret_scan_report")
+    policy = trace_config.scan_policy()
+    blocking = policy.blocking(report)
     live = {kind: v["live"] for kind, v in report.get("kinds", {}).items() if v.get("live")}
-    passed = not live or trace_config.on_secret != "block"
     return dg.AssetCheckResult(
-        passed=passed,
-        metadata={"verdict": report["verdict"], "on_secret": trace_config.on_secret, "live_by_kind": live},
+        passed=not blocking,
+        metadata={
+            "verdict": report["verdict"],
+            "on_secret": policy.on_secret,
+            "on_unverified": policy.on_unverified,
+            "live_by_kind": live,
+            "blocking_by_kind": blocking,
+        },
         description=None
-        if passed
-        else f"live credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(live.items()))}); "
-        "set on_secret to redact or allow, or allowlist known placeholders",
+        if not blocking
+        else f"credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(blocking.items()))}) with verdicts "
+        f"{' and '.join(sorted(policy.blocked))} blocked by policy; set on_secret (live) or on_unverified to redact, "
+        "or allowlist known placeholders",
     )

@@ -9,7 +9,9 @@ import dagster as dg
 
 from trace_assets.accounting import Coverage
 
-SCAN_COUNTS = ("matches", "rows", "trials", "tasks", "live")
+SCAN_COUNTS = ("patterns", "matches", "rows", "trials", "tasks", "live", "unverified", "placeholder")
+FINDING_COLUMNS = ("kind", "verdict", "fingerprint", "trial_name", "task", "framing")
+FINDINGS_SHOWN = 200
 PEM_BLOCK_COLUMNS = {
     "trial_name": "string",
     "parseable": "bool",
@@ -40,19 +42,26 @@ def coverage_metadata(coverage: Coverage) -> dict[str, dg.MetadataValue]:
 
 
 def scan_metadata(report: dict[str, Any], path: Path) -> dict[str, dg.MetadataValue]:
-    """The scan's verdict, per-kind counts and PEM blocks; fingerprints, never the strings."""
+    """The scan's verdict, counts for every kind scanned, live and unverified findings per trial, and
+    PEM blocks; fingerprints, never the strings."""
     kinds = report.get("kinds", {})
+    findings = [f for f in report.get("findings", []) if f.get("verdict") in ("live", "unverified")]
     return {
         "verdict": dg.MetadataValue.text(report["verdict"]),
         "kinds": dg.MetadataValue.table(
             records=[
                 dg.TableRecord({"kind": kind, **{k: int(v.get(k, 0)) for k in SCAN_COUNTS}})
-                for kind, v in sorted(kinds.items())
-                if v.get("matches")
+                for kind, v in sorted(kinds.items(), key=lambda item: (-item[1].get("matches", 0), item[0]))
             ],
             schema=dg.TableSchema(
                 columns=[dg.TableColumn("kind", "string")] + [dg.TableColumn(k, "int") for k in SCAN_COUNTS]
             ),
+        ),
+        "findings": dg.MetadataValue.table(
+            records=[
+                dg.TableRecord({c: str(f.get(c) or "") for c in FINDING_COLUMNS}) for f in findings[:FINDINGS_SHOWN]
+            ],
+            schema=dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in FINDING_COLUMNS]),
         ),
         "pem_blocks": dg.MetadataValue.table(
             records=[

@@ -18,8 +18,11 @@ from pydantic import Field
 from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, Subagents, SuccessFilter, export_env
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target
 from trace_assets.scope import RunScope
-from trace_assets.secret_scan.policy import OnSecret, parse_on_secret
+from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
+from trace_assets.secret_scan.policy import OnSecret, OnUnverified, ScanPolicy, parse_on_secret, parse_on_unverified
+from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
+from trace_assets.steps.scan import scan_options
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 
@@ -90,10 +93,22 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     on_secret: OnSecret = Field(default="block", description="On live credentials: block, redact or allow")
     secret_patterns: str = Field(default="", description="Extra patterns, 'name=regex;name2=regex2'")
     secret_allowlist: str = Field(default="", description="Comma-separated fingerprints of known placeholders")
+    on_unverified: OnUnverified = Field(
+        default="redact", description="On unverified credentials: keep, redact or block"
+    )
+    secret_wrap_width: int = Field(
+        default=DEFAULT_WRAP_WIDTH, description="Terminal width whose hard wraps the scan joins"
+    )
     settle_seconds: float = Field(default=600, description="Sensor: how long a run's listing must stay unchanged")
 
     def export_options(self) -> ExportOptions:
         return ExportOptions(**{name: getattr(self, name) for name in EXPORT_FIELDS})
+
+    def scan_options(self) -> ScanOptions:
+        return scan_options(self.secret_patterns, self.secret_allowlist, self.secret_wrap_width)
+
+    def scan_policy(self) -> ScanPolicy:
+        return ScanPolicy(self.on_secret, self.on_unverified)
 
     def staging(self, scope: RunScope) -> RunStaging:
         return RunStaging(Path(self.staging_root), scope)
@@ -119,10 +134,12 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "on_secret": parse_on_secret(env.get("TRACE_ASSETS_ON_SECRET") or "block"),
         "secret_patterns": env.get("TRACE_ASSETS_SECRET_PATTERNS", ""),
         "secret_allowlist": env.get("TRACE_ASSETS_SECRET_ALLOWLIST", ""),
+        "on_unverified": parse_on_unverified(env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact"),
     }
     for name, key in (
         ("batch_size", "TRACE_ASSETS_BATCH_SIZE"),
         ("max_rows_per_shard", "TRACE_ASSETS_MAX_ROWS_PER_SHARD"),
+        ("secret_wrap_width", "TRACE_ASSETS_SECRET_WRAP_WIDTH"),
     ):
         if env.get(key):
             values[name] = int(env[key])
@@ -135,6 +152,7 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
     values.update(export_env(env))
     values.update({k: v for k, v in overrides.items() if v is not None})
     values["on_secret"] = parse_on_secret(values["on_secret"])
+    values["on_unverified"] = parse_on_unverified(values["on_unverified"])
     return TraceAssetsConfig(**values)
 
 

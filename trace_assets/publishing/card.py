@@ -135,23 +135,36 @@ def coverage_prose(coverage: Coverage) -> str:
 
 
 def scan_prose(report: dict[str, Any]) -> str:
+    """The scan per kind: every kind scanned, the ones with findings in a table, and what was done."""
     verdict = report.get("verdict", "unknown")
-    kinds = {k: v for k, v in (report.get("kinds") or {}).items() if v.get("matches")}
+    all_kinds = report.get("kinds") or {}
+    kinds = {k: v for k, v in all_kinds.items() if v.get("matches")}
+    patterns = sum(v.get("patterns", 1) for v in all_kinds.values())
+    scanned = f"{len(all_kinds)} kinds ({patterns} patterns)"
     if not kinds:
-        return "The secret scan found no credential-shaped strings in the rows (verdict: `clean`)."
-    lines = [f"Secret scan verdict: **`{verdict}`**. Credential-shaped strings found in the rows as read:", ""]
-    lines.append("| kind | matches | rows | trials | live | unverified | placeholder |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|")
-    for kind, c in sorted(kinds.items()):
-        lines.append(
-            f"| `{kind}` | {c['matches']:,} | {c['rows']:,} | {c['trials']:,} | {c.get('live', 0):,} "
-            f"| {c.get('unverified', 0):,} | {c.get('placeholder', 0):,} |"
-        )
+        lines = [
+            f"The secret scan found no credential-shaped strings in the rows (verdict: `clean`); it looked for {scanned}."
+        ]
+    else:
+        as_read = report.get("verdict_as_read")
+        lines = [
+            f"Secret scan verdict: **`{verdict}`**"
+            + (f" (`{as_read}` as read)" if as_read else "")
+            + f". Credential-shaped strings found in the rows as read, of the {scanned} scanned for:",
+            "",
+            "| kind | matches | rows | trials | tasks | live | unverified | placeholder |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for kind, c in sorted(kinds.items()):
+            lines.append(
+                f"| `{kind}` | {c['matches']:,} | {c['rows']:,} | {c['trials']:,} | {c.get('tasks', 0):,} "
+                f"| {c.get('live', 0):,} | {c.get('unverified', 0):,} | {c.get('placeholder', 0):,} |"
+            )
     if report.get("unverified"):
         lines.append("")
         lines.append(
             f"{report['unverified']:,} matches have a credential's rough shape but not its exact format "
-            "(`unverified`): they do not block publishing, and redact mode replaces them."
+            "(`unverified`): by default publishing replaces them; placeholders are kept."
         )
     pem = report.get("pem") or {}
     if pem.get("blocks"):
@@ -164,8 +177,13 @@ def scan_prose(report: dict[str, Any]) -> str:
     redacted = report.get("redacted") or {}
     if any(redacted.values()):
         total = sum(redacted.values())
+        per_kind = ", ".join(f"`{kind}` {count:,}" for kind, count in sorted(redacted.items()) if count)
         lines.append("")
-        lines.append(f"{total:,} matches were replaced by `[REDACTED:<kind>]` in the published rows.")
+        lines.append(f"{total:,} matches were replaced by `[REDACTED:<kind>]` in the published rows ({per_kind}).")
+    quiet = sorted(k for k in all_kinds if k not in kinds)
+    if kinds and quiet:
+        lines.append("")
+        lines.append("Kinds scanned for with no finding: " + ", ".join(f"`{k}`" for k in quiet) + ".")
     lines.append("")
     lines.append("Details, with fingerprints instead of the strings themselves, are in `secret_scan.json`.")
     return "\n".join(lines)

@@ -45,7 +45,7 @@ def build_run_folder(
     else:
         shards = write_shards(rows, out_dir, max_rows_per_shard, redactor)
     if redactor is not None:
-        scan_report = {**scan_report, "redacted": dict(redactor.counts)}
+        scan_report = redactor.published_report(scan_report)
     shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")

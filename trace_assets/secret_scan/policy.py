@@ -1,18 +1,72 @@
-"""What publishing does about the scan's findings: a closed choice, never a free string."""
+"""What publishing does about the scan's findings, per verdict: closed choices, never free strings."""
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from trace_assets.secret_scan.verdicts import Verdict
 
 # The operator's decision on live credentials in a run's rows: `block` publishes nothing but the
-# scan report, `redact` replaces live and unverified matches, `allow` publishes rows as they are.
+# scan report, `redact` replaces live matches, `allow` publishes rows as they are.
 OnSecret = Literal["block", "redact", "allow"]
 ON_SECRET_CHOICES: tuple[OnSecret, ...] = get_args(OnSecret)
+# The decision on `unverified` matches (the rough shape of a credential): redacted by default.
+OnUnverified = Literal["keep", "redact", "block"]
+ON_UNVERIFIED_CHOICES: tuple[OnUnverified, ...] = get_args(OnUnverified)
+
+
+def _parse(value: str, name: str, choices: tuple[str, ...]) -> Any:
+    if value in choices:
+        return value
+    raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
 
 
 def parse_on_secret(value: str) -> OnSecret:
     """`value` as an `OnSecret`, or a ValueError naming the allowed values."""
-    for choice in ON_SECRET_CHOICES:
-        if value == choice:
-            return choice
-    raise ValueError(f"on_secret must be one of {', '.join(ON_SECRET_CHOICES)}, not {value!r}")
+    parsed: OnSecret = _parse(value, "on_secret", ON_SECRET_CHOICES)
+    return parsed
+
+
+def parse_on_unverified(value: str) -> OnUnverified:
+    """`value` as an `OnUnverified`, or a ValueError naming the allowed values."""
+    parsed: OnUnverified = _parse(value, "on_unverified", ON_UNVERIFIED_CHOICES)
+    return parsed
+
+
+@dataclass(frozen=True)
+class ScanPolicy:
+    """`live` -> on_secret, `unverified` -> on_unverified, `placeholder` -> always kept."""
+
+    on_secret: OnSecret = "block"
+    on_unverified: OnUnverified = "redact"
+
+    @property
+    def redacted(self) -> frozenset[Verdict]:
+        return frozenset(
+            verdict
+            for verdict, action in ((Verdict.LIVE, self.on_secret), (Verdict.UNVERIFIED, self.on_unverified))
+            if action == "redact"
+        )
+
+    @property
+    def blocked(self) -> frozenset[Verdict]:
+        return frozenset(
+            verdict
+            for verdict, action in ((Verdict.LIVE, self.on_secret), (Verdict.UNVERIFIED, self.on_unverified))
+            if action == "block"
+        )
+
+    def blocking(self, report: dict[str, Any]) -> dict[str, int]:
+        """Per kind, the findings whose verdict this policy blocks on: empty means publishing may go on."""
+        blocking = {
+            kind: sum(counts.get(str(verdict), 0) for verdict in self.blocked)
+            for kind, counts in report.get("kinds", {}).items()
+        }
+        return {kind: count for kind, count in blocking.items() if count}
+
+    def redacts(self, report: dict[str, Any]) -> bool:
+        """Whether publishing must rewrite rows: some finding has a verdict this policy redacts."""
+        return any(
+            counts.get(str(verdict), 0) for counts in report.get("kinds", {}).values() for verdict in self.redacted
+        )

@@ -8,40 +8,52 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from trace_assets.secret_scan.policy import OnSecret
-from trace_assets.secret_scan.scanner import SecretScanner, parse_pattern_specs, redact
+from trace_assets.secret_scan.kinds import parse_pattern_specs
+from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
+from trace_assets.secret_scan.policy import ScanPolicy
+from trace_assets.secret_scan.redaction import Redaction
+from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
+from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 
 SCAN_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens of MB
 
 
-def _allowlist(spec: str) -> list[str]:
-    return [item.strip() for item in spec.split(",") if item.strip()]
+def scan_options(pattern_spec: str, allowlist_spec: str, wrap_width: int = DEFAULT_WRAP_WIDTH) -> ScanOptions:
+    """The scan's options from config strings: `name=regex;...` and comma-separated fingerprints."""
+    allowlist = tuple(item.strip() for item in allowlist_spec.split(",") if item.strip())
+    return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width)
 
 
-def scan_run(rows: RowParts, run_id: str, pattern_spec: str, allowlist_spec: str) -> dict[str, Any]:
+def scan_run(rows: RowParts, run_id: str, options: ScanOptions) -> dict[str, Any]:
     """Scan every text column of every row, a batch at a time."""
-    scanner = SecretScanner(run_id, parse_pattern_specs(pattern_spec), _allowlist(allowlist_spec))
+    scanner = SecretScanner(run_id, options)
     for table in iter_rows(rows, SCAN_BATCH_ROWS):
         scanner.scan(pl.DataFrame(table))
     return scanner.report()
 
 
 class Redactor:
-    """The per-batch transform publishing applies under `redact`, counting what it replaced."""
+    """The per-batch transform publishing applies when the policy redacts, counting what it replaced."""
 
-    def __init__(self, pattern_spec: str, allowlist_spec: str) -> None:
-        self.patterns = parse_pattern_specs(pattern_spec)
-        self.allowlist = _allowlist(allowlist_spec)
+    def __init__(self, options: ScanOptions, policy: ScanPolicy) -> None:
+        self._redaction = Redaction(options, policy.redacted)
         self.counts: dict[str, int] = {}
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        redacted, batch_counts = redact(pl.DataFrame(table), self.patterns, self.allowlist)
+        redacted, batch_counts = self._redaction(pl.DataFrame(table))
         for kind, count in batch_counts.items():
             self.counts[kind] = self.counts.get(kind, 0) + count
         return redacted.to_arrow().cast(table.schema)
 
+    def published_report(self, report: dict[str, Any]) -> dict[str, Any]:
+        """The report as published: what was replaced, and the verdict `redacted` once anything was."""
+        published = {**report, "redacted": dict(self.counts)}
+        if any(self.counts.values()):
+            published.update(verdict=str(RunVerdict.REDACTED), verdict_as_read=report["verdict"])
+        return published
 
-def secret_redactor(on_secret: OnSecret, pattern_spec: str, allowlist_spec: str) -> Redactor | None:
-    """The redaction publishing applies, or None when rows go out as they are."""
-    return Redactor(pattern_spec, allowlist_spec) if on_secret == "redact" else None
+
+def secret_redactor(policy: ScanPolicy, report: dict[str, Any], options: ScanOptions) -> Redactor | None:
+    """The redaction publishing applies, or None when rows go out as they are (nothing the policy redacts)."""
+    return Redactor(options, policy) if policy.redacts(report) else None

@@ -42,7 +42,7 @@ def _metadata(instance: dg.DagsterInstance, asset: str) -> dict:
 
 
 def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
-    result = _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=10)
+    result = _materialize(instance, tmp_path, on_secret="allow", on_unverified="keep", max_rows_per_shard=10)
     assert result.success
 
     rows_meta = _metadata(instance, "last_episode_rows")
@@ -78,10 +78,12 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
 
 
 def test_rematerializing_replaces_the_run_as_a_whole(instance, tmp_path):
-    assert _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=5).success
+    assert _materialize(instance, tmp_path, on_secret="allow", on_unverified="keep", max_rows_per_shard=5).success
     data = tmp_path / "published" / SAMPLE_RUN / "data"
     assert len(list(data.iterdir())) == 6
-    assert _materialize(instance, tmp_path, on_secret="allow", max_rows_per_shard=1000, subagents="merged").success
+    assert _materialize(
+        instance, tmp_path, on_secret="allow", on_unverified="keep", max_rows_per_shard=1000, subagents="merged"
+    ).success
     assert [p.name for p in data.iterdir()] == ["train-00000-of-00001.parquet"]
     dataset = load_published(data.parent, tmp_path / "hf_cache_2")
     assert dataset.num_rows == 34 and "trace_source" in dataset.features

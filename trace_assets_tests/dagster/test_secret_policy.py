@@ -40,13 +40,14 @@ def _run_with_live_key(traces: Path) -> str:
     return pem
 
 
-def _materialize(instance, tmp_path: Path, on_secret: str) -> dg.ExecuteInProcessResult:
+def _materialize(instance, tmp_path: Path, on_secret: str, on_unverified: str = "redact") -> dg.ExecuteInProcessResult:
     trace_config = config_from_env(
         {},
         traces_root=str(tmp_path / "traces"),
         publish_root=str(tmp_path / "published"),
         staging_root=str(tmp_path / "staging"),
         on_secret=on_secret,
+        on_unverified=on_unverified,
     )
     instance.add_dynamic_partitions(trace_runs.name, [RUN])
     job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
@@ -83,15 +84,26 @@ def test_redact_publishes_with_the_key_replaced(tmp_path):
     assert "[REDACTED:private_key]" in json.dumps(leaky["conversations"])
     assert pem.splitlines()[1] not in text
     report = json.loads((folder / "secret_scan.json").read_text())
-    assert report["verdict"] == "live"  # the report describes the rows as read, before redaction
+    assert (report["verdict"], report["verdict_as_read"]) == ("redacted", "live")
+    assert report["kinds"]["private_key"]["live"] == 1  # the counts describe the rows as read
     assert report["redacted"]["private_key"] == 1
+    assert report["redacted"]["jwt"] == 1  # the sample's unverified JWT: redacted by default
     assert "were replaced by `[REDACTED:<kind>]`" in (folder / "README.md").read_text()
+
+
+def test_unverified_can_block(tmp_path):
+    _run_with_live_key(tmp_path / "traces")
+    with dg.instance_for_test() as instance:
+        result = _materialize(instance, tmp_path, "allow", on_unverified="block")
+        assert not result.success
+        [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
+        assert not check.passed and "openai_api_key: 1" in check.description and "unverified" in check.description
 
 
 def test_allow_publishes_as_is(tmp_path):
     pem = _run_with_live_key(tmp_path / "traces")
     with dg.instance_for_test() as instance:
-        assert _materialize(instance, tmp_path, "allow").success
+        assert _materialize(instance, tmp_path, "allow", on_unverified="keep").success
     rows = list(load_published(tmp_path / "published" / RUN, tmp_path / "hf_cache"))
     assert pem.splitlines()[1] in json.dumps(rows)
 

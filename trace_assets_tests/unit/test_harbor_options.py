@@ -112,6 +112,7 @@ def test_separate_subagents_publish_a_config_per_kind_equal_to_harbors_datasets(
 
     from trace_assets.publishing.dataset_folder import build_run_folder
     from trace_assets.scope import RunScope
+    from trace_assets.secret_scan.scanner import ScanOptions
     from trace_assets.steps.scan import scan_run
     from trace_assets.steps.staging import RunStaging
     from trace_assets_tests.support.helpers import load_published
@@ -119,7 +120,7 @@ def test_separate_subagents_publish_a_config_per_kind_equal_to_harbors_datasets(
     options = options_from_flags(COMBOS["separate"][0])
     _, coverage, _ = run_steps(TraceStore(str(SAMPLE_TRACES)), SAMPLE_RUN, tmp_path / "staging", options=options)
     staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
-    report = scan_run(staging.require_rows(), SAMPLE_RUN, "", "")
+    report = scan_run(staging.require_rows(), SAMPLE_RUN, ScanOptions())
     out = tmp_path / "published"
     build_run_folder(out, staging.require_rows(), staging.statuses, coverage, report, 2000, None, options)
 

@@ -9,6 +9,7 @@ from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
+from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD, export_rows
 from trace_assets.steps.scan import scan_run
@@ -28,7 +29,7 @@ def test_sample_publishes_the_same_bytes_as_before(tmp_path):
     build_listing(store, staging)
     score_trials(store, staging, 256, lambda _: None)
     coverage, _ = export_rows(store, staging, ExportOptions(), 256, lambda _: None, DEFAULT_ROWS_PER_SHARD)
-    report = scan_run(staging.require_rows(), SAMPLE_RUN, "", "")
+    report = scan_run(staging.require_rows(), SAMPLE_RUN, ScanOptions())
     out = tmp_path / "published"
     build_run_folder(out, staging.require_rows(), staging.statuses, coverage, report, DEFAULT_ROWS_PER_SHARD)
 

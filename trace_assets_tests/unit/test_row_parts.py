@@ -12,6 +12,7 @@ from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
+from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run
@@ -43,7 +44,7 @@ def test_parts_are_the_published_shards_byte_for_byte(tmp_path):
     staging, coverage = _stage(tmp_path, rows_per_part=10)
     parts = staging.require_rows()
     assert [part.rows for part in parts.parts] == [10, 10, 10, 4]  # 34 rows: 28 trials, 6 subagent rows
-    report = scan_run(parts, SAMPLE_RUN, "", "")
+    report = scan_run(parts, SAMPLE_RUN, ScanOptions())
     folder = tmp_path / "out"
     shards = build_run_folder(folder, parts, staging.statuses, coverage, report, max_rows_per_shard=10)
     assert shards.files == [f"data/train-0000{i}-of-00004.parquet" for i in range(4)]
@@ -59,7 +60,7 @@ def test_a_changed_shard_size_recuts_the_same_rows(tmp_path, max_rows_per_shard)
     staging, coverage = _stage(tmp_path, rows_per_part=10)
     parts = staging.require_rows()
     staged = [row for table in iter_rows(parts) for row in table.to_pylist()]
-    report = scan_run(parts, SAMPLE_RUN, "", "")
+    report = scan_run(parts, SAMPLE_RUN, ScanOptions())
     folder = tmp_path / "out"
     shards = build_run_folder(folder, parts, staging.statuses, coverage, report, max_rows_per_shard)
     expected_shards = -(-34 // max_rows_per_shard)

@@ -17,21 +17,17 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from trace_assets.secret_scan.scanner import (
-    BUILTIN_PATTERNS,
-    SecretPattern,
-    SecretScanner,
-    analyse_pem_block,
-    overall_verdict,
-    parse_pattern_specs,
-    redact,
-)
+from trace_assets.secret_scan.kinds import BUILTIN_KINDS, custom_kind, parse_pattern_specs
+from trace_assets.secret_scan.pem import analyse_pem_block
+from trace_assets.secret_scan.redaction import redact
+from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner, overall_verdict
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SAMPLE_ROWS = DATA / "harbor_sample" / "harbor-export-last.jsonl"
 SAMPLE_TRACES = Path(__file__).resolve().parent.parent.parent / "sample_traces" / "rl-sample-run" / "trace_jobs"
 TRUTH = json.loads((DATA / "harbor_sample" / "truth.json").read_text())
-PROXY_KEY = SecretPattern("internal_proxy_key", r"pxk_[0-9a-f]{32}")
+PROXY_KEY = custom_kind("internal_proxy_key", r"pxk_[0-9a-f]{32}")
+WITH_PROXY = ScanOptions((PROXY_KEY,))
 
 rng = random.Random(7)  # random bodies, the same on every run
 ALNUM = string.ascii_letters + string.digits
@@ -239,7 +235,7 @@ def planted() -> tuple[pl.DataFrame, dict[str, list[int]], dict]:
     where = {name: rows_holding(rows, plant.secret) for name, plant in PLANTS.items()}
     assert all(where.values())
     frame = pl.DataFrame(rows)
-    scanner = SecretScanner("run-1", [PROXY_KEY])
+    scanner = SecretScanner("run-1", WITH_PROXY)
     scanner.scan(frame)
     return frame, where, scanner.report()
 
@@ -269,6 +265,8 @@ def test_counts_per_kind(planted):
         for verdict in ("live", "unverified", "placeholder"):
             assert counts[verdict] == sum(len(where[n]) for n in names if PLANTS[n].verdict == verdict), (kind, verdict)
     assert report["kinds"]["github_token"] == {
+        "patterns": 1,
+        "framings": {"raw": 6},
         "matches": 6,
         "rows": 3,
         "trials": 2,
@@ -334,7 +332,7 @@ def test_truncated_blocks_and_stray_markers_do_not_crash():
 
 def test_batches_accumulate_like_one_scan(planted):
     frame, _, whole = planted
-    scanner = SecretScanner("run-1", [PROXY_KEY])
+    scanner = SecretScanner("run-1", WITH_PROXY)
     for start in range(0, frame.height, 3):
         scanner.scan(frame.slice(start, 3))
     assert scanner.report() == whole
@@ -351,7 +349,7 @@ def test_report_never_holds_a_secret(planted):
 
 def test_redaction_replaces_live_and_unverified_only(planted):
     frame, _, report = planted
-    redacted, counts = redact(frame, [PROXY_KEY])
+    redacted, counts = redact(frame, WITH_PROXY)
     assert redacted.schema == frame.schema
     text = json.dumps(redacted.to_dicts())
     for name, plant in PLANTS.items():
@@ -361,7 +359,7 @@ def test_redaction_replaces_live_and_unverified_only(planted):
         assert text.count(f"[REDACTED:{kind}]") == count, kind
     assert "commit 3f786850e387550fdab836ed7e6dc881de23001b" in text
     assert text.count("root@sandbox") == json.dumps(frame.to_dicts()).count("root@sandbox")
-    rescan = SecretScanner("run-1", [PROXY_KEY])
+    rescan = SecretScanner("run-1", WITH_PROXY)
     rescan.scan(redacted)
     assert rescan.report()["verdict"] == "placeholders_only"
 
@@ -375,20 +373,22 @@ def test_redact_without_secrets_returns_rows_unchanged():
 def test_allowlisted_fingerprint_is_placeholder(planted):
     frame, _, _ = planted
     live = [fingerprint(p.secret) for p in PLANTS.values() if p.verdict == "live"]
-    scanner = SecretScanner("run-1", [PROXY_KEY], allowlist=live)
+    scanner = SecretScanner("run-1", ScanOptions((PROXY_KEY,), tuple(live)))
     scanner.scan(frame)
     report = scanner.report()
-    assert report["verdict"] == "placeholders_only" and report["unverified"] > 0
+    assert report["verdict"] == "unverified" and report["unverified"] > 0
     assert sum(v["live"] for v in report["kinds"].values()) == 0
-    redacted, _ = redact(frame, [PROXY_KEY], allowlist=live)
+    redacted, _ = redact(frame, ScanOptions((PROXY_KEY,), tuple(live)))
     assert PLANTS["github"].secret in json.dumps(redacted.to_dicts())
     with pytest.raises(ValueError):
-        SecretScanner("r", allowlist=["not-hex"])
+        SecretScanner("r", ScanOptions(allowlist=("not-hex",)))
 
 
 def test_custom_pattern_reported_under_its_name(planted):
     frame, _, report = planted
     assert report["kinds"]["internal_proxy_key"] == {
+        "patterns": 1,
+        "framings": {"raw": 1},
         "matches": 1,
         "rows": 1,
         "trials": 1,
@@ -406,26 +406,26 @@ def test_parse_pattern_specs():
     assert parse_pattern_specs("") == []
     assert parse_pattern_specs(r"internal_proxy_key=pxk_[0-9a-f]{32}; build_token=bt-[A-Z]{8}") == [
         PROXY_KEY,
-        SecretPattern("build_token", "bt-[A-Z]{8}"),
+        custom_kind("build_token", "bt-[A-Z]{8}"),
     ]
-    assert parse_pattern_specs(json.dumps({"semi": "a;b=[0-9]{4}"})) == [SecretPattern("semi", "a;b=[0-9]{4}")]
+    assert parse_pattern_specs(json.dumps({"semi": "a;b=[0-9]{4}"})) == [custom_kind("semi", "a;b=[0-9]{4}")]
     assert parse_pattern_specs(json.dumps([{"name": "x_key", "regex": "xk_[a-z]{9}"}])) == [
-        SecretPattern("x_key", "xk_[a-z]{9}")
+        custom_kind("x_key", "xk_[a-z]{9}")
     ]
     for bad in ("no_equals_sign", "Bad-Name=abc", "k=a(", "empty=x*"):
         with pytest.raises(ValueError):
             parse_pattern_specs(bad)
     with pytest.raises(ValueError):
-        SecretScanner("r", [SecretPattern("jwt", "abc")])
+        ScanOptions((custom_kind("jwt", "abc"),))
 
 
 def test_capture_group_is_the_secret():
-    pattern = SecretPattern("db_password", r"DB_PASSWORD=(\S{12,})")
+    pattern = custom_kind("db_password", r"DB_PASSWORD=(\S{12,})")
     frame = pl.DataFrame([row("t__1", ["sys", "export DB_PASSWORD=Zq8vL2mN4pR7tY1w && ./run"])])
-    scanner = SecretScanner("r", [pattern])
+    scanner = SecretScanner("r", ScanOptions((pattern,)))
     scanner.scan(frame)
     assert scanner.report()["findings"][0]["fingerprint"] == fingerprint("Zq8vL2mN4pR7tY1w")
-    redacted, counts = redact(frame, [pattern])
+    redacted, counts = redact(frame, ScanOptions((pattern,)))
     assert counts == {"db_password": 1}
     assert "export DB_PASSWORD=[REDACTED:db_password] && ./run" in redacted["conversations"][0][1]["content"]
 
@@ -437,7 +437,7 @@ def test_overall_verdict_order():
 
     assert overall_verdict(kinds()) == "clean"
     assert overall_verdict(kinds(placeholder=2)) == "placeholders_only"
-    assert overall_verdict(kinds(placeholder=2, unverified=1)) == "placeholders_only"  # nothing verifiably live
+    assert overall_verdict(kinds(placeholder=2, unverified=1)) == "unverified"  # nothing verifiably live
     assert overall_verdict(kinds(unverified=1, live=1)) == "live"
 
 
@@ -477,7 +477,7 @@ def test_sample_rows_give_no_false_live():
     }
     assert {(f["trial_name"], f["kind"], f["verdict"]) for f in report["findings"]} == expected
     assert all(v["live"] == 0 for v in report["kinds"].values())
-    assert report["verdict"] == "placeholders_only" and report["unverified"] == 2
+    assert report["verdict"] == "unverified" and report["unverified"] == 2
     assert report["pem"] == {
         "markers": 6,
         "rows": 3,
@@ -530,16 +530,7 @@ def test_golden_trajectories_give_no_live(path):
     assert all(v["live"] == 0 for v in report["kinds"].values())
 
 
-def test_builtin_kind_names():
-    assert [p.name for p in BUILTIN_PATTERNS] == [
-        "jwt",
-        "aws_access_key_id",
-        "aws_secret_access_key",
-        "openai_api_key",
-        "anthropic_api_key",
-        "hf_token",
-        "github_token",
-        "slack_token",
-        "google_api_key",
-        "private_key",
-    ]
+def test_builtin_kinds_have_unique_names_and_literals():
+    names = [kind.name for kind in BUILTIN_KINDS]
+    assert len(names) == len(set(names)) and {"jwt", "private_key", "pgp_private_key", "generic_password"} <= set(names)
+    assert all(rule.literals for kind in BUILTIN_KINDS for rule in kind.rules)  # every built-in rule is prefiltered

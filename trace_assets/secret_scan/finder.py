@@ -1,0 +1,305 @@
+"""Finding matches of every kind in a batch of texts, in time that grows with matches, not kinds.
+
+1. Prefilter (vectorised): one Aho-Corasick pass over every text for the kinds' literals
+   (case-insensitive); a text with none is done.
+2. Each rule's regex runs (vectorised, polars' Rust regex) only on the texts holding one of its
+   literals.
+3. Texts with a hit also get their normalised views (`normalise.py`), which go through 1-2 too.
+4. Each match is located in its text and mapped back to raw offsets, so redaction replaces the
+   raw bytes whole; where matches overlap, the longer view of a kind and the more specific kind win.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from trace_assets.secret_scan.kinds import SecretKind
+from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH, Framing, Normaliser, View, joined
+from trace_assets.secret_scan.pem import PEM_MARKER
+
+MAX_BLOBS_PER_BATCH = 4096  # decoding is bounded: blobs per batch, size, count per text and depth
+_PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+_PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+
+
+def _encoded_triggers(literal: str) -> set[str]:
+    """How base64 of a text starting with `literal` starts (the characters its bytes fully decide),
+    and the literal URL-encoded when that changes it."""
+    triggers = {urllib.parse.quote(literal, safe="")} - {literal}
+    if len(literal) >= 3:
+        triggers.add(base64.b64encode(literal.encode()).decode()[: len(literal) * 8 // 6])
+    return triggers
+
+
+# Base64 of `-----BEGIN`, of a docker config (`{"auths"`) and of a JWT (`eyJ`).
+_BLOB_TRIGGERS = {"LS0tLS1CRUdJT", "eyJhdXRocyI", "ZXlK"}
+_URL_RUN = r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){2,}"
+
+
+def _normalised_expr(text: pl.Expr, wrap_width: int) -> pl.Expr:
+    """A vectorised over-approximation of `Normaliser.normalised`: only used to pick texts worth it."""
+    escapes, plain = ["\\\\", "\\n", "\\t", "\\r", '\\"', "\\/"], ["\\", "\n", "\t", "\r", '"', "/"]
+    text = text.str.replace_many(escapes, plain).str.replace_many(escapes, plain)
+    text = text.str.replace_all(r"(?m)^ {0,8}\d{1,9}\t", "").str.replace_many(["$\n", "^I"], ["\n", "\t"])
+    if wrap_width > 0:
+        text = text.str.replace_all(rf"(?m)^([^\n]{{{wrap_width}}})\r?\n", "${1}")
+    return text
+
+
+def _candidate_regex(literals: set[str], triggers: set[str]) -> str:
+    """One regex for "holds a literal", Rust's literal prefilter doing the work.
+
+    Short literals that start with a word character (`sk-`, `hf_`) must start a word, or follow a
+    JSON `\\n`/`\\t` escape, so `task-` or `disk-` do not make a text a candidate.
+    """
+    alternatives = []
+    for literal in sorted(literals, key=lambda lit: (-len(lit), lit)):
+        escaped = re.escape(literal)
+        if len(literal) <= 4 and literal[0].isalnum():
+            alternatives.append(rf"(?:(?-u:\b)|\\[nt]){escaped}")
+        else:
+            alternatives.append(escaped)
+    blobs = "|".join(re.escape(trigger) for trigger in sorted(triggers))
+    return f"(?i:{'|'.join(alternatives)})|{blobs}"
+
+
+@dataclass
+class Match:
+    """One located match: its kind, the secret as normalised, its raw spans (source text -> span)."""
+
+    kind: SecretKind
+    order: int
+    secret: str
+    framing: str
+    spans: dict[int, tuple[int, int]]
+
+    @property
+    def source(self) -> int:
+        return min(self.spans)
+
+
+class Finder:
+    def __init__(self, kinds: Sequence[SecretKind], wrap_width: int = DEFAULT_WRAP_WIDTH) -> None:
+        self.kinds = tuple(kinds)
+        self.rules = [(order, kind, rule) for order, kind in enumerate(kinds) for rule in kind.rules]
+        literals = {literal.lower() for _, _, rule in self.rules for literal in rule.literals}
+        triggers = set(_BLOB_TRIGGERS)
+        for _, _, rule in self.rules:
+            for literal in rule.literals:
+                triggers |= _encoded_triggers(literal)
+        self.literals = sorted(literals | triggers, key=lambda lit: (-len(lit), lit))
+        self.literal_rules = pl.DataFrame(
+            [(literal.lower(), index) for index, (_, _, rule) in enumerate(self.rules) for literal in rule.literals],
+            schema={"literal": pl.String, "rule": pl.UInt32},
+            orient="row",
+        ).unique()
+        self.unfiltered_rules = [index for index, (_, _, rule) in enumerate(self.rules) if not rule.literals]
+        self.candidate_regex = _candidate_regex(literals, triggers)
+        self.wrap_width = wrap_width
+        self.normaliser = Normaliser(wrap_width, triggers)
+        self.blob_regex = (
+            "(?:" + "|".join(re.escape(t) for t in sorted(triggers, key=len, reverse=True)) + ")[A-Za-z0-9+/_-]+={0,2}"
+        )
+
+    # ------------------------------------------------------------ vectorised matching
+
+    def candidates(self, texts: pl.DataFrame) -> pl.DataFrame:
+        """The texts holding at least one literal: the only ones filtered rules and views look at."""
+        return texts.filter(pl.col("text").str.contains(self.candidate_regex))
+
+    def _rule_matches(self, texts: pl.DataFrame, hits: pl.DataFrame) -> pl.DataFrame:
+        """(text_id, rule, match, secret) for every rule match in `texts` (text_id, text); `hits` are its candidates."""
+        pairs = (
+            hits.select(
+                "text_id",
+                pl.col("text")
+                .str.extract_many(self.literals, ascii_case_insensitive=True, overlapping=True)
+                .alias("literal"),
+            )
+            .explode("literal")
+            .select("text_id", pl.col("literal").str.to_lowercase())
+            .unique()
+            .join(self.literal_rules, on="literal")
+            .select("text_id", "rule")
+            .unique()
+        )
+        frames = []
+        for (rule_index,), group in pairs.group_by("rule"):
+            frames.append(self._extract(hits.join(group.select("text_id"), on="text_id"), int(rule_index)))
+        for rule_index in self.unfiltered_rules:
+            frames.append(self._extract(texts, rule_index))
+        frames = [frame for frame in frames if frame.height]
+        if not frames:
+            return pl.DataFrame(
+                schema={"text_id": pl.UInt32, "rule": pl.UInt32, "match": pl.String, "secret": pl.String}
+            )
+        return pl.concat(frames)
+
+    def _extract(self, texts: pl.DataFrame, rule_index: int) -> pl.DataFrame:
+        _, _, rule = self.rules[rule_index]
+        found = (
+            texts.select("text_id", pl.col("text").str.extract_all(rule.regex).alias("match"))
+            .explode("match")
+            .drop_nulls("match")
+        )
+        secret = pl.col("match")
+        if rule.has_secret_group:
+            secret = pl.coalesce(pl.col("match").str.extract(rule.regex, 1), pl.col("match"))
+        return found.select(
+            pl.col("text_id").cast(pl.UInt32),
+            pl.lit(rule_index, pl.UInt32).alias("rule"),
+            "match",
+            secret.alias("secret"),
+        )
+
+    # ------------------------------------------------------------ views and locations
+
+    def find(self, texts: pl.DataFrame) -> tuple[list[Match], dict[int, str]]:
+        """Matches in `texts` (text_id, row_id, message, text), deduplicated; and the texts they are in, by id.
+
+        Python touches only texts with a match: in the raw text, in its vectorised normalised form,
+        or in a blob it holds.
+        """
+        candidates = self.candidates(texts)
+        raw = self._rule_matches(texts, candidates)
+        normalised = self._normalised_hits(candidates)
+        blobs = self._blob_hits(candidates)
+        ids = set(raw["text_id"].to_list()) | set(normalised) | {text_id for text_id, _, _ in blobs}
+        pem_marked = candidates.filter(pl.col("text").str.contains(PEM_MARKER)) if "row_id" in texts.columns else None
+        if pem_marked is not None:
+            ids |= set(pem_marked["text_id"].to_list())
+        matched = texts.filter(pl.col("text_id").is_in(list(ids))) if ids else texts.clear()
+        by_id: dict[int, str] = dict(zip(matched["text_id"].to_list(), matched["text"].to_list()))
+        raw_views = {text_id: View.raw(text, text_id) for text_id, text in by_id.items()}
+        matches = self._locate(raw, raw_views)
+        views: list[View] = []
+        for text_id in normalised:
+            view = self.normaliser.normalised(raw_views[text_id])
+            if view is not None:
+                views.append(view)
+        for text_id, blob, framing in blobs:
+            views += self.normaliser.decoded(raw_views[text_id], blob, framing)
+        if pem_marked is not None:
+            views += self._pem_joins(pem_marked)
+        if views:
+            view_texts = pl.DataFrame(
+                {"text_id": range(len(views)), "text": [view.text for view in views]},
+                schema={"text_id": pl.UInt32, "text": pl.String},
+            )
+            view_hits = self.candidates(view_texts)
+            matches += self._locate(self._rule_matches(view_hits, view_hits), dict(enumerate(views)))
+        return _deduplicated(matches), by_id
+
+    def _normalised_hits(self, candidates: pl.DataFrame) -> list[int]:
+        """Texts whose normalised form (JSON unescaped, `cat` prefixes gone, wraps joined) has a match."""
+        framed = candidates.filter(
+            pl.col("text").str.contains_any(["\\", "\t", "$\n", "^I"])
+            | (pl.col("text").str.contains(rf"(?m)^[^\n]{{{self.wrap_width}}}\r?\n") if self.wrap_width > 0 else False)
+        )
+        if framed.is_empty():
+            return []
+        normalised = framed.select("text_id", _normalised_expr(pl.col("text"), self.wrap_width).alias("text"))
+        hits = self.candidates(normalised)
+        return sorted(set(self._rule_matches(hits, hits)["text_id"].to_list()))
+
+    def _blob_hits(self, candidates: pl.DataFrame) -> list[tuple[int, str, Framing]]:
+        """(text id, blob, framing) for base64 blobs that start like a secret and URL-encoded runs."""
+        found = candidates.select(
+            "text_id",
+            pl.col("text").str.extract_all(self.blob_regex).alias("base64"),
+            pl.when(pl.col("text").str.contains("%", literal=True))
+            .then(pl.col("text").str.extract_all(_URL_RUN))
+            .alias("url"),
+        )
+        blobs = []
+        for framing in (Framing.BASE64, Framing.URL):
+            column = str(framing)
+            for text_id, blob in (
+                found.select("text_id", column).explode(column).drop_nulls(column).unique().iter_rows()
+            ):
+                blobs.append((text_id, blob, framing))
+        return sorted(blobs)[:MAX_BLOBS_PER_BATCH]
+
+    def _locate(self, found: pl.DataFrame, views: dict[int, View]) -> list[Match]:
+        """Each match's position in its view (in order of appearance), mapped to raw spans."""
+        located: list[Match] = []
+        cursor: dict[tuple[int, int], int] = {}
+        for text_id, rule_index, match, secret in found.iter_rows():
+            view = views[text_id]
+            order, kind, _ = self.rules[rule_index]
+            start = view.text.find(match, cursor.get((text_id, rule_index), 0))
+            if start < 0:
+                continue
+            cursor[(text_id, rule_index)] = start + len(match)
+            inner = match.rfind(secret) if secret != match else 0
+            spans = view.raw_spans(start + inner, start + inner + len(secret))
+            located.append(Match(kind, order, secret, view.framing, spans))
+        return located
+
+    def _pem_joins(self, marked: pl.DataFrame) -> list[View]:
+        """A PEM block cut at the end of one message and finished in the next message of the same row."""
+        by_place = {
+            (r, m): (t, text) for t, r, m, text in marked.select("text_id", "row_id", "message", "text").iter_rows()
+        }
+        joins = []
+        for (row_id, message), (text_id, text) in by_place.items():
+            begins = list(_PEM_BEGIN.finditer(text))
+            if not begins or _PEM_END.search(text, begins[-1].end()):
+                continue
+            following = by_place.get((row_id, message + 1))
+            if following is None:
+                continue
+            next_id, next_text = following
+            end = _PEM_END.search(next_text)
+            first_begin = _PEM_BEGIN.search(next_text)
+            if end is None or (first_begin is not None and first_begin.start() < end.start()):
+                continue
+            joins.append(joined(View.raw(text, text_id), begins[-1].start(), View.raw(next_text, next_id), end.end()))
+        return joins
+
+
+def _deduplicated(matches: list[Match]) -> list[Match]:
+    """Per raw text, where two matches overlap: the longer of one kind, the higher-ranked of two kinds.
+
+    Two kinds of equal rank over the very same span (a DeepSeek key is also OpenAI-shaped) keep the
+    later, more specific kind.
+    """
+    by_source: dict[int, list[int]] = {}
+    for index, match in enumerate(matches):
+        for source in match.spans:
+            by_source.setdefault(source, []).append(index)
+    dropped: set[int] = set()
+    for indices in by_source.values():
+        if len(indices) < 2:
+            continue
+        spans = {i: matches[i].spans for i in indices}
+        for i in indices:
+            for j in indices:
+                if i == j or i in dropped or j in dropped:
+                    continue
+                if _beats(matches[j], spans[j], matches[i], spans[i], j < i):
+                    dropped.add(i)
+    return [match for index, match in enumerate(matches) if index not in dropped]
+
+
+def _beats(winner: Match, winner_spans: dict, loser: Match, loser_spans: dict, winner_first: bool) -> bool:
+    shared = set(winner_spans) & set(loser_spans)
+    if not any(_overlap(winner_spans[s], loser_spans[s]) for s in shared):
+        return False
+    if winner.kind.rank != loser.kind.rank:
+        return winner.kind.rank > loser.kind.rank
+    if winner.kind.name == loser.kind.name:
+        winner_size = sum(e - s for s, e in winner_spans.values())
+        loser_size = sum(e - s for s, e in loser_spans.values())
+        return winner_size > loser_size or (winner_size == loser_size and winner_first)
+    return winner_spans == loser_spans and winner.order > loser.order
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]

@@ -1,0 +1,402 @@
+"""The secret kinds: one `SecretKind` record per kind, so adding a kind is one edit here.
+
+A kind has rules (a regex in Rust `regex` syntax, no lookaround, and the literals one of which any
+match must contain, for the prefilter), a shape check (its exact format: a match that passes is
+`live`) and how it is judged: a token of a known format, a generic keyword-context value (never
+`live`), or a private-key block (decoded).
+
+When a rule's regex has a capturing group, group 1 is the secret and the rest is context that must
+be present but is neither fingerprinted nor redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+
+import polars as pl
+
+from trace_assets.secret_scan import judge
+from trace_assets.secret_scan.pem import PEM_BLOCK, PGP_BLOCK
+
+
+class Judged(StrEnum):
+    """How a kind's matches are judged."""
+
+    TOKEN = "token"  # a known format: fake tells -> placeholder, shape -> live, else unverified
+    GENERIC = "generic"  # a keyword-context value: random-looking -> unverified, else placeholder
+    KEY_BLOCK = "key_block"  # a PEM or PGP block: decoded, see `pem.analyse_pem_block`
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One regex of a kind; the prefilter runs it only on texts holding one of `literals` (any case).
+
+    Literals are written as the secret spells them: their base64 and URL encodings are triggers too.
+    """
+
+    regex: str
+    literals: tuple[str, ...]
+
+    @cached_property
+    def has_secret_group(self) -> bool:
+        return bool(pl.select(pl.lit("").str.extract_groups(self.regex)).to_series().struct.fields)
+
+
+@dataclass(frozen=True)
+class SecretKind:
+    name: str
+    rules: tuple[Rule, ...]
+    shape: Callable[[str], object] | None = field(default=None, compare=False)
+    judged: Judged = Judged.TOKEN
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
+            raise ValueError(f"secret pattern name {self.name!r} must be lower_snake_case")
+        for rule in self.rules:
+            try:
+                matches_empty = pl.select(pl.lit("").str.contains(rule.regex)).item()
+            except pl.exceptions.ComputeError as error:
+                raise ValueError(f"secret pattern {self.name!r} is not a valid regex: {error}") from None
+            if matches_empty:
+                raise ValueError(f"secret pattern {self.name!r} matches the empty string")
+
+    @property
+    def rank(self) -> int:
+        """Where matches of two kinds overlap, the higher rank is kept: key blocks, tokens, then generic values."""
+        return {Judged.KEY_BLOCK: 3, Judged.TOKEN: 2, Judged.GENERIC: 1}[self.judged]
+
+
+def _token(name: str, regex: str, literals: Iterable[str], shape: Callable[[str], object] | None) -> SecretKind:
+    return SecretKind(name, (Rule(regex, tuple(literals)),), shape)
+
+
+def _fullmatch(regex: str) -> Callable[[str], object]:
+    return re.compile(regex).fullmatch
+
+
+# A keyword, then up to 30 name characters (`WANDB_API_KEY`, `cohere.api_key`), then an assignment.
+_ASSIGN = r"[A-Za-z0-9_.-]{0,30}[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
+_END = r"(?:[^A-Za-z0-9_+/=.~-]|$)"
+
+
+def _keyword(keywords: Sequence[str], value: str) -> Rule:
+    """`<keyword...> = <value>`, in env, YAML, JSON, TOML or code; group 1 is the value."""
+    alternatives = "|".join(re.escape(k) for k in keywords)
+    return Rule(rf"(?i:{alternatives}){_ASSIGN}({value}){_END}", tuple(keywords))
+
+
+def custom_kind(name: str, regex: str) -> SecretKind:
+    """A user's own exact format: no literals (it runs on every text), and any non-fake match is live."""
+    return _token(name, regex, (), None)
+
+
+_HEX32 = "[a-f0-9]{32}"
+_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+# Generic values: quoted or bare, no whitespace or quotes inside.
+_VALUE = r"[^\s\"'`;,]{6,200}"
+
+PRIVATE_KEY = "private_key"
+PGP_PRIVATE_KEY = "pgp_private_key"
+KEY_BLOCK_KINDS = frozenset({PRIVATE_KEY, PGP_PRIVATE_KEY})
+
+BUILTIN_KINDS: tuple[SecretKind, ...] = (
+    # ---- formats the project has always claimed
+    _token("jwt", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*", [".eyJ"], judge.is_signed_jwt),
+    _token(
+        "aws_access_key_id",
+        r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+        ["A3T", "AKIA", "ASIA", "ABIA", "ACCA"],
+        _fullmatch(r"(?:A3T[A-Z2-7]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}"),  # base32, as AWS mints them
+    ),
+    SecretKind(
+        "aws_secret_access_key",
+        (
+            Rule(
+                r"(?:(?i:aws[a-z_]{0,20}secret[a-z_]{0,20}|secret_?access_?key)[\\\"'\s]*(?::|=>?)[\\\"'\s]*"
+                r"|\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}[\s,:;|\"'=]{1,8})([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
+                ("secret", "AKIA", "ASIA", "ABIA", "ACCA"),
+            ),
+        ),
+        judge.has_mixed_charset,
+    ),
+    _token(
+        "openai_api_key",
+        r"\bsk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})",
+        ["sk-"],
+        lambda key: "T3BlbkFJ" in key,  # base64 of "OpenAI", inside every key OpenAI issues
+    ),
+    _token(
+        "anthropic_api_key",
+        r"\bsk-ant-[A-Za-z0-9_-]{20,}",
+        ["sk-ant-"],
+        _fullmatch(r"sk-ant-[a-z]+\d{2}-[A-Za-z0-9_-]{93}AA"),
+    ),
+    _token(
+        "hf_token",
+        r"\b(?:hf_|api_org_)[A-Za-z0-9]{34,}\b",
+        ["hf_", "api_org_"],
+        _fullmatch(r"(?:hf|api_org)_[A-Za-z]{34}"),
+    ),
+    _token(
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9_]{36,255}|github_pat_[A-Za-z0-9_]{22,})\b",
+        ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+        judge.is_github_token,
+    ),
+    SecretKind(
+        "slack_token",
+        (
+            Rule(r"\bxox[abeprs]-[A-Za-z0-9-]{10,}", ("xoxa-", "xoxb-", "xoxe-", "xoxp-", "xoxr-", "xoxs-")),
+            Rule(r"\bxoxe\.xox[bp]-\d-[A-Za-z0-9]{100,}", ("xoxe.",)),
+            Rule(r"\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+", ("xapp-",)),
+        ),
+        _fullmatch(
+            r"xox[abprs]-\d{6,}(?:-\d{6,}){1,2}-[A-Za-z0-9]{24,32}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{140,}"
+            r"|xoxe-\d-[A-Za-z0-9]{140,}|xapp-\d-[A-Z0-9]{9,11}-\d{10,13}-[a-f0-9]{64}"
+        ),
+    ),
+    _token(
+        "google_api_key",
+        r"\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)",
+        ["AIza"],
+        _fullmatch(r"AIza[0-9A-Za-z_-]{35}"),
+    ),
+    SecretKind(PRIVATE_KEY, (Rule(PEM_BLOCK, ("PRIVATE KEY-----",)),), judged=Judged.KEY_BLOCK),
+    SecretKind(PGP_PRIVATE_KEY, (Rule(PGP_BLOCK, ("PGP PRIVATE KEY BLOCK",)),), judged=Judged.KEY_BLOCK),
+    # ---- LLM and ML providers
+    _token("openrouter_api_key", r"\bsk-or-v1-[a-f0-9]{64}\b", ["sk-or-v1-"], lambda key: True),
+    _token("groq_api_key", r"\bgsk_[A-Za-z0-9]{52}\b", ["gsk_"], lambda key: True),
+    _token("xai_api_key", r"\bxai-[A-Za-z0-9]{80}\b", ["xai-"], lambda key: True),
+    SecretKind("deepseek_api_key", (_keyword(["deepseek"], r"sk-[a-f0-9]{32}"),), lambda key: True),
+    _token("perplexity_api_key", r"\bpplx-[A-Za-z0-9]{48}\b", ["pplx-"], lambda key: True),
+    SecretKind("cohere_api_key", (_keyword(["cohere", "co_api_key"], "[A-Za-z0-9]{40}"),), judge.has_mixed_charset),
+    _token("replicate_api_token", r"\br8_[A-Za-z0-9]{37}\b", ["r8_"], lambda key: True),
+    _token("langsmith_api_key", r"\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b", ["lsv2_"], lambda key: True),
+    SecretKind(
+        "pinecone_api_key",
+        (Rule(r"\bpcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{50,80}\b", ("pcsk_",)), _keyword(["pinecone"], _UUID)),
+        lambda key: True,
+    ),
+    SecretKind(
+        "azure_openai_api_key",
+        (_keyword(["azure_openai", "azureopenai", "azure_api_key", "api-key"], rf"{_HEX32}|[A-Za-z0-9]{{84}}"),),
+        lambda key: True,
+    ),
+    SecretKind(
+        "wandb_api_key",
+        (
+            _keyword(["wandb_api_key", "wandb_key", "wandb"], "[a-f0-9]{40}|local-[a-f0-9]{40}"),
+            Rule(r"(?i:machine\s+api\.wandb\.ai\s+login\s+\S+\s+password)\s+([a-f0-9]{40})\b", ("api.wandb.ai",)),
+        ),
+        judge.has_mixed_charset,
+    ),
+    # ---- code hosting and package registries
+    _token(
+        "pypi_token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", ["pypi-AgEIcHlwaS5vcmc"], lambda key: len(key) >= 80
+    ),
+    _token("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"], lambda key: judge.crc32_base62_ok(key, 4)),
+    _token(
+        "gitlab_token",
+        r"\bgl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas)-[A-Za-z0-9_-]{20,}",
+        ["glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glsoat-", "gloas-"],
+        _fullmatch(r"gl[a-z]+-[A-Za-z0-9_-]{20}(?:\.[A-Za-z0-9]{2}\.[a-z0-9]{9})?|glrt-t\d_[A-Za-z0-9_-]{27}"),
+    ),
+    # ---- chat webhooks
+    _token(
+        "slack_webhook",
+        r"\bhooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}",
+        ["hooks.slack.com/"],
+        _fullmatch(r"hooks\.slack\.com/services/T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{24}|hooks\.slack\.com/\w+/.+"),
+    ),
+    _token(
+        "discord_webhook",
+        r"\bdiscord(?:app)?\.com/api/webhooks/\d{17,20}/[A-Za-z0-9_-]{60,72}",
+        ["discord.com/api/webhooks/", "discordapp.com/api/webhooks/"],
+        lambda key: True,
+    ),
+    # ---- payments, messaging, email
+    _token(
+        "stripe_key",
+        r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,99}\b",
+        ["sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"],
+        _fullmatch(r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{24,99}"),
+    ),
+    SecretKind(
+        "twilio_api_key",
+        (_keyword(["twilio"], rf"SK[0-9a-fA-F]{{32}}|{_HEX32}"),),
+        lambda key: True,
+    ),
+    _token(
+        "sendgrid_api_key",
+        r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
+        ["SG."],
+        _fullmatch(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    ),
+    SecretKind(
+        "mailgun_api_key",
+        (Rule(r"\bkey-[0-9a-z]{32}\b", ("key-",)), _keyword(["mailgun"], rf"{_HEX32}-[a-f0-9]{{8}}-[a-f0-9]{{8}}")),
+        lambda key: True,
+    ),
+    # ---- cloud and infrastructure
+    _token(
+        "azure_storage_key",
+        r"(?i:AccountKey)=([A-Za-z0-9+/]{86}==)",
+        ["AccountKey="],
+        judge.decodes_to_bytes(64),
+    ),
+    _token(
+        "azure_client_secret",
+        r"(?:^|[^A-Za-z0-9_~.-])([A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)",
+        ["Q~"],
+        lambda key: True,
+    ),
+    _token(
+        "vault_token",
+        r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}",
+        ["hvs.", "hvb.", "hvr."],
+        _fullmatch(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}"),
+    ),
+    _token("databricks_token", r"\bdapi[a-f0-9]{32}(?:-\d)?\b", ["dapi"], judge.has_mixed_charset),
+    _token("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["dop_v1_", "doo_v1_", "dor_v1_"], lambda key: True),
+    SecretKind(
+        "heroku_api_key",
+        (Rule(r"\bHRKU-[A-Za-z0-9_-]{58,64}\b", ("HRKU-",)), _keyword(["heroku"], _UUID)),
+        lambda key: True,
+    ),
+    _token(
+        "sentry_token",
+        r"\bsntry[su]_[A-Za-z0-9+/=_-]{60,}",
+        ["sntrys_", "sntryu_"],
+        lambda key: key.startswith("sntryu_") or judge.b64_text(key[7:].split("_")[0]) is not None,
+    ),
+    SecretKind(
+        "grafana_token",
+        (
+            Rule(r"\bglc_[A-Za-z0-9+/]{32,400}={0,2}", ("glc_",)),
+            Rule(r"\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b", ("glsa_",)),
+            Rule(r"\beyJrIjoi[A-Za-z0-9]{70,400}={0,2}", ("eyJrIjoi",)),
+        ),
+        lambda key: True,
+    ),
+    SecretKind(
+        "cloudflare_api_token",
+        (
+            _keyword(["cloudflare", "cf_api_token", "cf_api_key"], "[A-Za-z0-9_-]{40}|[a-f0-9]{37}"),
+            Rule(r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b", ("v1.0-",)),
+        ),
+        judge.has_mixed_charset,
+    ),
+    SecretKind("vercel_token", (_keyword(["vercel"], "[A-Za-z0-9]{24}"),), judge.has_mixed_charset),
+    # ---- sandbox providers
+    SecretKind(
+        "modal_token_secret",
+        (
+            Rule(
+                r"(?i:token[_-]secret)[\"']?(?:\s*[:=]\s*[\"']?|\s+)(as-[A-Za-z0-9]{22})\b",
+                ("token_secret", "token-secret"),
+            ),
+        ),
+        lambda key: True,
+    ),
+    _token("daytona_api_key", r"\bdtn_[A-Za-z0-9]{32,}\b", ["dtn_"], lambda key: True),
+    _token("e2b_api_key", r"\be2b_[a-f0-9]{40}\b", ["e2b_"], lambda key: True),
+    # ---- credentials in context: headers, URLs, docker auth, generic assignments
+    SecretKind(
+        "bearer_token",
+        (Rule(r"(?i:bearer)\s+([A-Za-z0-9_\-.~+/]{20,}=*)", ("bearer",)),),
+        judged=Judged.GENERIC,
+    ),
+    _token(
+        "basic_auth",
+        r"(?i:authorization[\"']?\s*[:=]\s*[\"']?basic)\s+([A-Za-z0-9+/]{8,}={0,2})",
+        ["authorization"],
+        judge.basic_credentials,
+    ),
+    _token("docker_auth", r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{8,}={0,2})\"", ['"auth"'], judge.basic_credentials),
+    SecretKind(
+        "url_password",
+        (Rule(r"[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:@/'\"<>]{0,64}:([^\s@/'\"<>]{3,128})@[A-Za-z0-9.\[-]", ("://",)),),
+        judged=Judged.GENERIC,
+    ),
+    SecretKind(
+        "generic_password",
+        (_keyword(["password", "passwd", "passphrase"], _VALUE),),
+        judged=Judged.GENERIC,
+    ),
+    SecretKind(
+        "generic_secret",
+        (_keyword(["secret"], _VALUE),),
+        judged=Judged.GENERIC,
+    ),
+    SecretKind(
+        "generic_api_key",
+        (
+            _keyword(
+                ["api_key", "apikey", "api-key", "access_key", "auth_token", "access_token"], r"[^\s\"'`;,]{16,200}"
+            ),
+        ),
+        judged=Judged.GENERIC,
+    ),
+)
+BUILTIN_NAMES = frozenset(kind.name for kind in BUILTIN_KINDS)
+
+# Public sample keys that ship in SDK docs and samples (Firebase's, as gitleaks allowlists them):
+# matching them is expected and they grant nothing, so they are placeholders.
+PUBLIC_SAMPLE_KEYS = frozenset(
+    {
+        "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
+        "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+        "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM",
+        "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
+        "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0",
+        "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
+        "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c",
+        "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
+        "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY",
+        "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
+        "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ",
+        "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
+        "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU",
+        "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
+        "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
+        "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
+        "AKIAIOSFODNN7EXAMPLE",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    }
+)
+
+
+def all_kinds(extra: Sequence[SecretKind]) -> tuple[SecretKind, ...]:
+    names = [kind.name for kind in extra]
+    clashes = sorted(set(names) & BUILTIN_NAMES) + sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise ValueError(f"secret pattern names must be unique and not built-in: {', '.join(clashes)}")
+    return (*BUILTIN_KINDS, *extra)
+
+
+def parse_pattern_specs(spec: str) -> list[SecretKind]:
+    """Extra kinds from config: `name=regex;name2=regex2`, or JSON when a regex holds `;`.
+
+    JSON is either `{"name": "regex"}` or `[{"name": ..., "regex": ...}]`.
+    """
+    spec = spec.strip()
+    if not spec:
+        return []
+    if spec[0] in "[{":
+        data = json.loads(spec)
+        pairs: Iterable[Sequence[str]] = (
+            data.items() if isinstance(data, dict) else ((item["name"], item["regex"]) for item in data)
+        )
+    else:
+        pairs = (part.split("=", 1) for part in spec.split(";") if part.strip())
+    kinds = []
+    for pair in pairs:
+        if len(pair) != 2:
+            raise ValueError(f"secret pattern spec {'='.join(pair)!r} is not name=regex")
+        kinds.append(custom_kind(pair[0].strip(), pair[1].strip()))
+    return kinds

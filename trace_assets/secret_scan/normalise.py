@@ -1,0 +1,213 @@
+"""Normalised views of a text, the shapes agent traces print secrets in, mapped back to raw offsets.
+
+A `View` is a text plus segments that map each of its characters to a span of a raw text, so a
+match in a view is redacted in the raw text whole: JSON unescaped (once, then again if still
+escaped), `cat -n` numbers and `cat -A` markers stripped, terminal hard wraps at the wrap width
+joined, `%XX` decoded, base64 blobs that start like a secret decoded (bounded in size, count and
+depth), and a PEM block cut between two consecutive messages joined.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+from trace_assets.secret_scan.judge import b64_text
+
+DEFAULT_WRAP_WIDTH = 160  # Terminus-2's terminal width
+MAX_BLOB_CHARS = 65_536
+MAX_BLOBS_PER_TEXT = 16
+MAX_DECODE_DEPTH = 2
+
+
+class Framing(StrEnum):
+    """One way a text was normalised; a view's framing names each step, joined by `+`."""
+
+    RAW = "raw"
+    JSON = "json"
+    CAT_N = "cat_n"
+    CAT_A = "cat_a"
+    REWRAP = "rewrap"
+    URL = "url"
+    BASE64 = "base64"
+    PEM_JOIN = "pem_join"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """View characters [start, end) come from raw text `source`, characters [raw_start, raw_end).
+
+    A copied segment maps character to character; a replaced one (an escape, a decoded blob) maps
+    as a whole.
+    """
+
+    start: int
+    end: int
+    source: int
+    raw_start: int
+    raw_end: int
+    copied: bool
+
+
+class View:
+    def __init__(self, text: str, framing: str, segments: list[Segment]) -> None:
+        self.text = text
+        self.framing = framing
+        self.segments = segments
+        self._starts = [segment.start for segment in segments]
+
+    @classmethod
+    def raw(cls, text: str, source: int) -> View:
+        return cls(text, Framing.RAW, [Segment(0, len(text), source, 0, len(text), True)])
+
+    def _overlapping(self, start: int, end: int) -> Iterator[Segment]:
+        i = max(bisect_right(self._starts, start) - 1, 0)
+        while i < len(self.segments) and self.segments[i].start < end:
+            if self.segments[i].end > start:
+                yield self.segments[i]
+            i += 1
+
+    def raw_spans(self, start: int, end: int) -> dict[int, tuple[int, int]]:
+        """The raw span, per source text, that view characters [start, end) come from."""
+        spans: dict[int, tuple[int, int]] = {}
+        for segment in self._overlapping(start, end):
+            if segment.copied:
+                low = segment.raw_start + max(start, segment.start) - segment.start
+                high = segment.raw_start + min(end, segment.end) - segment.start
+            else:
+                low, high = segment.raw_start, segment.raw_end
+            old = spans.get(segment.source)
+            spans[segment.source] = (low, high) if old is None else (min(old[0], low), max(old[1], high))
+        return spans
+
+    def derive(self, pieces: Iterable[tuple[str, int, int, bool]], framing: str) -> View:
+        """A new view from pieces (text, start, end, copied) that cover this view in order."""
+        texts: list[str] = []
+        segments: list[Segment] = []
+        position = 0
+        for text, start, end, copied in pieces:
+            if copied:
+                for parent in self._overlapping(start, end):
+                    low, high = max(start, parent.start), min(end, parent.end)
+                    if high <= low:
+                        continue
+                    offset = position + low - start
+                    if parent.copied:
+                        raw_low = parent.raw_start + low - parent.start
+                        segments.append(
+                            Segment(offset, offset + high - low, parent.source, raw_low, raw_low + high - low, True)
+                        )
+                    else:
+                        segments.append(
+                            Segment(offset, offset + high - low, parent.source, parent.raw_start, parent.raw_end, False)
+                        )
+            else:
+                for source, (raw_low, raw_high) in self.raw_spans(start, end).items():
+                    segments.append(Segment(position, position + len(text), source, raw_low, raw_high, False))
+                    break
+            texts.append(text)
+            position += len(text)
+        return View("".join(texts), f"{self.framing}+{framing}".removeprefix("raw+"), segments)
+
+
+def _substitute(
+    view: View, pattern: re.Pattern[str], replace: Callable[[re.Match[str]], str], framing: str
+) -> View | None:
+    """`view` with every match of `pattern` replaced, or None when nothing matched."""
+    pieces: list[tuple[str, int, int, bool]] = []
+    last = 0
+    for match in pattern.finditer(view.text):
+        start, end = match.span(match.re.groups and 1 or 0)
+        if start > last:
+            pieces.append((view.text[last:start], last, start, True))
+        pieces.append((replace(match), start, end, False))
+        last = end
+    if not pieces:
+        return None
+    if last < len(view.text):
+        pieces.append((view.text[last:], last, len(view.text), True))
+    return view.derive(pieces, framing)
+
+
+_JSON_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[\"\\/bfnrt])")
+_JSON_CHARS = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/"}
+_STILL_ESCAPED = re.compile(r"\\[nt\"/]|\\u[0-9a-fA-F]{4}")
+_CAT_N = re.compile(r"^ {0,8}\d{1,9}\t", re.MULTILINE)
+_CAT_A = re.compile(r"(\^I|\$(?=\r?\n|\Z))")
+_CAT_A_LINES = re.compile(r"\$\r?\n.*\$\r?\n")
+_URL_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def _json_unescape(match: re.Match[str]) -> str:
+    escape = match.group(0)
+    return chr(int(escape[2:], 16)) if escape[1] == "u" else _JSON_CHARS[escape[1]]
+
+
+def _rewrap_pattern(width: int) -> re.Pattern[str]:
+    return re.compile(rf"^[^\n]{{{width}}}(\r?\n)", re.MULTILINE)
+
+
+class Normaliser:
+    """Builds the views of one text worth scanning besides the raw text."""
+
+    def __init__(self, wrap_width: int, base64_triggers: Iterable[str]) -> None:
+        self.wrap = _rewrap_pattern(wrap_width) if wrap_width > 0 else None
+        triggers = "|".join(sorted({re.escape(t) for t in base64_triggers}, key=len, reverse=True))
+        self.blob = re.compile(rf"(?:{triggers})[A-Za-z0-9+/_-]{{8,{MAX_BLOB_CHARS}}}={{0,2}}")
+
+    def normalised(self, view: View) -> View | None:
+        """JSON unescaped (twice if needed), `cat` prefixes stripped, hard wraps joined: one view, or None."""
+        current = view
+        for _ in range(2):
+            if "\\" not in current.text or not _STILL_ESCAPED.search(current.text):
+                break
+            current = _substitute(current, _JSON_ESCAPE, _json_unescape, Framing.JSON) or current
+        if "\t" in current.text and len(_CAT_N.findall(current.text, 0, 4096)) >= 2:
+            current = _substitute(current, _CAT_N, lambda m: "", Framing.CAT_N) or current
+        if "$" in current.text and _CAT_A_LINES.search(current.text):
+            current = (
+                _substitute(current, _CAT_A, lambda m: "\t" if m.group(0) == "^I" else "", Framing.CAT_A) or current
+            )
+        if self.wrap is not None:
+            current = _substitute(current, self.wrap, lambda m: "", Framing.REWRAP) or current
+        return None if current is view else current
+
+    def decoded(self, view: View, blob: str, framing: Framing, depth: int = 1) -> list[View]:
+        """Views of each occurrence of `blob` in `view`, decoded; then blobs inside those, to the depth bound."""
+        if len(blob) > MAX_BLOB_CHARS:
+            return []
+        text = urllib.parse.unquote(blob) if framing is Framing.URL else b64_text(blob)
+        if not text or text == blob:
+            return []
+        views: list[View] = []
+        start = view.text.find(blob)
+        while start >= 0 and len(views) < MAX_BLOBS_PER_TEXT:
+            decoded = view.derive([(text, start, start + len(blob), False)], framing)
+            views.append(decoded)
+            start = view.text.find(blob, start + len(blob))
+        if depth < MAX_DECODE_DEPTH and views:
+            normalised = self.normalised(views[0])
+            inner = normalised or views[0]
+            if normalised is not None:
+                views.append(normalised)
+            for match in self.blob.finditer(inner.text):
+                views += self.decoded(inner, match.group(0), Framing.BASE64, depth + 1)
+        return views
+
+
+def joined(first: View, start: int, second: View, end: int) -> View:
+    """A block cut between two messages: `first` from `start`, a newline, `second` up to `end`."""
+    tail = first.derive([(first.text[start:], start, len(first.text), True)], Framing.RAW)
+    head = second.derive([(second.text[:end], 0, end, True)], Framing.RAW)
+    segments = list(tail.segments)
+    offset = len(tail.text) + 1
+    last = segments[-1] if segments else Segment(0, 0, first.segments[0].source, start, start, True)
+    segments.append(Segment(len(tail.text), offset, last.source, last.raw_end, last.raw_end, False))
+    segments += [
+        Segment(s.start + offset, s.end + offset, s.source, s.raw_start, s.raw_end, s.copied) for s in head.segments
+    ]
+    return View(f"{tail.text}\n{head.text}", Framing.PEM_JOIN, segments)

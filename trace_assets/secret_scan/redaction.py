@@ -1,0 +1,65 @@
+"""Redaction: replace the raw bytes of every finding with a chosen verdict by `[REDACTED:<kind>]`.
+
+The raw span of a finding covers its whole secret however it was printed (wrapped, escaped,
+numbered, encoded, split over two messages), so nothing of it is left; every other occurrence of
+the same raw text or normalised secret is replaced too. Returns counts; the report is not touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import polars as pl
+
+from trace_assets.secret_scan.finder import Finder
+from trace_assets.secret_scan.scanner import PLAIN_TEXT_COLUMNS, Judge, ScanOptions, has_conversations, judged_matches
+from trace_assets.secret_scan.verdicts import Verdict
+
+DEFAULT_REDACTED = frozenset({Verdict.LIVE, Verdict.UNVERIFIED})
+
+
+class Redaction:
+    """Reusable across batches: the kinds are compiled and verdicts cached once."""
+
+    def __init__(self, options: ScanOptions, verdicts: Collection[Verdict] = DEFAULT_REDACTED) -> None:
+        self.verdicts = frozenset(verdicts)
+        self._finder = Finder(options.kinds, options.wrap_width)
+        self._judge = Judge(options.allowlist)
+
+    def __call__(self, rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+        """The rows with the same schema, and the matches replaced per kind."""
+        if not self.verdicts:
+            return rows, {}
+        _, matches, judgements, by_id, _ = judged_matches(self._finder, self._judge, rows, 0)
+        counts: dict[str, int] = {}
+        targets: dict[str, str] = {}
+        for match, judgement in zip(matches, judgements):
+            if judgement.verdict not in self.verdicts:
+                continue
+            counts[match.kind.name] = counts.get(match.kind.name, 0) + 1
+            pieces = [by_id[source][start:end] for source, (start, end) in match.spans.items()]
+            for piece in (*pieces, match.secret):
+                if piece:
+                    targets.setdefault(piece, f"[REDACTED:{match.kind.name}]")
+        if not targets:
+            return rows, {}
+        # Longest first, so a secret that contains another is replaced whole.
+        ordered = sorted(targets, key=len, reverse=True)
+        replacements = [targets[target] for target in ordered]
+
+        def scrub(text: pl.Expr) -> pl.Expr:
+            return text.str.replace_many(ordered, replacements, leftmost=True)
+
+        columns = [scrub(pl.col(name)) for name in PLAIN_TEXT_COLUMNS if rows.schema.get(name) == pl.String]
+        if has_conversations(rows):
+            columns.append(
+                pl.col("conversations").list.eval(pl.element().struct.with_fields(scrub(pl.field("content"))))
+            )
+        return rows.with_columns(columns), counts
+
+
+def redact(
+    rows: pl.DataFrame, options: ScanOptions | None = None, verdicts: Collection[Verdict] = DEFAULT_REDACTED
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """One-off redaction of `rows`; see `Redaction`."""
+    return Redaction(options or ScanOptions(), verdicts)(rows)

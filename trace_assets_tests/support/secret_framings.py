@@ -1,0 +1,112 @@
+"""Real-format secrets (checksummed tokens, keys made with `cryptography`) and the framings agent
+traces print them in: shared by the framing tests and the recall measurement."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+import urllib.parse
+import zlib
+from collections.abc import Callable
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+ALNUM = string.ascii_letters + string.digits
+BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+PROMPT = "root@sandbox:/app# "
+WIDTH = 160
+
+
+def rand(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def crc_token(rng: random.Random, prefix: str) -> str:
+    body = rand(rng, ALNUM, 30)
+    value, digits = zlib.crc32(body.encode()), ""
+    while value:
+        value, digit = divmod(value, 62)
+        digits = BASE62[digit] + digits
+    return prefix + body + digits.rjust(6, "0")
+
+
+def rsa_pem(bits: int = 2048) -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    fmt = serialization.PrivateFormat.PKCS8
+    return key.private_bytes(serialization.Encoding.PEM, fmt, serialization.NoEncryption()).decode().strip()
+
+
+def ec_pem() -> str:
+    key = ec.generate_private_key(ec.SECP256R1())
+    fmt = serialization.PrivateFormat.TraditionalOpenSSL
+    return key.private_bytes(serialization.Encoding.PEM, fmt, serialization.NoEncryption()).decode().strip()
+
+
+def tokens(rng: random.Random) -> dict[str, tuple[str, str]]:
+    """name -> (kind, secret) for one live secret of each token kind, in its exact format."""
+    jwt_head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
+    claims = base64.urlsafe_b64encode(json.dumps({"sub": rand(rng, ALNUM, 10), "iat": 1714000000}).encode())
+    return {
+        "github": ("github_token", crc_token(rng, "ghp_")),
+        "npm": ("npm_token", crc_token(rng, "npm_")),
+        "openai": ("openai_api_key", f"sk-proj-{rand(rng, ALNUM, 60)}T3BlbkFJ{rand(rng, ALNUM, 60)}"),
+        "anthropic": ("anthropic_api_key", f"sk-ant-api03-{rand(rng, ALNUM + '-_', 93)}AA"),
+        "hf": ("hf_token", "hf_" + rand(rng, string.ascii_letters, 34)),
+        "aws_id": ("aws_access_key_id", "AKIA" + rand(rng, string.ascii_uppercase + "234567", 16)),
+        "jwt": ("jwt", f"{jwt_head}.{claims.rstrip(b'=').decode()}.{rand(rng, ALNUM + '-_', 43)}"),
+        "slack": (
+            "slack_token",
+            f"xoxb-{rand(rng, string.digits, 12)}-{rand(rng, string.digits, 13)}-{rand(rng, ALNUM, 24)}",
+        ),
+        "stripe": ("stripe_key", "sk_live_" + rand(rng, ALNUM, 99)),
+        "groq": ("groq_api_key", "gsk_" + rand(rng, ALNUM, 52)),
+        "openrouter": ("openrouter_api_key", "sk-or-v1-" + rand(rng, "0123456789abcdef", 64)),
+        "gitlab": ("gitlab_token", "glpat-" + rand(rng, ALNUM + "_-", 20)),
+        "sendgrid": ("sendgrid_api_key", f"SG.{rand(rng, ALNUM, 22)}.{rand(rng, ALNUM, 43)}"),
+        "google": ("google_api_key", "AIza" + rand(rng, ALNUM + "-_", 35)),
+    }
+
+
+def _rewrap(text: str) -> str:
+    """A terminal of WIDTH columns: every line hard-wrapped, as terminus-2's screen captures are."""
+    out = []
+    for line in text.split("\n"):
+        out += [line[i : i + WIDTH] for i in range(0, max(len(line), 1), WIDTH)]
+    return "\n".join(out)
+
+
+def _cat_n(text: str) -> str:
+    return "\n".join(f"{i:6d}\t{line}" for i, line in enumerate(text.split("\n"), 1))
+
+
+def _json(text: str) -> str:
+    return json.dumps({"analysis": "Output:\n" + text, "commands": []})
+
+
+# Framings of one secret: name -> (text holding it, or two messages for `pem_split`).
+FRAMINGS: dict[str, Callable[[str], str]] = {
+    "raw": lambda s: f"{PROMPT}cat .env\nTOKEN={s}\n{PROMPT}",
+    "rewrap": lambda s: _rewrap(f"{PROMPT}echo {'x' * (WIDTH - len(PROMPT) - 20)} {s} done\n{PROMPT}"),
+    "json_after_newline": lambda s: _json(s),
+    "json_twice": lambda s: json.dumps({"keystrokes": _json(s)}),
+    "cat_n": lambda s: f"{PROMPT}cat -n creds\n" + _cat_n(f"# creds\ntoken: {s}\n"),
+    "cat_a": lambda s: f"{PROMPT}cat -A creds\n" + "".join(f"{line}$\n" for line in f"# creds\nkey: {s}".split("\n")),
+    "json_slashes": lambda s: _json(s).replace("/", "\\/"),
+    "yaml_indented": lambda s: (
+        "apiVersion: v1\nstringData:\n  key: |\n" + "".join(f"    {line}\n" for line in s.split("\n"))
+    ),
+    "one_line": lambda s: f"{PROMPT}echo $KEY\n" + s.replace("\n", " ") + f"\n{PROMPT}",
+    "base64": lambda s: f"data:\n  token: {base64.b64encode(s.encode()).decode()}\n",
+    "url": lambda s: "GET /callback?token=" + urllib.parse.quote(s, safe="") + "&x=1",
+}
+PEM_ONLY = {"cat_a", "yaml_indented", "one_line", "json_slashes"}
+
+
+def pem_split(pem: str) -> list[str]:
+    """A PEM block cut between two consecutive messages, as a long `cat` spans two turns."""
+    lines = pem.split("\n")
+    half = len(lines) // 2
+    return [f"{PROMPT}cat key.pem\n" + "\n".join(lines[:half]), "\n".join(lines[half:]) + f"\n{PROMPT}"]
