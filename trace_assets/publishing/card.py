@@ -8,7 +8,9 @@ import pyarrow as pa
 import yaml
 
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason
+from trace_assets.publishing.sessions_card import sessions_config, sessions_prose
 from trace_assets.publishing.shards import ShardSet
+from trace_assets.steps.sessions import SessionCounts
 
 
 def _feature(arrow_type: pa.DataType) -> dict[str, Any]:
@@ -31,9 +33,12 @@ def _feature(arrow_type: pa.DataType) -> dict[str, Any]:
     raise TypeError(f"no dataset feature for Arrow type {arrow_type}")
 
 
-def card_header(schema: pa.Schema, shards: ShardSet) -> dict[str, Any]:
+def card_header(schema: pa.Schema, shards: ShardSet, sessions: SessionCounts | None = None) -> dict[str, Any]:
+    configs = [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}]
+    if sessions is not None:
+        configs.append(sessions_config())
     return {
-        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}],
+        "configs": configs,
         "dataset_info": {
             "features": [{"name": f.name, **_feature(f.type)} for f in schema],
             "splits": [{"name": "train", "num_bytes": shards.num_bytes, "num_examples": shards.num_examples}],
@@ -110,8 +115,14 @@ def scan_prose(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def dataset_card(coverage: Coverage, scan_report: dict[str, Any], shards: ShardSet, schema: pa.Schema) -> str:
-    header = yaml.safe_dump(card_header(schema, shards), sort_keys=False)
+def dataset_card(
+    coverage: Coverage,
+    scan_report: dict[str, Any],
+    shards: ShardSet,
+    schema: pa.Schema,
+    sessions: SessionCounts | None = None,
+) -> str:
+    header = yaml.safe_dump(card_header(schema, shards, sessions), sort_keys=False)
     return (
         f"---\n{header}---\n\n"
         f"# Harbor traces: {coverage.run_id}\n\n"
@@ -119,6 +130,7 @@ def dataset_card(coverage: Coverage, scan_report: dict[str, Any], shards: ShardS
         "with the same columns `harbor traces export --episodes last` writes "
         "(agent, model, model_provider, date, task, episode, run_id, trial_name, result, instruction, "
         "verifier_output).\n\n"
-        f"## Coverage\n\n{coverage_prose(coverage)}\n\n"
+        + (f"## Sessions\n\n{sessions_prose(sessions)}\n\n" if sessions is not None else "")
+        + f"## Coverage\n\n{coverage_prose(coverage)}\n\n"
         f"## Secret scan\n\n{scan_prose(scan_report)}\n"
     )

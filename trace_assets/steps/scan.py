@@ -3,6 +3,7 @@ publishing applies to them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -10,6 +11,7 @@ import pyarrow as pa
 
 from trace_assets.secret_scan.policy import OnSecret
 from trace_assets.secret_scan.scanner import SecretScanner, parse_pattern_specs, redact
+from trace_assets.steps.sessions import scan_sessions
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 
 SCAN_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens of MB
@@ -19,12 +21,16 @@ def _allowlist(spec: str) -> list[str]:
     return [item.strip() for item in spec.split(",") if item.strip()]
 
 
-def scan_run(rows: RowParts, run_id: str, pattern_spec: str, allowlist_spec: str) -> dict[str, Any]:
-    """Scan every text column of every row, a batch at a time."""
+def scan_run(
+    rows: RowParts, run_id: str, pattern_spec: str, allowlist_spec: str, sessions: Path | None = None
+) -> dict[str, Any]:
+    """Scan every text column of every row, a batch at a time, then every text of the session files."""
     scanner = SecretScanner(run_id, parse_pattern_specs(pattern_spec), _allowlist(allowlist_spec))
     for table in iter_rows(rows, SCAN_BATCH_ROWS):
         scanner.scan(pl.DataFrame(table))
-    return scanner.report()
+    sessions_scanned = scan_sessions(scanner, sessions) if sessions is not None else None
+    report = scanner.report()
+    return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
 
 
 class Redactor:
