@@ -20,7 +20,7 @@ $(BIN)/trace-assets: pyproject.toml
 venv: $(BIN)/trace-assets
 
 demo: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/trace-assets materialize rl-sample-run --traces-root sample_traces --publish-root published
+	$(BIN)/trace-assets materialize rl-sample-run --traces-root sample_traces --publish-root published --on-secret redact
 
 # PostgreSQL and Chromium for the service tests (Debian packages; needs root, skipped otherwise).
 services:

@@ -64,6 +64,8 @@ class Coverage:
     excluded: dict[str, int] = field(default_factory=dict)
     rows: int = 0
     subagent_rows: int = 0
+    sessions: int = 0  # session files for the Hub's trace viewer, main and subagent
+    subagent_sessions: int = 0
 
     @property
     def export_ratio(self) -> float:
@@ -88,9 +90,14 @@ class Coverage:
             "export_ratio": round(self.export_ratio, 6),
             "rows": self.rows,
             "subagent_rows": self.subagent_rows,
+            "sessions": self.sessions,
+            "subagent_sessions": self.subagent_sessions,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Coverage:
         names = ("run_id", "trial_dirs", "scored", "unscored", "exported", "excluded", "rows", "subagent_rows")
-        return cls(**{name: data[name] for name in names})
+        return cls(
+            **{name: data[name] for name in names},
+            **{name: data.get(name, 0) for name in ("sessions", "subagent_sessions")},  # absent before sessions
+        )

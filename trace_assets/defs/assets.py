@@ -73,11 +73,13 @@ def last_episode_rows(
         trace_config.batch_size,
         context.log.info,
         rows_per_part=trace_config.max_rows_per_shard,
+        sessions=trace_config.session_writer(staging),
     )
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
             "subagent_rows": dg.MetadataValue.int(coverage.subagent_rows),
+            "sessions": dg.MetadataValue.int(coverage.sessions),
             "trials_read": dg.MetadataValue.int(stats.reread),
             "trials_unchanged": dg.MetadataValue.int(stats.cached),
             "path": dg.MetadataValue.path(str(staging.rows)),
@@ -95,7 +97,9 @@ def secret_scan_report(
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
     scope = scope_of(context)
     staging = trace_config.staging(scope)
-    report = scan_run(staging.require_rows(), scope.key, trace_config.scan_options())
+    report = scan_run(
+        staging.require_rows(), scope.key, trace_config.scan_options(), trace_config.sessions_folder(staging)
+    )
     write_json_atomically(staging.scan_report, report)
     context.log.info(f"secret scan verdict: {report['verdict']}")
     if trace_config.scan_policy().blocking(report):
@@ -131,6 +135,7 @@ def published_shards(
         trace_config.max_rows_per_shard,
         redactor,
         trace_config.export_options(),
+        trace_config.sessions_folder(staging),
     )
     target = trace_config.publish_target(object_storage, hub).publish(staging.publish_build, scope)
     shutil.rmtree(staging.publish_build)

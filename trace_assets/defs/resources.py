@@ -23,6 +23,7 @@ from trace_assets.secret_scan.policy import OnSecret, OnUnverified, ScanPolicy, 
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
 from trace_assets.steps.scan import scan_options
+from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 
@@ -100,6 +101,8 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         default=DEFAULT_WRAP_WIDTH, description="Terminal width whose hard wraps the scan joins"
     )
     settle_seconds: float = Field(default=600, description="Sensor: how long a run's listing must stay unchanged")
+    sessions: bool = Field(default=True, description="Also publish each trial's whole trajectory as session files")
+    session_harness: str = Field(default="", description="Session files' harness id; default: the trial's agent")
 
     def export_options(self) -> ExportOptions:
         return ExportOptions(**{name: getattr(self, name) for name in EXPORT_FIELDS})
@@ -115,6 +118,13 @@ class TraceAssetsConfig(dg.ConfigurableResource):
 
     def store(self, storage: ObjectStorage) -> TraceStore:
         return TraceStore(self.traces_root, storage.storage_options(self.traces_root), self.max_concurrency)
+
+    def sessions_folder(self, staging: RunStaging) -> Path | None:
+        """The staged session files, or None when session files are off."""
+        return staged_sessions(staging) if self.sessions else None
+
+    def session_writer(self, staging: RunStaging) -> SessionWriter | None:
+        return SessionWriter(staged_sessions(staging), self.session_harness) if self.sessions else None
 
     def publish_target(self, storage: ObjectStorage, hub: HuggingFaceHub) -> PublishTarget:
         return choose_target(self.publish_root, storage.storage_options(self.publish_root), hub.settings())
@@ -135,6 +145,8 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "secret_patterns": env.get("TRACE_ASSETS_SECRET_PATTERNS", ""),
         "secret_allowlist": env.get("TRACE_ASSETS_SECRET_ALLOWLIST", ""),
         "on_unverified": parse_on_unverified(env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact"),
+        "sessions": _flag(env.get("TRACE_ASSETS_SESSIONS") or "on"),
+        "session_harness": env.get("TRACE_ASSETS_SESSION_HARNESS", ""),
     }
     for name, key in (
         ("batch_size", "TRACE_ASSETS_BATCH_SIZE"),

@@ -10,7 +10,9 @@ import yaml
 
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
+from trace_assets.publishing.sessions_card import sessions_config, sessions_prose
 from trace_assets.publishing.shards import ShardSet
+from trace_assets.steps.sessions import SessionCounts
 
 
 def _feature(arrow_type: pa.DataType) -> dict[str, Any]:
@@ -46,7 +48,9 @@ def _info(schema: pa.Schema, shards: ShardSet) -> dict[str, Any]:
     }
 
 
-def card_header(schema: pa.Schema, shards: ShardSet, subsets: Subsets | None = None) -> dict[str, Any]:
+def card_header(
+    schema: pa.Schema, shards: ShardSet, subsets: Subsets | None = None, sessions: SessionCounts | None = None
+) -> dict[str, Any]:
     configs = [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}]
     info: dict[str, Any] | list[dict[str, Any]] = _info(schema, shards)
     if subsets:
@@ -58,6 +62,8 @@ def card_header(schema: pa.Schema, shards: ShardSet, subsets: Subsets | None = N
             {"config_name": name, **_info(sub_schema, sub_shards)}
             for name, (_, sub_schema, sub_shards) in subsets.items()
         ]
+    if sessions is not None:
+        configs.append(sessions_config())
     return {"configs": configs, "dataset_info": info, "tags": ["harbor", "agent-traces", "reinforcement-learning"]}
 
 
@@ -196,19 +202,22 @@ def dataset_card(
     schema: pa.Schema,
     options: ExportOptions | None = None,
     subsets: Subsets | None = None,
+    sessions: SessionCounts | None = None,
 ) -> str:
     options = options or ExportOptions()
-    header = yaml.safe_dump(card_header(schema, shards, subsets), sort_keys=False)
+    header = yaml.safe_dump(card_header(schema, shards, subsets, sessions), sort_keys=False)
     options_section = (
         f"## Export options\n\n{options_prose(options, shards, subsets or {})}\n\n"
         if options != ExportOptions()
         else ""
     )
+    sessions_section = f"## Sessions\n\n{sessions_prose(sessions)}\n\n" if sessions is not None else ""
     return (
         f"---\n{header}---\n\n"
         f"# Harbor traces: {coverage.run_id}\n\n"
         f"{intro_prose(options, schema)}\n\n"
         f"{options_section}"
+        f"{sessions_section}"
         f"## Coverage\n\n{coverage_prose(coverage)}\n\n"
         f"## Secret scan\n\n{scan_prose(scan_report)}\n"
     )

@@ -14,6 +14,7 @@ from trace_assets.publishing.card import Subsets, dataset_card
 from trace_assets.publishing.shards import ShardSet, write_shards
 from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
 from trace_assets.steps.scan import Redactor
+from trace_assets.steps.sessions import SessionCounts, copy_sessions
 from trace_assets.steps.staged_rows import RowParts
 
 CARD_FILE = "README.md"
@@ -31,8 +32,12 @@ def build_run_folder(
     max_rows_per_shard: int,
     redactor: Redactor | None = None,
     options: ExportOptions | None = None,
+    sessions: Path | None = None,
 ) -> ShardSet:
-    """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced."""
+    """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced.
+
+    `sessions` is the staged session files' folder, published under `sessions/` when given.
+    """
     options = options or ExportOptions()
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -44,12 +49,16 @@ def build_run_folder(
         schema = schema.remove(schema.get_field_index(TRACE_SOURCE_COLUMN))
     else:
         shards = write_shards(rows, out_dir, max_rows_per_shard, redactor)
+    session_counts: SessionCounts | None = None
+    if sessions is not None:
+        session_counts = copy_sessions(sessions, out_dir, redactor)
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)
     shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
-    (out_dir / CARD_FILE).write_text(dataset_card(coverage, scan_report, shards, schema, options, subsets))
+    card = dataset_card(coverage, scan_report, shards, schema, options, subsets, session_counts)
+    (out_dir / CARD_FILE).write_text(card)
     return shards
 
 

@@ -11,21 +11,31 @@ keeps the request (and so the `Authorization` header) around.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 from urllib.parse import unquote
 
+import httpx2
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.hf_api import RepoFile
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 REPO_TYPE = "dataset"
 DEFAULT_REVISION = "main"
 SHARD_DIR = "data"
+SESSIONS_DIR = "sessions"  # session files; like shards, the files a new version may drop
+# The Hub's guidance for commits over HTTP: larger ones can time out while still completing.
+MAX_FILES_PER_COMMIT = 100
 PUBLISH_ROOT_PREFIX = "hf://datasets/"
 
 _REPO_ID_PART = re.compile(r"[A-Za-z0-9._-]{1,96}")
@@ -149,8 +159,14 @@ def publish_run_folder(
     path_in_repo: str = "",
     commit_message: str,
     endpoint: str | None = None,
+    max_files_per_commit: int = MAX_FILES_PER_COMMIT,
+    retry: RetryPolicy | None = None,
 ) -> PublishedCommit:
     """Upload every file of `local_dir` to a dataset repo and drop stale shards, all in one commit.
+
+    A version of more than `max_files_per_commit` file changes goes up in batches on a pull
+    request that is merged at the end instead, so `main` still moves in one step (see
+    `_publish_in_batches`); stale session files are dropped like stale shards.
 
     Stale shards are the files under `<path_in_repo>/data/` on the Hub that the new run does not
     have; nothing outside that folder is deleted, so runs published under different prefixes of
@@ -167,6 +183,7 @@ def publish_run_folder(
     prefix = normalize_path_in_repo(path_in_repo)
     uploads = {_join(prefix, relative): source for relative, source in _files_to_publish(Path(local_dir)).items()}
     shard_folder = _join(prefix, SHARD_DIR) + "/"
+    stale_folders = (shard_folder, _join(prefix, SESSIONS_DIR) + "/")
     if not any(path.startswith(shard_folder) for path in uploads):
         raise ValueError(
             f"{local_dir} has no files under {SHARD_DIR}/; refusing to publish since it would delete every shard"
@@ -175,7 +192,9 @@ def publish_run_folder(
 
     api = HfApi(endpoint=endpoint, token=token)
     try:
-        return _publish(api, uploads, repo_id, revision, private, shard_folder, commit_message)
+        return _publish(
+            api, uploads, repo_id, revision, private, stale_folders, commit_message, max_files_per_commit, retry
+        )
     except HfHubHTTPError as error:
         failure = _describe_hub_failure(error, repo_id, revision, token)
     # Raised outside the except block so the Hub error, whose request still carries the
@@ -189,12 +208,17 @@ def _publish(
     repo_id: str,
     revision: str,
     private: bool,
-    shard_folder: str,
+    stale_folders: tuple[str, ...],
     commit_message: str,
+    max_files_per_commit: int = MAX_FILES_PER_COMMIT,
+    retry: RetryPolicy | None = None,
 ) -> PublishedCommit:
     head = _prepare_revision(api, repo_id, revision, private)
     remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head or revision)
-    stale_shards = sorted(path for path in remote_files if path.startswith(shard_folder) and path not in uploads)
+    stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
+    if len(uploads) + len(stale_shards) > max_files_per_commit:
+        batches = _BatchedPublish(api, repo_id, uploads, stale_folders, max_files_per_commit, retry or RetryPolicy())
+        return batches.publish(revision, commit_message)
     logger.info(
         "Publishing %d files to dataset %s@%s, deleting %d stale shards",
         len(uploads),
@@ -263,3 +287,201 @@ def _describe_hub_failure(error: HfHubHTTPError, repo_id: str, revision: str, to
     if error.request_id:
         message += f" [request id {error.request_id}]"
     return message.replace(token, "***") if token else message
+
+
+# --------------------------------------------------------------------------- versions too big for one commit
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often one Hub call or batch is tried after transient failures, and the first wait (doubled each time)."""
+
+    attempts: int = 6
+    wait_seconds: float = 2.0
+
+
+def _is_transient(error: Exception) -> bool:
+    """Worth another try: the server failed or timed out, or a batch landed after all (412 on the stale parent)."""
+    if isinstance(error, HfHubHTTPError):
+        status = error.response.status_code
+        return status >= 500 or status in (408, 412, 429)
+    return isinstance(error, httpx2.TransportError)
+
+
+@dataclass(frozen=True)
+class _LocalFile:
+    """A file to publish and the two ids the Hub may know it by."""
+
+    source: Path
+    sha256: str  # what an LFS file is known by
+    git_oid: str  # what a regular file is known by
+
+    @classmethod
+    def read(cls, source: Path) -> _LocalFile:
+        data = source.read_bytes()
+        git_oid = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        return cls(source, hashlib.sha256(data).hexdigest(), git_oid)
+
+    def is_on(self, remote: RepoFile | None) -> bool:
+        if remote is None:
+            return False
+        if remote.lfs is not None:
+            return remote.lfs.sha256 == self.sha256
+        return remote.blob_id == self.git_oid
+
+
+class _BatchedPublish:
+    """A version with more file changes than one commit should carry.
+
+    Contents go up first (`preupload_lfs_files`), then commits of at most `max_files` changes
+    land on a pull request, and merging it moves `main` from the old version to the new one in
+    one step: readers of `main` never see half of it. Each step is planned from what the pull
+    request already holds, so a rerun after an interruption finds the open pull request by its
+    title and resumes it, uploading and committing only what is not there yet; a batch that
+    failed on the wire but landed on the server is recognised the same way. A revision other
+    than `main` takes the batches directly (pull requests target `main`).
+    """
+
+    def __init__(
+        self,
+        api: HfApi,
+        repo_id: str,
+        uploads: dict[str, Path],
+        stale_folders: tuple[str, ...],
+        max_files: int,
+        retry: RetryPolicy,
+    ) -> None:
+        self.api = api
+        self.repo_id = repo_id
+        self.local = {path: _LocalFile.read(source) for path, source in uploads.items()}
+        self.stale_folders = stale_folders
+        self.max_files = max_files
+        self.retry = retry
+        self.deleted: set[str] = set()
+
+    def publish(self, revision: str, title: str) -> PublishedCommit:
+        number = self._pull_request(title) if revision == DEFAULT_REVISION else None
+        ref = revision if number is None else f"refs/pr/{number}"
+        self._upload_contents(ref)
+        head = self._commit_batches(ref, title)
+        if number is not None:
+            head = self._merge(number)
+        logger.info("Published dataset %s@%s at commit %s", self.repo_id, revision, head)
+        return PublishedCommit(
+            repo_id=self.repo_id,
+            revision=revision,
+            commit_oid=head,
+            commit_url=f"{self.api.endpoint}/datasets/{self.repo_id}/commit/{head}",
+            files_added=tuple(sorted(self.local)),
+            files_deleted=tuple(sorted(self.deleted)),
+        )
+
+    def _call(self, call: Callable[[], _T]) -> _T:
+        for attempt in range(self.retry.attempts):
+            try:
+                return call()
+            except Exception as error:
+                if not _is_transient(error) or attempt == self.retry.attempts - 1:
+                    raise
+                logger.warning("Hub call failed (%s), trying again", type(error).__name__)
+                time.sleep(self.retry.wait_seconds * 2**attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _pull_request(self, title: str) -> int:
+        """The open pull request an interrupted publish of this version left, else a new one."""
+        for discussion in self._call(
+            lambda: list(
+                self.api.get_repo_discussions(self.repo_id, discussion_type="pull_request", repo_type=REPO_TYPE)
+            )
+        ):
+            if discussion.title == title and discussion.status in ("draft", "open"):
+                logger.info("Resuming pull request #%d of %s", discussion.num, self.repo_id)
+                return discussion.num
+        return self._call(
+            lambda: self.api.create_pull_request(
+                self.repo_id,
+                title=title,
+                description="Batches of one version, merged in one step when complete (trace_assets).",
+                repo_type=REPO_TYPE,
+            )
+        ).num
+
+    def _state(self, ref: str) -> tuple[str, dict[str, RepoFile]]:
+        """The ref's head and every file under it."""
+        head = self._call(lambda: self.api.dataset_info(self.repo_id, revision=ref)).sha
+        assert head is not None, "the Hub names every revision's head commit"
+        entries = self._call(
+            lambda: list(self.api.list_repo_tree(self.repo_id, recursive=True, repo_type=REPO_TYPE, revision=head))
+        )
+        return head, {entry.path: entry for entry in entries if isinstance(entry, RepoFile)}
+
+    def _missing(self, remote: dict[str, RepoFile]) -> list[str]:
+        return sorted(path for path, local in self.local.items() if not local.is_on(remote.get(path)))
+
+    def _upload_contents(self, ref: str) -> None:
+        """LFS contents before any commit, so commits are small and quick; regular files travel in them."""
+        _, remote = self._state(ref)
+        for batch in _batches(self._missing(remote), self.max_files):
+            self._call(partial(self._preupload, batch, ref))
+
+    def _preupload(self, paths: list[str], ref: str) -> None:
+        self.api.preupload_lfs_files(self.repo_id, additions=self._additions(paths), repo_type=REPO_TYPE, revision=ref)
+
+    def _additions(self, paths: list[str]) -> list[CommitOperationAdd]:
+        return [CommitOperationAdd(path_in_repo=path, path_or_fileobj=self.local[path].source) for path in paths]
+
+    def _plan(self, remote: dict[str, RepoFile]) -> list[CommitOperationAdd | CommitOperationDelete]:
+        """What the ref still lacks: additions (the card last: it describes the rest), then stale files."""
+        missing = sorted(self._missing(remote), key=lambda path: (path.rsplit("/", 1)[-1] == "README.md", path))
+        stale = sorted(path for path in remote if path.startswith(self.stale_folders) and path not in self.local)
+        self.deleted.update(stale)
+        return [*self._additions(missing), *(CommitOperationDelete(path_in_repo=path) for path in stale)]
+
+    def _commit_batches(self, ref: str, title: str) -> str:
+        head, remote = self._state(ref)
+        plan = self._plan(remote)
+        failures = 0
+        while plan:
+            batch = plan[: self.max_files]
+            try:
+                head = self.api.create_commit(
+                    self.repo_id,
+                    batch,
+                    commit_message=f"{title}: {len(batch)} of {len(plan)} remaining changes",
+                    repo_type=REPO_TYPE,
+                    revision=ref,
+                    parent_commit=head,
+                ).oid
+                plan = plan[self.max_files :]
+                failures = 0
+            except Exception as error:
+                failures += 1
+                if not _is_transient(error) or failures >= self.retry.attempts:
+                    raise
+                logger.warning("Commit to %s@%s failed (%s), re-planning", self.repo_id, ref, type(error).__name__)
+                time.sleep(self.retry.wait_seconds * 2 ** (failures - 1))
+                head, remote = self._state(ref)
+                plan = self._plan(remote)
+        return head
+
+    def _merge(self, number: int) -> str:
+        """Move `main` to the pull request's version in one step; a merge that landed on a failed
+        response counts as done."""
+
+        def merge() -> None:
+            details = self.api.get_discussion_details(self.repo_id, number, repo_type=REPO_TYPE)
+            if details.status == "merged":
+                return
+            if details.status == "draft":
+                self.api.change_discussion_status(self.repo_id, number, "open", repo_type=REPO_TYPE)
+            self.api.merge_pull_request(self.repo_id, number, repo_type=REPO_TYPE)
+
+        self._call(merge)
+        head = self._call(lambda: self.api.dataset_info(self.repo_id, revision=DEFAULT_REVISION)).sha
+        assert head is not None, "the Hub names every revision's head commit"
+        return head
+
+
+def _batches(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

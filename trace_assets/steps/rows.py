@@ -21,6 +21,7 @@ from trace_assets.scope import RunScope
 from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_objects, previous_records
 from trace_assets.steps.listing import ListedTrial, iter_listing
 from trace_assets.steps.scoring import Progress, StepStats, summary_from_scored
+from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
 from trace_assets.store.trace_store import TraceStore
@@ -55,11 +56,12 @@ def export_rows(
     batch_size: int,
     progress: Progress,
     rows_per_part: int = DEFAULT_ROWS_PER_SHARD,
+    sessions: SessionWriter | None = None,
 ) -> tuple[Coverage, StepStats]:
     """Each scored trial's rows and every folder's status; unchanged trials come from the last run.
 
     Rows go into parts of `rows_per_part` rows, the published shard size, so publishing can
-    copy them.
+    copy them. With `sessions`, each exported trial's session files are written from the same bytes.
     """
     listing_path = staging.require(staging.listing, "raw_trial_listing")
     scored_path = staging.require(staging.scored, "scored_trials")
@@ -80,7 +82,7 @@ def export_rows(
             iter_listing(listing_path, batch_size), _iter_scored(scored_path, batch_size), strict=True
         ):
             rows, statuses = _export_batch(
-                store, staging.scope, trials, scored, options, previous_statuses, previous_rows, stats
+                store, staging.scope, trials, scored, options, previous_statuses, previous_rows, stats, sessions
             )
             for status in statuses:
                 trial_rows.append((status["trial_dir"], status["rows"]))
@@ -98,6 +100,9 @@ def export_rows(
                 f"{stats.cached} unchanged"
             )
         rows_out.statuses_digest = trial_rows_digest(trial_rows)
+        if sessions is not None:
+            counts = sessions.close()
+            coverage.sessions, coverage.subagent_sessions = counts.sessions, counts.subagent_sessions
     coverage.excluded = dict(excluded)
     coverage.unscored = excluded.get(Reason.NO_RESULT_JSON.value, 0)
     coverage.scored = coverage.trial_dirs - coverage.unscored
@@ -114,17 +119,24 @@ def _export_batch(
     previous_statuses: dict[str, dict[str, Any]],
     previous_rows: PreviousRows,
     stats: StepStats,
+    sessions: SessionWriter | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     wanted: dict[str, list[str]] = {}
     sources: dict[str, str] = {}
     for trial, record in zip(trials, scored):
         if record["trial_dir"] != trial.trial_dir:
             raise RuntimeError(f"scored_trials is out of step with the listing at {trial.trial_dir}: re-materialize it")
-        keys = needed_files(trial.objects, options.include_subagents) if record["status"] == SCORED else []
+        keys = (
+            needed_files(trial.objects, options.include_subagents or sessions is not None)
+            if record["status"] == SCORED
+            else []
+        )
         sources[trial.trial_dir] = fingerprint(
             listed_objects(trial, [*keys, RESULT_JSON]), options.include_subagents, scope.key, *options.cache_salt()
         )
         unchanged = previous_statuses.get(trial.trial_dir, {}).get("source_fingerprint") == sources[trial.trial_dir]
+        if sessions is not None and previous_statuses.get(trial.trial_dir, {}).get("status") == TrialStatus.EXPORTED:
+            unchanged = unchanged and sessions.has(trial.trial_dir)
         if record["status"] == SCORED and not unchanged:
             wanted[trial.trial_dir] = keys
     blobs = store.fetch(scope, [f"{d}/{key}" for d, keys in wanted.items() for key in keys])
@@ -155,13 +167,18 @@ def _export_batch(
                 )
             rows.extend(earlier_rows)
             stats.cached += 1
+            if sessions is not None and cached["status"] == TrialStatus.EXPORTED:
+                sessions.keep(trial.trial_dir)
         else:
             files = {key: blobs[f"{trial.trial_dir}/{key}"] for key in wanted[trial.trial_dir]}
-            result = export_trial(summary_from_scored(record), files, scope.key, options)
+            summary = summary_from_scored(record)
+            result = export_trial(summary, files, scope.key, options)
             if result.exclusion:
                 status.update(status=TrialStatus.EXCLUDED.value, reason=result.exclusion.reason.value)
             else:
                 status.update(status=TrialStatus.EXPORTED.value, reason=None)
+                if sessions is not None:
+                    sessions.write(trial.trial_dir, summary, files, scope.key)
             status.update(detail=result.detail or None, rows=len(result.rows))
             rows.extend(result.rows)
             stats.reread += 1

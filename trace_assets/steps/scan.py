@@ -3,6 +3,7 @@ publishing applies to them."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -14,6 +15,7 @@ from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.redaction import Redaction
 from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
 from trace_assets.secret_scan.verdicts import RunVerdict
+from trace_assets.steps.sessions import scan_sessions
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 
 SCAN_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens of MB
@@ -25,12 +27,14 @@ def scan_options(pattern_spec: str, allowlist_spec: str, wrap_width: int = DEFAU
     return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width)
 
 
-def scan_run(rows: RowParts, run_id: str, options: ScanOptions) -> dict[str, Any]:
-    """Scan every text column of every row, a batch at a time."""
+def scan_run(rows: RowParts, run_id: str, options: ScanOptions, sessions: Path | None = None) -> dict[str, Any]:
+    """Scan every text column of every row, a batch at a time, then every text of the session files."""
     scanner = SecretScanner(run_id, options)
     for table in iter_rows(rows, SCAN_BATCH_ROWS):
         scanner.scan(pl.DataFrame(table))
-    return scanner.report()
+    sessions_scanned = scan_sessions(scanner, sessions) if sessions is not None else None
+    report = scanner.report()
+    return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
 
 
 class Redactor:

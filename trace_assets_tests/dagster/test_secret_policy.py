@@ -60,14 +60,14 @@ def test_live_key_blocks_publishing_and_only_the_report_is_written(tmp_path):
         result = _materialize(instance, tmp_path, "block")
         assert not result.success
         [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
-        assert not check.passed and "private_key: 1" in check.description
+        assert not check.passed and "private_key: 2" in check.description  # in the row and in its session
         assert instance.get_latest_materialization_event(dg.AssetKey("published_shards")) is None
 
     folder = tmp_path / "published" / RUN
     assert [p.name for p in folder.iterdir()] == ["secret_scan.json"]
     report_text = (folder / "secret_scan.json").read_text()
     report = json.loads(report_text)
-    assert report["verdict"] == "live" and report["kinds"]["private_key"]["live"] == 1
+    assert report["verdict"] == "live" and report["kinds"]["private_key"]["live"] == 2
     assert [b["trial_name"] for b in report["pem_blocks"] if b["verdict"] == "live"] == ["leaky-task__k3y"]
     body = "".join(pem.splitlines()[1:-1])
     assert body[:40] not in report_text and body[-40:] not in report_text
@@ -85,9 +85,11 @@ def test_redact_publishes_with_the_key_replaced(tmp_path):
     assert pem.splitlines()[1] not in text
     report = json.loads((folder / "secret_scan.json").read_text())
     assert (report["verdict"], report["verdict_as_read"]) == ("redacted", "live")
-    assert report["kinds"]["private_key"]["live"] == 1  # the counts describe the rows as read
-    assert report["redacted"]["private_key"] == 1
+    assert report["kinds"]["private_key"]["live"] == 2  # the counts describe the rows and sessions as read
+    assert report["redacted"]["private_key"] == 2  # the row's and the session file's
     assert report["redacted"]["jwt"] == 1  # the sample's unverified JWT: redacted by default
+    sessions = "".join(p.read_text() for p in (folder / "sessions").rglob("*.jsonl"))
+    assert "[REDACTED:private_key]" in sessions and pem.splitlines()[1] not in sessions
     assert "were replaced by `[REDACTED:<kind>]`" in (folder / "README.md").read_text()
 
 

@@ -152,7 +152,9 @@ def test_publishing_to_s3_replaces_the_runs_files(tmp_path, s3_traces, s3_endpoi
             )
             job = build_definitions(trace_config, storage).resolve_job_def(export_trace_run.name)
             assert job.execute_in_process(instance=instance, partition_key=SAMPLE_RUN).success
-            published = sorted(p.rsplit("/", 1)[-1] for p in s3fs_filesystem.find(f"{publish_root}/{SAMPLE_RUN}"))
+            found = s3fs_filesystem.find(f"{publish_root}/{SAMPLE_RUN}")
+            published = sorted(p.rsplit("/", 1)[-1] for p in found if "/sessions/" not in p)
+            assert sum("/sessions/" in p for p in found) == 34  # the sample's session files, main and subagent
             assert published == sorted(
                 ["README.md", "coverage.json", "secret_scan.json", "trials.parquet"]
                 + [f"train-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]

@@ -4,7 +4,12 @@ Tests drive the real `huggingface_hub` client against it, so the request and res
 follow that client's source (hf_api.py, _commit_api.py, lfs.py, file_download.py of
 huggingface_hub 2.4.0) rather than the docs. Supported: repo creation and info, branches and refs,
 tree listing, README metadata validation, preupload, the Git LFS batch API with single-part
-"basic" uploads, NDJSON commits and `/resolve` downloads.
+"basic" uploads, NDJSON commits, `/resolve` downloads, and pull requests (create, list, details,
+publish a draft, merge; commits to `refs/pr/N`).
+
+Off by default, for publishing at real sizes: a per-commit file limit (`max_files_per_commit`)
+and random failures (`failure_rate`, seeded) of preuploads and commits, half of the commit
+failures after the commit was applied, as a Hub commit can time out while completing.
 
 Xet is out of scope. The client uploads through Xet whenever `hf_xet` is importable and
 `HF_HUB_DISABLE_XET` was off at import time (`huggingface_hub.utils._runtime.is_xet_available`),
@@ -21,6 +26,7 @@ import fnmatch
 import hashlib
 import hmac
 import json
+import random
 import re
 import secrets
 import threading
@@ -104,6 +110,7 @@ class _Repo:
     branches: dict[str, str] = field(default_factory=dict)
     commits: dict[str, CommitRecord] = field(default_factory=dict)
     lfs_objects: dict[str, bytes] = field(default_factory=dict)
+    pull_requests: dict[int, _PullRequest] = field(default_factory=dict)
 
     def add_commit(
         self,
@@ -136,6 +143,23 @@ class _Repo:
         return self.commits[oid]
 
 
+@dataclass
+class _PullRequest:
+    """A pull request's ref is `refs/pr/<num>` in the repo's branches; it targets `main`."""
+
+    num: int
+    title: str
+    description: str
+    base_oid: str
+    created_at: datetime
+    status: str = "draft"  # draft -> open -> merged, or closed
+    merge_oid: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"refs/pr/{self.num}"
+
+
 class _HubError(Exception):
     """An error response, shaped like the Hub's so `hf_raise_for_status` maps it to the right exception."""
 
@@ -164,8 +188,19 @@ class HubStandIn:
     never the token) for tests to assert on.
     """
 
-    def __init__(self, token: str = STAND_IN_TOKEN) -> None:
+    def __init__(
+        self,
+        token: str = STAND_IN_TOKEN,
+        *,
+        max_files_per_commit: int | None = None,
+        failure_rate: float = 0.0,
+        seed: int = 0,
+    ) -> None:
         self._token = token
+        self.max_files_per_commit = max_files_per_commit
+        self.failure_rate = failure_rate
+        self._random = random.Random(seed)
+        self.failures_injected = 0
         self._signing_key = secrets.token_bytes(32)
         self._lock = threading.Lock()
         self._repos: dict[str, _Repo] = {}
@@ -234,6 +269,22 @@ class HubStandIn:
         with self._lock:
             return self._repo(repo_id).private
 
+    def lfs_oids(self, repo_id: str) -> set[str]:
+        """Every LFS object uploaded to the repo, committed or not."""
+        with self._lock:
+            return set(self._repo(repo_id).lfs_objects)
+
+    def pull_request_status(self, repo_id: str, num: int) -> str:
+        with self._lock:
+            return self._repo(repo_id).pull_requests[num].status
+
+    def _should_fail(self) -> bool:
+        """Draw one random failure; callers hold no lock."""
+        with self._lock:
+            fail = self.failure_rate > 0 and self._random.random() < self.failure_rate
+            self.failures_injected += fail
+            return fail
+
     def _repo(self, repo_id: str) -> _Repo:
         if repo_id not in self._repos:
             raise _HubError(404, "Repository not found", error_code="RepoNotFound")
@@ -266,6 +317,11 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("POST", re.compile(rf"/datasets/{_REPO}\.git/info/lfs/objects/verify"), "_lfs_verify"),
     ("PUT", re.compile(rf"/lfs-storage/{_REPO}/(?P<oid>[0-9a-f]{{64}})"), "_lfs_store_object"),
     ("GET", re.compile(rf"/datasets/{_REPO}/resolve/(?P<revision>[^/]+)/(?P<path>.+)"), "_resolve"),
+    ("GET", re.compile(rf"/api/datasets/{_REPO}/discussions"), "_list_discussions"),
+    ("POST", re.compile(rf"/api/datasets/{_REPO}/discussions"), "_create_discussion"),
+    ("GET", re.compile(rf"/api/datasets/{_REPO}/discussions/(?P<num>[0-9]+)"), "_discussion_details"),
+    ("POST", re.compile(rf"/api/datasets/{_REPO}/discussions/(?P<num>[0-9]+)/status"), "_discussion_status"),
+    ("POST", re.compile(rf"/api/datasets/{_REPO}/discussions/(?P<num>[0-9]+)/merge"), "_merge_pull_request"),
     ("HEAD", re.compile(rf"/datasets/{_REPO}/resolve/(?P<revision>[^/]+)/(?P<path>.+)"), "_resolve"),
 ]
 
@@ -381,6 +437,7 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
             branches = [
                 {"name": name, "ref": f"refs/heads/{name}", "targetCommit": oid}
                 for name, oid in self._readable_repo(repo_id).branches.items()
+                if not name.startswith("refs/")  # pull request refs
             ]
         self._send_json(200, {"branches": branches, "converts": [], "tags": [], "pullRequests": []})
 
@@ -408,6 +465,8 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         self._require_write_access()
         if "create_pr" in self._query:
             raise _HubError(400, "The stand-in does not support pull requests")
+        if self.hub._should_fail():
+            raise _HubError(503, "Service temporarily unavailable (stand-in failure)")
         with self.hub._lock:
             commit = self.hub._repo(repo_id).resolve(revision)
         files = []
@@ -477,6 +536,12 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         if not lines or lines[0].get("key") != "header":
             raise _HubError(400, "The first NDJSON line of a commit must be its header")
         header = lines[0]["value"]
+        limit = self.hub.max_files_per_commit
+        if limit is not None and len(lines) - 1 > limit:
+            raise _HubError(422, f"Too many files in one commit: {len(lines) - 1} > {limit}")
+        fail = self.hub._should_fail()
+        if fail and self.hub._random.random() < 0.5:
+            raise _HubError(503, "Service temporarily unavailable (stand-in failure)")
         with self.hub._lock:
             repo = self.hub._repo(repo_id)
             if revision not in repo.branches:
@@ -488,6 +553,8 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
             files, added, deleted = _apply_operations(repo, dict(head.files), lines[1:])
             commit = repo.add_commit(head.oid, header["summary"], header.get("description", ""), files, added, deleted)
             repo.branches[revision] = commit.oid
+        if fail:
+            raise _HubError(504, "Gateway timeout (stand-in failure after the commit was applied)")
         self._send_json(
             200,
             {
@@ -509,6 +576,106 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         if blob.is_lfs:
             headers |= {"X-Linked-Etag": f'"{blob.sha256}"', "X-Linked-Size": str(len(blob.content))}
         self._send(200, blob.content, "application/octet-stream", headers)
+
+    def _discussion_json(self, repo_id: str, pr: _PullRequest) -> dict[str, Any]:
+        return {
+            "title": pr.title,
+            "num": pr.num,
+            "author": {"name": "stand-in"},
+            "createdAt": _hub_timestamp(pr.created_at),
+            "status": pr.status,
+            "repo": {"name": repo_id, "type": "dataset"},
+            "isPullRequest": True,
+        }
+
+    def _list_discussions(self, repo_id: str) -> None:
+        with self.hub._lock:
+            repo = self._readable_repo(repo_id)
+            wanted = self._query.get("status", "all")
+            listed = [
+                self._discussion_json(repo_id, pr)
+                for pr in sorted(repo.pull_requests.values(), key=lambda pr: -pr.num)
+                if wanted == "all" or (pr.status in ("open", "draft")) == (wanted == "open")
+            ]
+        self._send_json(200, {"discussions": listed, "count": len(listed), "start": 0})
+
+    def _create_discussion(self, repo_id: str) -> None:
+        self._require_write_access()
+        payload = self._json_body()
+        if not payload.get("pullRequest"):
+            raise _HubError(400, "The stand-in only supports pull requests")
+        with self.hub._lock:
+            repo = self.hub._repo(repo_id)
+            num = len(repo.pull_requests) + 1
+            pr = _PullRequest(
+                num, payload["title"], payload.get("description", ""), repo.branches["main"], datetime.now(UTC)
+            )
+            repo.pull_requests[num] = pr
+            repo.branches[pr.ref] = pr.base_oid
+        self._send_json(200, {"num": num, "url": f"{self.hub.url}/datasets/{repo_id}/discussions/{num}"})
+
+    def _pull_request(self, repo_id: str, num: str) -> _PullRequest:
+        pr = self._readable_repo(repo_id).pull_requests.get(int(num))
+        if pr is None:
+            raise _HubError(404, f"Discussion {num} not found")
+        return pr
+
+    def _discussion_details(self, repo_id: str, num: str) -> None:
+        with self.hub._lock:
+            pr = self._pull_request(repo_id, num)
+            details = {
+                **self._discussion_json(repo_id, pr),
+                "events": [],
+                "changes": {"base": "refs/heads/main", **({"mergeCommitId": pr.merge_oid} if pr.merge_oid else {})},
+                "filesWithConflicts": [],
+            }
+        self._send_json(200, details)
+
+    def _discussion_status(self, repo_id: str, num: str) -> None:
+        self._require_write_access()
+        status = self._json_body().get("status")
+        with self.hub._lock:
+            pr = self._pull_request(repo_id, num)
+            if status not in ("open", "closed") or pr.status == "merged":
+                raise _HubError(400, f"Cannot change the status of a {pr.status} pull request to {status}")
+            pr.status = status
+        event = {
+            "id": secrets.token_hex(12),
+            "type": "status-change",
+            "createdAt": _hub_timestamp(datetime.now(UTC)),
+            "author": {"name": "stand-in"},
+            "data": {"status": status},
+        }
+        self._send_json(200, {"newStatus": event})
+
+    def _merge_pull_request(self, repo_id: str, num: str) -> None:
+        """Fast-forward when `main` has not moved, else apply the pull request's changes on top,
+        refusing paths both sides changed, as the Hub does."""
+        self._require_write_access()
+        with self.hub._lock:
+            repo = self.hub._repo(repo_id)
+            pr = self._pull_request(repo_id, num)
+            if pr.status != "open":
+                raise _HubError(400, f"Only an open pull request can be merged; this one is {pr.status}")
+            base, head = repo.commits[pr.base_oid], repo.commits[repo.branches["main"]]
+            proposed = repo.commits[repo.branches[pr.ref]]
+            ours = {p for p in set(base.files) | set(proposed.files) if base.files.get(p) != proposed.files.get(p)}
+            theirs = {p for p in set(base.files) | set(head.files) if base.files.get(p) != head.files.get(p)}
+            conflicts = sorted(p for p in ours & theirs if proposed.files.get(p) != head.files.get(p))
+            if conflicts:
+                raise _HubError(409, f"Merge conflicts in {', '.join(conflicts[:5])}")
+            files = dict(head.files)
+            for path in ours:
+                if path in proposed.files:
+                    files[path] = proposed.files[path]
+                else:
+                    files.pop(path, None)
+            added = sorted(p for p in ours if p in proposed.files)
+            deleted = sorted(p for p in ours if p not in proposed.files)
+            commit = repo.add_commit(head.oid, f"Merge pull request #{pr.num}: {pr.title}", "", files, added, deleted)
+            repo.branches["main"] = commit.oid
+            pr.status, pr.merge_oid = "merged", commit.oid
+        self._send_json(200, {})
 
     # --- access checks ---------------------------------------------------------------------------
 
@@ -661,21 +828,34 @@ def _hub_timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-@pytest.fixture
-def hub_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[HubStandIn]:
-    """A fresh stand-in Hub, with huggingface_hub pointed at it for the duration of the test.
+def _point_client_at(hub: HubStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface_hub pointed at the stand-in for the duration of a test.
 
-    Code under test should still pass `endpoint=hub_server.url`: huggingface_hub copied HF_ENDPOINT
+    Code under test should still pass `endpoint=hub.url`: huggingface_hub copied HF_ENDPOINT
     into `constants.ENDPOINT` at import time, so the environment variable alone is not seen. The
     constant is patched too, as a guard against a forgotten `endpoint=` reaching the real Hub.
     """
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)
+    monkeypatch.setattr(
+        hf_constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub.url + "/{repo_id}/resolve/{revision}/{filename}"
+    )
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
+@pytest.fixture
+def hub_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[HubStandIn]:
+    """A fresh stand-in Hub, with huggingface_hub pointed at it for the duration of the test."""
     with HubStandIn(token=STAND_IN_TOKEN) as hub:
-        monkeypatch.setenv("HF_ENDPOINT", hub.url)
-        monkeypatch.setattr(hf_constants, "ENDPOINT", hub.url)
-        monkeypatch.setattr(
-            hf_constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub.url + "/{repo_id}/resolve/{revision}/{filename}"
-        )
-        monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-        monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
-        monkeypatch.delenv("HF_TOKEN", raising=False)
+        _point_client_at(hub, monkeypatch)
+        yield hub
+
+
+@pytest.fixture
+def hub_server_at_scale(monkeypatch: pytest.MonkeyPatch) -> Iterator[HubStandIn]:
+    """A stand-in holding to the Hub's ~100 files per commit and failing one write in ten."""
+    with HubStandIn(token=STAND_IN_TOKEN, max_files_per_commit=100, failure_rate=0.1, seed=16) as hub:
+        _point_client_at(hub, monkeypatch)
         yield hub

@@ -1,5 +1,7 @@
 """The bundled sample, published, is byte for byte what the version before the package layout
-published (`data/published_sample/`, made by `trace-assets materialize rl-sample-run` then)."""
+published (`data/published_sample/`, made by `trace-assets materialize rl-sample-run` then), plus
+the deliberate additions since: the session files (`sessions/`), their card section and config, and
+the session counts in `coverage.json`."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD, export_rows
 from trace_assets.steps.scan import scan_run
 from trace_assets.steps.scoring import score_trials
+from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES
@@ -28,10 +31,15 @@ def test_sample_publishes_the_same_bytes_as_before(tmp_path):
     staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
     build_listing(store, staging)
     score_trials(store, staging, 256, lambda _: None)
-    coverage, _ = export_rows(store, staging, ExportOptions(), 256, lambda _: None, DEFAULT_ROWS_PER_SHARD)
-    report = scan_run(staging.require_rows(), SAMPLE_RUN, ScanOptions())
+    sessions = staged_sessions(staging)
+    coverage, _ = export_rows(
+        store, staging, ExportOptions(), 256, lambda _: None, DEFAULT_ROWS_PER_SHARD, SessionWriter(sessions)
+    )
+    report = scan_run(staging.require_rows(), SAMPLE_RUN, ScanOptions(), sessions)
     out = tmp_path / "published"
-    build_run_folder(out, staging.require_rows(), staging.statuses, coverage, report, DEFAULT_ROWS_PER_SHARD)
+    build_run_folder(
+        out, staging.require_rows(), staging.statuses, coverage, report, DEFAULT_ROWS_PER_SHARD, None, None, sessions
+    )
 
     published = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     golden = sorted(p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*") if p.is_file())

@@ -1,0 +1,308 @@
+"""A trial's whole ATIF trajectory as session files for the Hub's trace viewer.
+
+The Hub renders agent sessions written in its Session Trace Simple Format: one JSONL file per
+session, a header line (`type: session`, `harness`, `id`, `name`, any extra metadata), then one
+line per message (`role`, `content`, `reasoningContent`, `toolCalls`, `toolCallId`, `timestamp`
+in epoch ms, `model`). The rows hold only a trial's last episode; a session holds every step of
+the main trajectory and its continuations, in order, and each subagent trajectory is a session
+of its own, named after the trial so it sits next to the main one and is linked from it.
+
+Pure: trajectories already parsed (see `harbor.trajectory`), values out; no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from trace_assets.accounting import Exclusion
+from trace_assets.harbor.decoding import as_dict
+from trace_assets.harbor.result import TrialSummary
+from trace_assets.harbor.rows import _continuation_chain
+from trace_assets.harbor.trajectory import Trajectory, message_text, parse_trajectory, subagent_source
+from trace_assets.harbor.trial_files import MAIN_TRAJECTORY, agent_file, is_main_trajectory_file, is_subagent_file
+
+DEFAULT_HARNESS = "terminus-2"
+SESSIONS_DIR = "sessions"
+# 256 buckets: a folder stays under the Hub's 10k entries per folder up to ~2.5M session files,
+# far past its 100k files per repo; a trial's bucket never depends on the others, so re-publishing
+# a grown run moves no file.
+BUCKET_HEX_CHARS = 2
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class Role(StrEnum):
+    """The roles the format allows."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+# ATIF step sources -> session roles.
+_ROLE_OF_SOURCE = {"system": Role.SYSTEM, "user": Role.USER, "agent": Role.ASSISTANT}
+
+
+@dataclass(frozen=True)
+class Session:
+    """One session file: its path in the dataset folder, the header and the messages."""
+
+    path: str  # e.g. sessions/3f/stack-bash-1__abc.jsonl
+    header: dict[str, Any]
+    messages: list[dict[str, Any]]
+
+    def to_jsonl(self) -> bytes:
+        lines = [self.header, *({"type": "message", "message": message} for message in self.messages)]
+        return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+
+
+def file_stem(trial_name: str) -> str:
+    """The trial name made safe as a file name; an altered name gets a digest so two never collide."""
+    safe = _UNSAFE_NAME_CHARS.sub("_", trial_name).lstrip(".") or "_"
+    if safe != trial_name:
+        safe = f"{safe}-{hashlib.sha256(trial_name.encode()).hexdigest()[:8]}"
+    return safe
+
+
+def session_path(trial_name: str, subagent: str | None = None) -> str:
+    """`sessions/<bucket>/<trial>.jsonl`, or `<trial>.<subagent>.jsonl` beside it."""
+    bucket = hashlib.sha256(trial_name.encode()).hexdigest()[:BUCKET_HEX_CHARS]
+    stem = file_stem(trial_name) + (f".{subagent}" if subagent else "")
+    return f"{SESSIONS_DIR}/{bucket}/{stem}.jsonl"
+
+
+def epoch_ms(timestamp: Any) -> int | None:
+    """An ATIF ISO 8601 timestamp as epoch milliseconds; None when absent or unreadable."""
+    if not isinstance(timestamp, str) or not timestamp:
+        return None
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None  # a naive time names no instant
+    return int(moment.timestamp() * 1000)
+
+
+def arguments_json(arguments: Any) -> str:
+    """Tool call arguments as the JSON string the format asks for; a string holding JSON is kept."""
+    if isinstance(arguments, str):
+        try:
+            json.loads(arguments)
+        except ValueError:
+            return json.dumps(arguments, ensure_ascii=False)
+        return arguments
+    return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
+
+
+class _MessageBuilder:
+    """Steps -> messages for one session, keeping tool call ids unique across its files.
+
+    Copied context repeats a trajectory's call ids in its continuation; a repeat gets a `#n`
+    suffix so every `toolCallId` names exactly one call.
+    """
+
+    def __init__(self, default_model: str | None, subagent_paths: dict[str, str]) -> None:
+        self.default_model = default_model
+        self.subagent_paths = subagent_paths  # subagent file name -> session path
+        self.messages: list[dict[str, Any]] = []
+        self._call_ids: set[str] = set()
+
+    def add_trajectory(self, trajectory: Trajectory) -> None:
+        for index, step in enumerate(trajectory.steps):
+            self._add_step(step, trajectory, index)
+
+    def add_marker(self, text: str) -> None:
+        self.messages.append({"role": Role.SYSTEM.value, "content": text})
+
+    def _unique_call_id(self, raw: Any, fallback: str) -> str:
+        call_id = str(raw) if raw not in (None, "") else fallback
+        candidate, suffix = call_id, 1
+        while candidate in self._call_ids:
+            suffix += 1
+            candidate = f"{call_id}#{suffix}"
+        self._call_ids.add(candidate)
+        return candidate
+
+    def _add_step(self, step: dict[str, Any], trajectory: Trajectory, index: int) -> None:
+        role = _ROLE_OF_SOURCE.get(step.get("source"))  # type: ignore[arg-type]
+        if role is None:
+            return
+        message: dict[str, Any] = {"role": role.value, "content": message_text(step.get("message"))}
+        timestamp = epoch_ms(step.get("timestamp"))
+        calls: dict[str, str] = {}  # ATIF call id -> session call id
+        if role is Role.ASSISTANT:
+            if step.get("reasoning_content"):
+                message["reasoningContent"] = message_text(step["reasoning_content"])
+            tool_calls = []
+            for position, call in enumerate(step.get("tool_calls") or []):
+                call_id = self._unique_call_id(call.get("tool_call_id"), f"call_{index}_{position}")
+                calls[str(call.get("tool_call_id"))] = call_id
+                tool_calls.append(
+                    {
+                        "id": call_id,
+                        "function": {
+                            "name": str(call.get("function_name") or ""),
+                            "arguments": arguments_json(call.get("arguments")),
+                        },
+                    }
+                )
+            if tool_calls:
+                message["toolCalls"] = tool_calls
+            model = step.get("model_name") or trajectory.model_name or self.default_model
+            if model:
+                message["model"] = str(model)
+        if timestamp is not None:
+            message["timestamp"] = timestamp
+        self.messages.append(message)
+        self._add_observation(step, list(calls.values()), calls, timestamp)
+
+    def _add_observation(
+        self, step: dict[str, Any], call_ids: list[str], calls: dict[str, str], timestamp: int | None
+    ) -> None:
+        """Results answering a call become `tool` messages; without calls they are what the agent
+        read next, a `user` message, as in the rows. Subagent references become links."""
+        results = [r for r in as_dict(step.get("observation")).get("results") or [] if isinstance(r, dict)]
+        texts = [(r, message_text(r["content"])) for r in results if "content" in r]
+        if texts and call_ids:
+            positional = len(texts) == len(call_ids)
+            for position, (result, text) in enumerate(texts):
+                answered = calls.get(str(result.get("source_call_id")))
+                if answered is None:
+                    answered = call_ids[position] if positional else call_ids[-1]
+                self._append({"role": Role.TOOL.value, "content": text, "toolCallId": answered}, timestamp)
+        elif texts:
+            self._append({"role": Role.USER.value, "content": "\n".join(text for _, text in texts)}, timestamp)
+        for result in results:
+            for ref in result.get("subagent_trajectory_ref") or []:
+                self._add_subagent_link(as_dict(ref))
+
+    def _add_subagent_link(self, ref: dict[str, Any]) -> None:
+        file_name = str(ref.get("trajectory_path") or "").rsplit("/", 1)[-1]
+        path = self.subagent_paths.get(file_name)
+        summary = as_dict(ref.get("extra")).get("summary")
+        where = f"session {path}" if path else f"{file_name or 'a subagent file'} (not in this dataset)"
+        self.add_marker(f"Subagent: {summary or file_name} -> {where}")
+
+    def _append(self, message: dict[str, Any], timestamp: int | None) -> None:
+        if timestamp is not None:
+            message["timestamp"] = timestamp
+        self.messages.append(message)
+
+
+def _header(
+    session_id: str,
+    harness: str,
+    summary: TrialSummary,
+    run_id: str,
+    steps: int,
+    files: list[str],
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "type": "session",
+        "harness": harness,
+        "id": session_id,
+        "name": f"{summary.task}: {summary.result if summary.result is not None else 'no result'}",
+        "run_id": run_id,
+        "trial_name": summary.trial_name,
+        "task": summary.task,
+        "reward": summary.reward,
+        "result": summary.result,
+        "agent": summary.agent,
+        "model": summary.model,
+        "steps": steps,
+        "trajectory_files": files,
+        **extra,
+    }
+
+
+def trial_sessions(
+    summary: TrialSummary,
+    chain: list[Trajectory],
+    subagents: list[Trajectory],
+    run_id: str,
+    harness: str = "",
+) -> list[Session]:
+    """The main session (the continuation chain, in order) and one session per subagent file.
+
+    `harness` overrides the trial's agent name, which is otherwise the harness (`terminus-2` when
+    the trial names none).
+    """
+    harness = harness or summary.agent or DEFAULT_HARNESS
+    main_path = session_path(summary.trial_name)
+    subagent_paths = {t.name: session_path(summary.trial_name, subagent_source(t.name)) for t in subagents}
+
+    main = _MessageBuilder(chain[0].model_name if chain else None, subagent_paths)
+    for position, trajectory in enumerate(chain):
+        if position:
+            main.add_marker(f"Context handed off: the trajectory continues in {trajectory.name}.")
+        main.add_trajectory(trajectory)
+    sessions = [
+        Session(
+            main_path,
+            _header(
+                summary.trial_name,
+                harness,
+                summary,
+                run_id,
+                sum(len(t.steps) for t in chain),
+                [t.name for t in chain],
+                trace_source="main",
+                subagent_sessions=sorted(subagent_paths.values()),
+            ),
+            main.messages,
+        )
+    ]
+    for trajectory in subagents:
+        source = subagent_source(trajectory.name)
+        builder = _MessageBuilder(trajectory.model_name, {})
+        builder.add_trajectory(trajectory)
+        header = _header(
+            f"{summary.trial_name}.{source}",
+            harness,
+            summary,
+            run_id,
+            len(trajectory.steps),
+            [trajectory.name],
+            trace_source=source,
+            parent_session=main_path,
+        )
+        sessions.append(Session(subagent_paths[trajectory.name], header, builder.messages))
+    return sessions
+
+
+def sessions_from_files(
+    summary: TrialSummary, files: Mapping[str, bytes], run_id: str, harness: str = ""
+) -> list[Session]:
+    """`trial_sessions` from an exported trial's fetched files (paths relative to the trial folder).
+
+    Called only for trials the rows step exported, so the main files parse; a subagent file that
+    does not is left out, as it gives no row either.
+    """
+    main_files: dict[str, Trajectory] = {}
+    subagents: list[Trajectory] = []
+    for path in sorted(files):
+        name = agent_file(path)
+        if name is None or not (is_main_trajectory_file(name) or is_subagent_file(name)):
+            continue
+        parsed = parse_trajectory(files[path], name)
+        if isinstance(parsed, Exclusion):
+            continue
+        if is_subagent_file(name):  # Harbor's two sets overlap for names like trajectory.x.json
+            subagents.append(parsed)
+        if is_main_trajectory_file(name):
+            main_files[name] = parsed
+    if agent_file(MAIN_TRAJECTORY) not in main_files:
+        return []
+    chain = _continuation_chain(main_files)
+    if isinstance(chain, Exclusion):
+        return []
+    return trial_sessions(summary, chain, subagents, run_id, harness)

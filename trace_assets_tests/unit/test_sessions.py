@@ -1,0 +1,346 @@
+"""Session files for the Hub's trace viewer: the format, the trajectories they hold, and the scan."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import string
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.generate_traces import generate_run
+from trace_assets.accounting import Coverage
+from trace_assets.harbor.options import ExportOptions
+from trace_assets.harbor.result import TrialSummary
+from trace_assets.harbor.sessions import (
+    SESSIONS_DIR,
+    Role,
+    arguments_json,
+    epoch_ms,
+    file_stem,
+    session_path,
+    trial_sessions,
+)
+from trace_assets.harbor.trajectory import parse_trajectory
+from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.scope import RunScope
+from trace_assets.secret_scan.policy import ScanPolicy
+from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps.listing import build_listing
+from trace_assets.steps.rows import export_rows
+from trace_assets.steps.scan import scan_run, secret_redactor
+from trace_assets.steps.scoring import score_trials
+from trace_assets.steps.sessions import SessionWriter, read_manifest, staged_sessions
+from trace_assets.steps.staged_rows import iter_rows
+from trace_assets.steps.staging import RunStaging
+from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.golden_trials import DATA as GOLDEN
+from trace_assets_tests.support.golden_trials import make_golden_trials
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+
+ROLES = {role.value for role in Role}
+
+
+def check_session_file(data: bytes) -> list[dict[str, Any]]:
+    """The Session Trace Simple Format's rules; returns the messages."""
+    lines = [json.loads(line) for line in data.decode().splitlines()]
+    header, messages = lines[0], [line["message"] for line in lines[1:]]
+    assert header["type"] == "session"
+    assert isinstance(header["harness"], str) and header["harness"]
+    assert isinstance(header["id"], str) and header["id"]
+    assert isinstance(header.get("name", ""), str)
+    assert all(line["type"] == "message" for line in lines[1:])
+    calls: set[str] = set()
+    for message in messages:
+        assert message["role"] in ROLES
+        assert isinstance(message["content"], str)
+        assert isinstance(message.get("reasoningContent", ""), str)
+        assert isinstance(message.get("model", ""), str)
+        assert isinstance(message.get("timestamp", 0), int)
+        for call in message.get("toolCalls", []):
+            assert message["role"] == "assistant"
+            assert isinstance(call["id"], str) and call["id"] not in calls, call
+            assert isinstance(call["function"]["name"], str)
+            assert isinstance(call["function"]["arguments"], str)
+            json.loads(call["function"]["arguments"])
+            calls.add(call["id"])
+        if message["role"] == "tool":
+            assert message["toolCallId"] in calls, "a tool result answers an earlier call"
+        else:
+            assert "toolCallId" not in message
+    return messages
+
+
+def as_row_messages(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Session messages the way a row's `conversations` renders them (Harbor's rules), to compare."""
+    rendered: list[tuple[str, str]] = []
+    tool_texts: list[str] = []
+    for message in [*messages, {"role": "end", "content": ""}]:
+        if message["role"] != "tool" and tool_texts:
+            rendered.append(("user", "\n".join(tool_texts)))
+            tool_texts = []
+        if message["role"] == "tool":
+            tool_texts.append(message["content"])
+        elif message["role"] == "assistant":
+            parts = [f"<think>{message['reasoningContent']}</think>"] if message.get("reasoningContent") else []
+            text = message["content"]
+            if text:
+                parts.append("<think>" + text if "</think>" in text and "<think>" not in text else text)
+            for call in message.get("toolCalls", []):
+                name, arguments = call["function"]["name"], json.loads(call["function"]["arguments"])
+                parts.append(f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>")
+            rendered.append(("assistant", "\n".join(parts)))
+        elif message["role"] in ("system", "user"):
+            rendered.append(("user", message["content"]))
+    return rendered
+
+
+def assert_in_order(row: dict[str, Any], session_messages: list[dict[str, Any]]) -> None:
+    """Every message of the row appears in the session, in the row's order."""
+    rendered = as_row_messages(session_messages)
+    position = 0
+    for message in row["conversations"]:
+        wanted = (message["role"], message["content"])
+        while position < len(rendered) and rendered[position] != wanted:
+            position += 1
+        assert position < len(rendered), f"{row['trial_name']}: {wanted[1][:80]!r} is missing or out of order"
+        position += 1
+
+
+def export(traces_root: Path, run_id: str, staging_root: Path, include_subagents: bool = False) -> RunStaging:
+    store = TraceStore(str(traces_root))
+    staging = RunStaging(staging_root, RunScope(run_id))
+    build_listing(store, staging)
+    score_trials(store, staging, 7, lambda _: None)
+    options = ExportOptions(subagents="merged" if include_subagents else "none")
+    export_rows(store, staging, options, 7, lambda _: None, sessions=SessionWriter(staged_sessions(staging)))
+    return staging
+
+
+def session_files(staging: RunStaging) -> dict[str, bytes]:
+    folder = staged_sessions(staging)
+    return {path: (folder.parent / path).read_bytes() for paths in read_manifest(folder).values() for path in paths}
+
+
+def rows_of(staging: RunStaging) -> list[dict[str, Any]]:
+    return [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> RunStaging:
+    """A generated run (continuations and summarization subagents among its rare trials) plus
+    Harbor's golden trajectories, which carry tool calls and reasoning."""
+    root = tmp_path_factory.mktemp("traces")
+    generate_run(root, "gen-run", trials=60, seed=5, prompt_scale=0.05, episode_prompts=False)
+    make_golden_trials(root / "gen-run" / "trace_jobs")
+    return export(root, "gen-run", tmp_path_factory.mktemp("staging"), include_subagents=True)
+
+
+# ---------------------------------------------------------------- the format
+
+
+def test_sample_session_files_follow_the_format(tmp_path: Path) -> None:
+    staging = export(SAMPLE_TRACES, SAMPLE_RUN, tmp_path)
+    files = session_files(staging)
+    exported = {row["trial_name"] for row in rows_of(staging)}
+    mains = {
+        json.loads(data.splitlines()[0])["id"]: path for path, data in files.items() if ".summarization" not in path
+    }
+    assert set(mains) == exported
+    for path, data in files.items():
+        check_session_file(data)
+        assert path.startswith(f"{SESSIONS_DIR}/") and path.count("/") == 2
+
+
+def test_generated_session_files_follow_the_format(generated: RunStaging) -> None:
+    files = session_files(generated)
+    headers = {path: json.loads(data.splitlines()[0]) for path, data in files.items()}
+    for data in files.values():
+        check_session_file(data)
+    assert any(len(h["trajectory_files"]) > 1 for h in headers.values()), "a continued trial"
+    subagents = [h for h in headers.values() if h["trace_source"] != "main"]
+    assert subagents, "a summarized trial"
+    for header in subagents:  # each subagent session is findable from its main one, and back
+        assert header["parent_session"] in files
+        assert (
+            session_path(header["trial_name"], header["trace_source"])
+            in headers[header["parent_session"]]["subagent_sessions"]
+        )
+    assert {h["harness"] for h in headers.values()} == {"terminus-2"}
+
+
+def test_every_row_message_is_in_its_trials_session_in_order(generated: RunStaging) -> None:
+    files = session_files(generated)
+    rows = rows_of(generated)
+    assert any(row["trace_source"] != "main" for row in rows)
+    for row in rows:
+        subagent = None if row["trace_source"] == "main" else row["trace_source"]
+        assert_in_order(row, check_session_file(files[session_path(row["trial_name"], subagent)]))
+
+
+def test_sample_rows_are_in_their_sessions(tmp_path: Path) -> None:
+    staging = export(SAMPLE_TRACES, SAMPLE_RUN, tmp_path)
+    files = session_files(staging)
+    for row in rows_of(staging):
+        assert_in_order(row, check_session_file(files[session_path(row["trial_name"])]))
+
+
+# ---------------------------------------------------------------- the converter
+
+
+def _summary(trial: str = "hello__golden") -> TrialSummary:
+    return TrialSummary(trial, "hello-world", "terminus-2", "gpt-4o", "openai", "", "job", 1.0, None, "1.0")
+
+
+def _golden(name: str) -> Any:
+    parsed = parse_trajectory((GOLDEN / name).read_bytes(), name.split(".", 1)[1])
+    assert not isinstance(parsed, Exception)
+    return parsed
+
+
+def test_a_continuation_follows_its_trajectory_with_unique_call_ids() -> None:
+    prefix = "hello-world-context-summarization-linear-history"
+    chain = [_golden(f"{prefix}.trajectory.json"), _golden(f"{prefix}.trajectory.cont-1.json")]
+    [main] = trial_sessions(_summary(), chain, [], "run-1")
+    messages = check_session_file(main.to_jsonl())
+    markers = [m["content"] for m in messages if m["role"] == "system"]
+    assert "Context handed off: the trajectory continues in trajectory.cont-1.json." in markers
+    assert main.header["steps"] == len(chain[0].steps) + len(chain[1].steps)
+    assert main.header["trajectory_files"] == ["trajectory.json", "trajectory.cont-1.json"]
+    # The subagent files are not part of this chain: their link says so instead of pointing nowhere.
+    assert any("(not in this dataset)" in text for text in markers)
+
+
+def test_subagents_are_linked_from_the_main_session() -> None:
+    prefix = "hello-world-context-summarization"
+    names = ("summary", "questions", "answers")
+    subagents = [_golden(f"{prefix}.trajectory.summarization-1-{name}.json") for name in names]
+    sessions = trial_sessions(_summary(), [_golden(f"{prefix}.trajectory.json")], subagents, "run-1")
+    main, *others = sessions
+    links = [m["content"] for m in main.messages if m["role"] == "system" and m["content"].startswith("Subagent:")]
+    assert [link.rsplit(" ", 1)[-1] for link in links] == [s.path for s in others]
+    assert main.header["subagent_sessions"] == sorted(s.path for s in others)
+    assert {s.header["id"] for s in others} == {f"hello__golden.summarization-1-{name}" for name in names}
+    for session in others:
+        messages = check_session_file(session.to_jsonl())
+        assert session.header["parent_session"] == main.path
+        assert any(m["role"] == "tool" for m in messages) or session.header["trace_source"].endswith("questions")
+    tool_calls = [c for m in main.messages for c in m.get("toolCalls", [])]
+    assert tool_calls[0] == {
+        "id": "call_0_1",
+        "function": {"name": "bash_command", "arguments": '{"keystrokes": "mkdir test_dir\\n", "duration": 0.1}'},
+    }
+    assert main.messages[2] == {
+        "role": "tool",
+        "content": "New Terminal Output:\n\nroot@CONTAINER_ID:/app# mkdir test_dir\n\n\n",
+        "toolCallId": "call_0_1",
+    }
+
+
+def test_reasoning_timestamps_and_models() -> None:
+    trajectory = _golden("hello-world-invalid-json.trajectory.json")
+    steps = [dict(step, timestamp="2026-01-01T00:00:01.500Z") for step in trajectory.steps]
+    [main] = trial_sessions(_summary(), [trajectory.__class__(**{**trajectory.__dict__, "steps": steps})], [], "r")
+    assistant = [m for m in main.messages if m["role"] == "assistant"]
+    assert all(m["reasoningContent"] for m in assistant)
+    assert {m["timestamp"] for m in main.messages} == {1767225601500}
+    assert {m["model"] for m in assistant} == {"openai/gpt-4o"}
+
+
+def test_small_parts() -> None:
+    assert epoch_ms("1970-01-01T00:00:01+00:00") == 1000
+    assert epoch_ms("2026-01-01T00:00:00") is None  # naive: names no instant
+    assert epoch_ms("yesterday") is None and epoch_ms(None) is None
+    assert arguments_json({"a": 1}) == '{"a": 1}'
+    assert arguments_json('{"a": 1}') == '{"a": 1}'
+    assert arguments_json("ls -la") == '"ls -la"'
+    assert file_stem("task__abc") == "task__abc"
+    assert file_stem("../x/y").startswith("_x_y-") and file_stem("a/b") != file_stem("a_b")
+    assert session_path("task__abc") == session_path("task__abc")
+    assert (
+        session_path("task__abc", "summarization-1-summary").rsplit("/", 1)[0]
+        == session_path("task__abc").rsplit("/", 1)[0]
+    )
+
+
+def test_buckets_stay_small_and_stable() -> None:
+    names = [f"task-{n}__{n:07x}" for n in range(20_000)]
+    buckets: dict[str, int] = {}
+    for name in names:
+        bucket = session_path(name).split("/")[1]
+        buckets[bucket] = buckets.get(bucket, 0) + 1
+    assert len(buckets) == 256 and max(buckets.values()) < 2 * 20_000 / 256
+
+
+# ---------------------------------------------------------------- incremental runs
+
+
+def test_a_rerun_keeps_unchanged_sessions_and_drops_gone_trials(tmp_path: Path) -> None:
+    traces = tmp_path / "traces"
+    shutil.copytree(SAMPLE_TRACES, traces)
+    staging = export(traces, SAMPLE_RUN, tmp_path / "staging")
+    before = session_files(staging)
+    gone = sorted(read_manifest(staged_sessions(staging)))[0]
+    shutil.rmtree(traces / SAMPLE_RUN / "trace_jobs" / gone)
+    again = export(traces, SAMPLE_RUN, tmp_path / "staging")
+    after = session_files(again)
+    assert gone not in read_manifest(staged_sessions(again))
+    assert set(after) < set(before) and all(after[path] == before[path] for path in after)
+    on_disk = {p.relative_to(staged_sessions(again).parent).as_posix() for p in staged_sessions(again).rglob("*.jsonl")}
+    assert on_disk == set(after)
+
+
+# ---------------------------------------------------------------- secrets in earlier episodes
+
+
+ALNUM = string.ascii_letters + string.digits
+BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+
+def github_token(rng: random.Random) -> str:
+    """30 random base62 characters and their CRC32 in base62, as GitHub mints them."""
+    body = "".join(rng.choice(ALNUM) for _ in range(30))
+    value, digits = zlib.crc32(body.encode()), ""
+    while value:
+        value, digit = divmod(value, 62)
+        digits = BASE62[digit] + digits
+    return "ghp_" + body + digits.rjust(6, "0")
+
+
+def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> None:
+    trace_jobs = tmp_path / "traces" / "leaky-run" / "trace_jobs"
+    make_golden_trials(trace_jobs)
+    token = github_token(random.Random(16))
+    # The first file of a continued trial: the row holds the last episode, from trajectory.cont-1.json.
+    first = trace_jobs / "hello-world-context-summarization-linear-history__golden" / "agent" / "trajectory.json"
+    trajectory = json.loads(first.read_text())
+    trajectory["steps"][1]["observation"]["results"][0]["content"] += f"\nexport GITHUB_TOKEN={token}\n"
+    first.write_text(json.dumps(trajectory))
+
+    staging = export(tmp_path / "traces", "leaky-run", tmp_path / "staging")
+    assert not any(token in json.dumps(row) for row in rows_of(staging))
+    assert any(token in data.decode() for data in session_files(staging).values())
+
+    report = scan_run(staging.require_rows(), "leaky-run", ScanOptions(), staged_sessions(staging))
+    assert report["verdict"] == "live" and report["sessions_scanned"] == len(session_files(staging))
+    [finding] = [f for f in report["findings"] if f["kind"] == "github_token"]
+    assert finding["trace_source"] == "session" and finding["verdict"] == "live"
+
+    out = tmp_path / "published"
+    coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
+    redactor = secret_redactor(ScanPolicy("redact", "redact"), report, ScanOptions())
+    rows = staging.require_rows()
+    build_run_folder(out, rows, staging.statuses, coverage, report, 100, redactor, None, staged_sessions(staging))
+    published = {p: p.read_text() for p in (out / SESSIONS_DIR).rglob("*.jsonl")}
+    assert len(published) == len(session_files(staging))
+    assert not any(token in text for text in published.values())
+    assert any("[REDACTED:github_token]" in text for text in published.values())
+    for text in published.values():
+        check_session_file(text.encode())
+    assert json.loads((out / "secret_scan.json").read_text())["redacted"]["github_token"] >= 1
+    card = (out / "README.md").read_text()
+    assert "config_name: sessions" in card and "## Sessions" in card
