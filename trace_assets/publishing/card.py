@@ -33,7 +33,7 @@ def _feature(arrow_type: pa.DataType) -> dict[str, Any]:
 
 def card_header(schema: pa.Schema, shards: ShardSet) -> dict[str, Any]:
     return {
-        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}],
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": shards.data_files}]}],
         "dataset_info": {
             "features": [{"name": f.name, **_feature(f.type)} for f in schema],
             "splits": [{"name": "train", "num_bytes": shards.num_bytes, "num_examples": shards.num_examples}],

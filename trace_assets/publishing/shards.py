@@ -1,7 +1,15 @@
-"""A scope's rows as the dataset's Parquet shards, copied from the staged parts when they can be."""
+"""A scope's rows as the dataset's Parquet shards, copied from the staged parts when they can be.
+
+Shards live in a folder named after their content, `data/<version>/train-0000i-of-0000N.parquet`,
+and the card names that folder. So a new version's shards never overwrite the published ones: a
+publish puts the new folder beside the old, flips the card, then removes the old folder, and a
+reader that loads through the card sees one version whole. The same rows make the same version,
+so republishing unchanged rows changes no byte.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
 from collections.abc import Callable
@@ -14,6 +22,8 @@ import pyarrow.parquet as pq
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 
 DATA_DIR = "data"
+_BUILDING = "building"  # the shards' folder until their content names it
+VERSION_CHARS = 16
 
 
 def shard_count(total_rows: int, max_rows_per_shard: int) -> int:
@@ -22,14 +32,20 @@ def shard_count(total_rows: int, max_rows_per_shard: int) -> int:
 
 @dataclass(frozen=True)
 class ShardSet:
-    files: list[str]  # relative to the run folder, e.g. data/train-00000-of-00002.parquet
+    files: list[str]  # relative to the run folder, e.g. data/<version>/train-00000-of-00002.parquet
     num_examples: int
     num_bytes: int  # Arrow (in-memory) size of the rows, as the Hub's dataset_info counts it
     download_size: int  # bytes of the Parquet files
+    version: str  # digest of the shards' bytes, naming their folder
+
+    @property
+    def data_files(self) -> str:
+        """The card's `data_files` pattern: this version's shards and no other's."""
+        return f"{DATA_DIR}/{self.version}/train-*"
 
 
 def shard_name(index: int, count: int) -> str:
-    return f"{DATA_DIR}/train-{index:05d}-of-{count:05d}.parquet"
+    return f"train-{index:05d}-of-{count:05d}.parquet"
 
 
 def write_shards(
@@ -43,16 +59,31 @@ def write_shards(
     Staged parts are cut the same way unless the shard size changed since: then they are copied
     as they are. Rows are re-encoded only to re-cut them, or when `transform` changes them.
     """
-    (out_dir / DATA_DIR).mkdir(parents=True, exist_ok=True)
+    building = out_dir / DATA_DIR / _BUILDING
+    building.mkdir(parents=True)
     if transform is None and rows.rows_per_part == max_rows_per_shard:
-        files = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
-        for source, name in zip(rows.files, files):
-            shutil.copyfile(source, out_dir / name)
+        names = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
+        for source, name in zip(rows.files, names):
+            shutil.copyfile(source, building / name)
         num_bytes = sum(part.arrow_bytes for part in rows.parts)
     else:
-        files, num_bytes = _rewrite_shards(rows, out_dir, max_rows_per_shard, transform or (lambda table: table))
+        names, num_bytes = _rewrite_shards(rows, building, max_rows_per_shard, transform or (lambda table: table))
+    version = content_version([building / name for name in names])
+    building.rename(out_dir / DATA_DIR / version)
+    files = [f"{DATA_DIR}/{version}/{name}" for name in names]
     download_size = sum((out_dir / f).stat().st_size for f in files)
-    return ShardSet(files, rows.rows, num_bytes, download_size)
+    return ShardSet(files, rows.rows, num_bytes, download_size, version)
+
+
+def content_version(paths: list[Path]) -> str:
+    """A digest of the files' names and bytes, in order: equal shards, equal version."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(f"{path.name}\n".encode())
+        with path.open("rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:VERSION_CHARS]
 
 
 def _rewrite_shards(
