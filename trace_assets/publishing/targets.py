@@ -13,8 +13,10 @@ killed publish left is removed by the next. A Hub target makes one commit per sc
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,10 +24,11 @@ from typing import Any, Protocol
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.atomic_files import copy_atomically, is_leftover, remove_path
+from trace_assets.atomic_files import TEMP_MARK, copy_atomically, is_leftover, remove_path
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
 from trace_assets.publishing.hub import (
     PUBLISH_ROOT_PREFIX,
+    check_hub_access,
     parse_publish_root,
     publish_run_folder,
     read_published_json,
@@ -46,6 +49,10 @@ class PublishTarget(Protocol):
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
         """The published version's coverage.json, or None when nothing is published there."""
+        ...
+
+    def check_writable(self, scope: RunScope) -> None:
+        """Before any work: raise OSError (or HubPublishError) if publishing the scope would fail for access."""
         ...
 
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
@@ -73,6 +80,19 @@ class FolderTarget:
                 return json.loads(file.read())
         except FileNotFoundError:
             return None
+
+    def check_writable(self, scope: RunScope) -> None:
+        fs, target = fsspec.core.url_to_fs(self.location(scope), **self.storage_options)
+        if isinstance(fs, LocalFileSystem):
+            existing = Path(target)
+            while not existing.exists():
+                existing = existing.parent
+            if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+                raise PermissionError(f"publish root {self.root_url}: cannot write under {existing}")
+            return
+        probe = f"{target.rstrip('/')}/.write-probe{TEMP_MARK}{uuid.uuid4().hex[:8]}"  # inside the scope's folder
+        fs.pipe_file(probe, b"")
+        fs.rm_file(probe)
 
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
         with tempfile.TemporaryDirectory() as folder:
@@ -134,6 +154,10 @@ class HubTarget:
             token=self.settings.token,
             endpoint=self.settings.endpoint,
         )
+
+    def check_writable(self, scope: RunScope) -> None:
+        repo_id, _, _ = self._place(scope)
+        check_hub_access(repo_id, token=self.settings.token, endpoint=self.settings.endpoint)
 
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
         """Nothing is committed for a blocked scope: its report stays in the staging folder."""
