@@ -45,6 +45,14 @@ def validate_scope_key(key: str) -> str:
     return key
 
 
+def is_scope_key(key: str) -> bool:
+    try:
+        validate_scope_key(key)
+    except InvalidScopeKey:
+        return False
+    return True
+
+
 def nests(key: str, other: str) -> bool:
     """True when one key's folders would lie inside the other's (`x` and `x/y`)."""
     return key != other and (other.startswith(key + "/") or key.startswith(other + "/"))
