@@ -26,8 +26,9 @@ demo: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
 services:
 	bash .ci/install-services.sh
 
+# Everything: installs what the service tests need, and runs the suite beside one S3 server.
 test: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml services
-	$(BIN)/pytest
+	bash .ci/with-s3-server.sh $(BIN)/pytest
 
 test-unit: $(BIN)/trace-assets
 	$(BIN)/pytest -m "not dagster and not services"

@@ -1,32 +1,73 @@
-"""`trace-assets`: list the runs under a traces root, materialize them, or queue a backfill of them.
+"""`trace-assets`: list the runs under a traces root, materialize them, queue a backfill of them,
+or forget runs that are gone.
 
 Runs go through the same job and instance as the UI (`DAGSTER_HOME`), so they show up there.
-Progress goes to stderr; stdout carries one JSON line per run, for scripts.
+Progress goes to stderr, one line a message (`-v` for Dagster's full log and stack traces);
+stdout carries one JSON line per run, for scripts. Before any work the CLI checks what it can:
+run ids, that each run exists, that the publish root is writable (or the Hub token valid), and
+only then registers partitions.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import re
 import shutil
+import socket
 import sys
+import threading
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from trace_assets.defs.resources import PROJECT_DIR, ObjectStorage, TraceAssetsConfig, config_from_env
+import dagster as dg
+import fsspec
+
+from trace_assets.defs.resources import (
+    PROJECT_DIR,
+    HuggingFaceHub,
+    ObjectStorage,
+    TraceAssetsConfig,
+    config_from_env,
+    hub_from_env,
+)
 from trace_assets.harbor.options import add_export_arguments, export_overrides
-from trace_assets.scope import RunScope
+from trace_assets.scope import InvalidScopeKey, RunScope, validate_scope_key
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES
+from trace_assets.steps.staging import hold_lock
+
+PREFIX = "[trace-assets]"
+# Tags on the CLI's runs, so a later CLI can tell a run whose process is gone (kill -9, OOM).
+PID_TAG, HOST_TAG = "trace_assets/cli_pid", "trace_assets/cli_host"
+INSTANCE_INIT_LOCK = ".trace-assets-instance.lock"
+SLOT_WAIT_LOG_SECONDS = 10.0
+
+
+def _say(message: str) -> None:
+    print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trace-assets", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="Dagster's full log, stack traces on failure")
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     common.add_argument("--traces-root", help="fsspec URL of the traces root (env TRACE_ASSETS_TRACES_ROOT)")
     common.add_argument("--publish-root", help="fsspec URL to publish under (env TRACE_ASSETS_PUBLISH_ROOT)")
     add_export_arguments(common)
     common.add_argument(
         "--on-secret", choices=ON_SECRET_CHOICES, help="on live credentials (env TRACE_ASSETS_ON_SECRET)"
+    )
+    common.add_argument(
+        "--allow-shrink",
+        action="store_true",
+        default=None,
+        help="publish even a run with 0 rows or one that shrank past the threshold (env TRACE_ASSETS_ALLOW_SHRINK=1)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("runs", parents=[common], help="list the run ids under the traces root")
@@ -39,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     chosen.add_argument("--all", action="store_true", help="every run under the traces root")
     chosen.add_argument("run_ids", nargs="*", metavar="RUN_ID", default=[])
     backfill.add_argument("--wait", action="store_true", help="wait until the daemon has finished the backfill")
+    forget = commands.add_parser(
+        "forget", parents=[common], help="remove the partitions and staging of runs gone from the traces root"
+    )
+    forget.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     return parser
 
 
@@ -48,11 +93,38 @@ def _config(args: argparse.Namespace) -> TraceAssetsConfig:
         publish_root=args.publish_root,
         on_secret=args.on_secret,
         **export_overrides(args),
+        allow_shrink=args.allow_shrink,
     )
 
 
+def _validated(run_ids: list[str]) -> list[str]:
+    """Every id checked before anything is registered or written; all bad ones named at once."""
+    problems = []
+    for run_id in run_ids:
+        try:
+            validate_scope_key(run_id)
+        except InvalidScopeKey as error:
+            problems.append(str(error))
+    if problems:
+        raise InvalidScopeKey("; ".join(problems) + " (nothing was registered or written)")
+    return list(dict.fromkeys(run_ids))
+
+
 def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
-    return trace_config.store(ObjectStorage()).run_ids()
+    """Run ids under the traces root; folders whose names cannot be run ids are named and skipped."""
+    found = []
+    for run_id in trace_config.store(ObjectStorage()).run_ids():
+        try:
+            found.append(validate_scope_key(run_id))
+        except InvalidScopeKey as error:
+            _say(f"skipping {error}")
+    return found
+
+
+def _run_exists(trace_config: TraceAssetsConfig, scope: RunScope) -> bool:
+    options = ObjectStorage().storage_options(trace_config.traces_root)
+    fs, root = fsspec.core.url_to_fs(trace_config.traces_root, **options)
+    return fs.isdir(f"{root.rstrip('/')}/{scope.source_prefix}")
 
 
 def _as_run_config(trace_config: TraceAssetsConfig) -> dict[str, Any]:
@@ -61,19 +133,62 @@ def _as_run_config(trace_config: TraceAssetsConfig) -> dict[str, Any]:
     return {"resources": {"trace_config": {"config": config}}}
 
 
-def _instance():
-    from dagster import DagsterInstance
-
+def _instance() -> dg.DagsterInstance:
+    """The instance, initialised under a file lock: two first commands on a fresh DAGSTER_HOME
+    would otherwise both create the SQLite schemas (two alembic heads, every later command fails)."""
     if not os.environ.get("DAGSTER_HOME"):
-        home = PROJECT_DIR / ".dagster_home"
-        home.mkdir(exist_ok=True)
-        if not (home / "dagster.yaml").exists():
-            shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
-        os.environ["DAGSTER_HOME"] = str(home)
-    return DagsterInstance.get()
+        default_home = PROJECT_DIR / ".dagster_home"
+        default_home.mkdir(exist_ok=True)
+        if not (default_home / "dagster.yaml").exists():
+            shutil.copyfile(PROJECT_DIR / "dagster.yaml", default_home / "dagster.yaml")
+        os.environ["DAGSTER_HOME"] = str(default_home)
+    with hold_lock(Path(os.environ["DAGSTER_HOME"], INSTANCE_INIT_LOCK), "the Dagster instance", _say, "instance init"):
+        instance = dg.DagsterInstance.get()
+        from trace_assets.defs.partitions import TRACE_RUNS
+
+        instance.get_runs(limit=1)  # each storage creates its schema on first use
+        instance.get_dynamic_partitions(TRACE_RUNS)
+        instance.all_instigator_state()
+        instance.event_log_storage.get_concurrency_keys()
+    return instance
 
 
-def _failure_reason(result) -> str:
+@dg.logger(config_schema={"verbose": dg.Field(bool, default_value=False)})
+def one_line_console(init_context: dg.InitLoggerContext) -> logging.Logger:
+    """Each step's own messages as one line; Dagster's events and stack traces only with -v."""
+    verbose = init_context.logger_config["verbose"]
+    logger = logging.Logger("trace_assets.cli", level=logging.DEBUG if verbose else logging.INFO)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine(verbose))
+    logger.addHandler(handler)
+    return logger
+
+
+class _OneLine(logging.Formatter):
+    def __init__(self, verbose: bool):
+        super().__init__("%(asctime)s - %(levelname)s - %(message)s")
+        self.verbose = verbose
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self.verbose:
+            return super().format(record)
+        meta = getattr(record, "dagster_meta", {}) or {}
+        where = meta.get("step_key") or "run"
+        return f"{PREFIX} {where}: {str(meta.get('orig_message', record.getMessage())).splitlines()[0]}"
+
+
+class _StepMessagesOnly(logging.Filter):
+    """Without -v: the steps' own log lines, not Dagster's events (the CLI says how a run ended)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        meta = getattr(record, "dagster_meta", {}) or {}
+        return meta.get("dagster_event") is None
+
+
+_EXCEPTION_CLASS = re.compile(r"^(?:[A-Za-z_][\w]*\.)+[A-Za-z_]\w*: ")  # a dotted class path, kept only with -v
+
+
+def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
     """The first failed step's error, or the blocking check that stopped the run."""
     for evaluation in result.get_asset_check_evaluations():
         if not evaluation.passed and evaluation.blocking:
@@ -86,8 +201,18 @@ def _failure_reason(result) -> str:
             while error is not None and error.cause is not None:
                 error = error.cause
                 message = error.message.strip()
-            return f"step {event.step_key} failed: {message}"
+            first_line = message.splitlines()[0] if message else "failed"
+            return f"step {event.step_key} failed: {_EXCEPTION_CLASS.sub('', first_line)}"
     return "run failed"
+
+
+def _warnings(result: dg.ExecuteInProcessResult) -> list[str]:
+    """Checks that did not pass but do not block (the export ratio)."""
+    return [
+        f"check {e.check_name} on {e.asset_key.to_user_string()}: {e.description or 'did not pass'}"
+        for e in result.get_asset_check_evaluations()
+        if not e.passed and not e.blocking
+    ]
 
 
 def _coverage_sentence(coverage: dict[str, Any]) -> str:
@@ -100,45 +225,160 @@ def _coverage_sentence(coverage: dict[str, Any]) -> str:
     )
 
 
-def _published_to(result) -> str:
+def _published_to(result: dg.ExecuteInProcessResult) -> str:
     """Where published_shards put the run: its folder, or the Hub commit."""
     for materialization in result.asset_materializations_for_node("published_shards"):
         return str(materialization.metadata["published_to"].value)
     return "nowhere: published_shards did not materialize"
 
 
-def materialize_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
-    from trace_assets.definitions import build_definitions, export_trace_run
+def _preflight(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub) -> dict[str, str]:
+    """Runs that cannot be materialized, with why: not under the traces root, or not publishable."""
+    target = trace_config.publish_target(ObjectStorage(), hub)
+    problems = {}
+    for run_id in run_ids:
+        scope = RunScope(run_id)
+        if not _run_exists(trace_config, scope):
+            problems[run_id] = f"no trace_jobs/ folder for run {run_id!r} under {trace_config.traces_root}"
+            continue
+        try:
+            target.check_writable(scope)
+        except Exception as error:  # any access failure (permissions, S3, Hub) is reported, not raised
+            problems[run_id] = f"cannot publish to {target.location(scope)}: {error}"
+    return problems
 
+
+def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Fail the CLI's runs on this host whose process is gone, and free every pool slot held by a
+    run that is no longer running, so no later run waits for a slot forever."""
+    from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
+
+    freed = []
+    host = socket.gethostname()
+    for run in instance.get_runs(dg.RunsFilter(statuses=list(NOT_FINISHED_STATUSES), tags={HOST_TAG: host})):
+        pid = int(run.tags.get(PID_TAG, "0") or 0)
+        if pid and not _alive(pid):
+            instance.report_run_failed(run, f"its trace-assets process (pid {pid}) is gone")
+            freed.append(run.run_id)
+    storage = instance.event_log_storage
+    for key in storage.get_concurrency_keys():
+        for slot in storage.get_concurrency_info(key).claimed_slots:
+            holder = instance.get_run_by_id(slot.run_id)
+            if holder is None or holder.is_finished or slot.run_id in freed:
+                storage.free_concurrency_slots_for_run(slot.run_id)
+                freed.append(slot.run_id)
+    return list(dict.fromkeys(freed))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def _log_slot_holders(instance: dg.DagsterInstance, run_id: str) -> Iterator[None]:
+    """While `run_id` waits for a pool slot, say every few seconds which run holds it."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(SLOT_WAIT_LOG_SECONDS):
+            try:
+                storage = instance.event_log_storage
+                for key in storage.get_concurrency_keys():
+                    info = storage.get_concurrency_info(key)
+                    if run_id in info.pending_run_ids:
+                        holders = ", ".join(f"run {s.run_id} ({s.step_key})" for s in info.claimed_slots)
+                        _say(f"waiting for a slot of pool {key!r}, held by {holders or 'nobody yet'}")
+            except Exception:  # a log line is not worth failing the run for
+                continue
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
+def materialize_runs(
+    run_ids: list[str], trace_config: TraceAssetsConfig, verbose: bool = False, hub: HuggingFaceHub | None = None
+) -> int:
+    from dagster._core.utils import make_new_run_id
+
+    from trace_assets.definitions import build_definitions, export_trace_run
+    from trace_assets.defs.partitions import register_scopes
+
+    hub = hub or hub_from_env()
+    problems = _preflight(run_ids, trace_config, hub)
+    found = [run_id for run_id in run_ids if run_id not in problems]
     instance = _instance()
-    _register_partitions(instance, run_ids)
-    job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
+    if found:
+        register_scopes(instance, found)
+    for run_id in free_slots_of_dead_runs(instance):
+        _say(f"freed the pool slots of run {run_id}, whose process is gone")
+    console = one_line_console if verbose else _quiet(one_line_console)
+    job = build_definitions(trace_config, hub=hub, loggers={"console": console}).resolve_job_def(export_trace_run.name)
     failures = 0
     for run_id in run_ids:
-        print(f"[trace-assets] materializing {run_id} from {trace_config.traces_root}", file=sys.stderr)
-        result = job.execute_in_process(
-            instance=instance,
-            partition_key=run_id,
-            raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
-        )
-        line: dict[str, Any] = {"run_id": run_id, "dagster_run_id": result.run_id}
-        coverage_path = trace_config.staging(RunScope(run_id)).coverage
-        if coverage_path.exists():
-            line.update(json.loads(coverage_path.read_text()))
-        if result.success:
-            line.update(status="published", published_to=_published_to(result))
-            print(
-                f"[trace-assets] {run_id}: {_coverage_sentence(line)}; published to {line['published_to']}",
-                file=sys.stderr,
-            )
-        else:
+        if run_id in problems:
             failures += 1
-            reason = _failure_reason(result)
-            line.update(status="failed", reason=reason)
-            print(f"[trace-assets] {run_id}: {reason}", file=sys.stderr)
+            _say(f"{run_id}: {problems[run_id]}")
+            print(json.dumps({"run_id": run_id, "status": "failed", "reason": problems[run_id]}), flush=True)
+            continue
+        staging = trace_config.staging(RunScope(run_id))
+        _say(f"materializing {run_id} from {trace_config.traces_root}")
+        dagster_run_id = make_new_run_id()
+        with (
+            staging.locked(_say, holder=f"trace-assets materialize {run_id} (dagster run {dagster_run_id})"),
+            _log_slot_holders(instance, dagster_run_id),
+        ):
+            result = job.execute_in_process(
+                instance=instance,
+                partition_key=run_id,
+                raise_on_error=False,
+                run_id=dagster_run_id,
+                tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()},
+                run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
+            )
+            line = _result_line(run_id, result, staging.coverage)
+        if line["status"] != "published":
+            failures += 1
         print(json.dumps(line), flush=True)
     return 1 if failures else 0
+
+
+def _quiet(logger_def: dg.LoggerDefinition) -> dg.LoggerDefinition:
+    def make(init_context: dg.InitLoggerContext) -> logging.Logger:
+        logger = logger_def.logger_fn(init_context)
+        for handler in logger.handlers:
+            handler.addFilter(_StepMessagesOnly())
+        return logger
+
+    return dg.LoggerDefinition(make, config_schema=logger_def.config_schema)
+
+
+def _result_line(run_id: str, result: dg.ExecuteInProcessResult, coverage_path: Path) -> dict[str, Any]:
+    """The run's JSON line: figures only from this attempt (coverage only if it made it)."""
+    line: dict[str, Any] = {"run_id": run_id, "dagster_run_id": result.run_id}
+    if result.asset_materializations_for_node("last_episode_rows") and coverage_path.exists():
+        line.update(json.loads(coverage_path.read_text()))
+    warnings = _warnings(result)
+    for warning in warnings:
+        _say(f"{run_id}: warning: {warning}")
+    if result.success:
+        line.update(status="published", published_to=_published_to(result), warnings=warnings)
+        _say(f"{run_id}: {_coverage_sentence(line)}; published to {line['published_to']}")
+    else:
+        reason = _failure_reason(result)
+        line.update(status="failed", reason=reason, warnings=warnings)
+        _say(f"{run_id}: {reason}")
+    return line
 
 
 def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, poll_seconds: float = 2.0) -> int:
@@ -150,9 +390,10 @@ def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, po
 
     from trace_assets.definitions import defs
     from trace_assets.defs.jobs import ASSETS, STORE_READ_TAG
+    from trace_assets.defs.partitions import register_scopes
 
     instance = _instance()
-    _register_partitions(instance, run_ids)
+    register_scopes(instance, run_ids)
     backfill = PartitionBackfill.from_asset_partitions(
         backfill_id=make_new_backfill_id(),
         asset_graph=defs.resolve_asset_graph(),
@@ -167,22 +408,43 @@ def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, po
         run_config=run_config,
     )
     instance.add_backfill(backfill)
-    print(f"[trace-assets] backfill {backfill.backfill_id} queued for {len(run_ids)} run(s)", file=sys.stderr)
+    _say(f"backfill {backfill.backfill_id} queued for {len(run_ids)} run(s)")
     status = backfill.status
     while wait and status not in BULK_ACTION_TERMINAL_STATUSES:
         time.sleep(poll_seconds)
-        status = instance.get_backfill(backfill.backfill_id).status
+        current = instance.get_backfill(backfill.backfill_id)
+        status = current.status if current else BulkActionStatus.FAILED
     print(json.dumps({"backfill_id": backfill.backfill_id, "run_ids": run_ids, "status": status.value}), flush=True)
     return 0 if status in (BulkActionStatus.REQUESTED, BulkActionStatus.COMPLETED_SUCCESS) else 1
 
 
-def _register_partitions(instance, run_ids: list[str]) -> None:
-    from trace_assets.defs.partitions import trace_runs
+def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
+    """Remove the partitions and staging folders of runs gone from the traces root; published
+    datasets stay. A run still under the traces root is refused (it would be listed again)."""
+    from trace_assets.defs.partitions import TRACE_RUNS
 
-    known = set(instance.get_dynamic_partitions(trace_runs.name))
-    missing = [run_id for run_id in run_ids if run_id not in known]
-    if missing:
-        instance.add_dynamic_partitions(trace_runs.name, missing)
+    instance = _instance()
+    known = set(instance.get_dynamic_partitions(TRACE_RUNS))
+    failures = 0
+    for run_id in run_ids:
+        scope = RunScope(run_id)
+        if _run_exists(trace_config, scope):
+            failures += 1
+            reason = (
+                f"run {run_id!r} still exists under {trace_config.traces_root}; forget only removes runs that are gone"
+            )
+            _say(reason)
+            print(json.dumps({"run_id": run_id, "status": "kept", "reason": reason}), flush=True)
+            continue
+        staging = trace_config.staging(scope)
+        with staging.locked(_say, holder=f"trace-assets forget {run_id}"):
+            shutil.rmtree(staging.folder, ignore_errors=True)
+            if run_id in known:
+                instance.delete_dynamic_partition(TRACE_RUNS, run_id)
+        staging.lock_file.unlink(missing_ok=True)
+        _say(f"forgot {run_id}" + ("" if run_id in known else " (it was not a partition)"))
+        print(json.dumps({"run_id": run_id, "status": "forgotten"}), flush=True)
+    return 1 if failures else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,14 +455,21 @@ def main(argv: list[str] | None = None) -> int:
             for run_id in _run_ids(trace_config):
                 print(run_id)
             return 0
+        if args.command == "forget":
+            return forget_runs(_validated(args.run_ids), trace_config)
         if args.command == "backfill":
-            run_ids = _run_ids(trace_config) if args.all else args.run_ids
+            run_ids = _run_ids(trace_config) if args.all else _validated(args.run_ids)
             if not run_ids:
                 raise ValueError(f"no runs under {trace_config.traces_root}")
+            missing = [run_id for run_id in run_ids if not _run_exists(trace_config, RunScope(run_id))]
+            if missing:
+                raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
             return backfill_runs(run_ids, _as_run_config(trace_config), args.wait)
-        return materialize_runs(args.run_ids, trace_config)
-    except (OSError, ValueError) as err:
-        print(f"trace-assets: {err}", file=sys.stderr)
+        return materialize_runs(_validated(args.run_ids), trace_config, args.verbose)
+    except Exception as error:  # one line for the operator; -v for the trace
+        if args.verbose:
+            traceback.print_exc()
+        print(f"trace-assets: {error}", file=sys.stderr)
         return 2
 
 

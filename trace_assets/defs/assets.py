@@ -4,15 +4,15 @@ Each asset is a few lines: the partition's scope, the domain step, its figures a
 data lives as Parquet in the staging folder.
 """
 
-import shutil
-
 import dagster as dg
 
 from trace_assets.accounting import Coverage
+from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.defs.metadata import coverage_metadata, scan_metadata
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.publishing.shrink_guard import refuse_worse_version
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run, secret_redactor
@@ -28,8 +28,8 @@ def raw_trial_listing(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
     """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
-    staging = trace_config.staging(scope_of(context))
-    stats = build_listing(trace_config.store(object_storage), staging)
+    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:
+        stats = build_listing(trace_config.store(object_storage), staging)
     context.log.info(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
     return dg.MaterializeResult(
         metadata={
@@ -48,8 +48,8 @@ def scored_trials(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
     """Each folder's result.json read as a TrialResult: task, reward, exception, agent, model."""
-    staging = trace_config.staging(scope_of(context))
-    stats = score_trials(trace_config.store(object_storage), staging, trace_config.batch_size, context.log.info)
+    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:
+        stats = score_trials(trace_config.store(object_storage), staging, trace_config.batch_size, context.log.info)
     return dg.MaterializeResult(
         metadata={
             **{f"status_{status}": dg.MetadataValue.int(count) for status, count in sorted(stats.statuses.items())},
@@ -65,16 +65,16 @@ def last_episode_rows(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
     """Harbor's `export --episodes last` row for every scored trial, and a status for every folder."""
-    staging = trace_config.staging(scope_of(context))
-    coverage, stats = export_rows(
-        trace_config.store(object_storage),
-        staging,
-        trace_config.export_options(),
-        trace_config.batch_size,
-        context.log.info,
-        rows_per_part=trace_config.max_rows_per_shard,
-        sessions=trace_config.session_writer(staging),
-    )
+    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:
+        coverage, stats = export_rows(
+            trace_config.store(object_storage),
+            staging,
+            trace_config.export_options(),
+            trace_config.batch_size,
+            context.log.info,
+            rows_per_part=trace_config.max_rows_per_shard,
+            sessions=trace_config.session_writer(staging),
+        )
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
@@ -96,14 +96,14 @@ def secret_scan_report(
 ) -> dg.MaterializeResult:
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
     scope = scope_of(context)
-    staging = trace_config.staging(scope)
-    report = scan_run(
-        staging.require_rows(), scope.key, trace_config.scan_options(), trace_config.sessions_folder(staging)
-    )
-    write_json_atomically(staging.scan_report, report)
-    context.log.info(f"secret scan verdict: {report['verdict']}")
-    if trace_config.scan_policy().blocking(report):
-        trace_config.publish_target(object_storage, hub).publish_blocked(staging.scan_report, scope)
+    with trace_config.staging(scope).locked(context.log.info) as staging:
+        report = scan_run(
+            staging.require_rows(), scope.key, trace_config.scan_options(), trace_config.sessions_folder(staging)
+        )
+        write_json_atomically(staging.scan_report, report)
+        context.log.info(f"secret scan verdict: {report['verdict']}")
+        if trace_config.scan_policy().blocking(report):
+            trace_config.publish_target(object_storage, hub).publish_blocked(staging.scan_report, scope)
     return dg.MaterializeResult(metadata=scan_metadata(report, staging.scan_report))
 
 
@@ -120,26 +120,37 @@ def published_shards(
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
-    """The run as a Hugging Face dataset folder: shards, card, coverage.json, trials.parquet."""
+    """The run as a Hugging Face dataset folder: shards, card, coverage.json, trials.parquet.
+
+    Refused when it would replace the published version with a worse one (no rows, or fewer trial
+    folders or rows past `shrink_threshold`), unless `allow_shrink`.
+    """
     scope = scope_of(context)
-    staging = trace_config.staging(scope)
-    coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
-    report = staging.read_json(staging.scan_report, "secret_scan_report")
-    redactor = secret_redactor(trace_config.scan_policy(), report, trace_config.scan_options())
-    shards = build_run_folder(
-        staging.publish_build,
-        staging.require_rows(),
-        staging.statuses,
-        coverage,
-        report,
-        trace_config.max_rows_per_shard,
-        redactor,
-        trace_config.export_options(),
-        trace_config.sessions_folder(staging),
-    )
-    target = trace_config.publish_target(object_storage, hub).publish(staging.publish_build, scope)
-    shutil.rmtree(staging.publish_build)
-    context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {target}")
+    target = trace_config.publish_target(object_storage, hub)
+    with trace_config.staging(scope).locked(context.log.info) as staging:
+        coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
+        report = staging.read_json(staging.scan_report, "secret_scan_report")
+        if not trace_config.allow_shrink:
+            published = target.published_coverage(scope)
+            refuse_worse_version(scope.key, coverage, published, trace_config.shrink_threshold, target.location(scope))
+        redactor = secret_redactor(trace_config.scan_policy(), report, trace_config.scan_options())
+        build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
+        try:
+            shards = build_run_folder(
+                build,
+                staging.require_rows(),
+                staging.statuses,
+                coverage,
+                report,
+                trace_config.max_rows_per_shard,
+                redactor,
+                trace_config.export_options(),
+                trace_config.sessions_folder(staging),
+            )
+            published_to = target.publish(build, scope)
+        finally:
+            remove_path(build)
+    context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {published_to}")
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
@@ -148,6 +159,8 @@ def published_shards(
             "download_size": dg.MetadataValue.int(shards.download_size),
             "redacted": dg.MetadataValue.json(redactor.counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(report["verdict"]),
-            "published_to": dg.MetadataValue.url(target) if "://" in target else dg.MetadataValue.path(target),
+            "published_to": dg.MetadataValue.url(published_to)
+            if "://" in published_to
+            else dg.MetadataValue.path(published_to),
         }
     )

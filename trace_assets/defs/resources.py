@@ -13,10 +13,12 @@ from typing import Any
 
 import dagster as dg
 from dagster_aws.s3 import S3Resource
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
 
 from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, Subagents, SuccessFilter, export_env
+from trace_assets.publishing.shrink_guard import DEFAULT_SHRINK_THRESHOLD
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target
+from trace_assets.roots import refuse_overlapping_roots
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import OnSecret, OnUnverified, ScanPolicy, parse_on_secret, parse_on_unverified
@@ -74,11 +76,19 @@ class ObjectStorage(S3Resource):
 
 
 class TraceAssetsConfig(dg.ConfigurableResource):
-    """Everything a run's materialization depends on, shown in the UI's resource page."""
+    """Everything a run's materialization depends on, shown in the UI's resource page.
 
-    traces_root: str = Field(description="fsspec URL holding <run_id>/trace_jobs/ folders")
-    publish_root: str = Field(description="fsspec URL datasets are published under, as <publish_root>/<run_id>/")
-    staging_root: str = Field(description="Local folder for the intermediate Parquet files between assets")
+    Validated wherever it is built (environment, CLI, the UI's launchpad, a backfill's run config):
+    counts are positive, ratios within 0..1, and the three roots pairwise disjoint.
+    """
+
+    traces_root: str = Field(min_length=1, description="fsspec URL holding <run_id>/trace_jobs/ folders")
+    publish_root: str = Field(
+        min_length=1, description="fsspec URL datasets are published under, as <publish_root>/<run_id>/"
+    )
+    staging_root: str = Field(
+        min_length=1, description="Local folder for the intermediate Parquet files between assets"
+    )
     episodes: Episodes = Field(default="last", description="Harbor's --episodes: last, or all (a row per episode)")
     sharegpt: bool = Field(default=False, description="Harbor's --sharegpt: add a conversations_sharegpt column")
     success_filter: SuccessFilter = Field(default="all", description="Harbor's --filter: all, success or failure")
@@ -87,10 +97,12 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     subagents: Subagents = Field(
         default="none", description="Subagent rows: none, merged (trace_source column) or separate (a config per kind)"
     )
-    batch_size: int = Field(default=256, description="Trials fetched and parsed per batch")
-    max_concurrency: int = Field(default=64, description="Object reads in flight at once")
-    max_rows_per_shard: int = Field(default=DEFAULT_ROWS_PER_SHARD, description="Rows per published Parquet shard")
-    min_export_ratio: float = Field(default=0.9, description="Exported/scored below this warns")
+    batch_size: int = Field(default=256, gt=0, description="Trials fetched and parsed per batch")
+    max_concurrency: int = Field(default=64, gt=0, description="Object reads in flight at once")
+    max_rows_per_shard: int = Field(
+        default=DEFAULT_ROWS_PER_SHARD, gt=0, description="Rows per published Parquet shard"
+    )
+    min_export_ratio: float = Field(default=0.9, ge=0, le=1, description="Exported/scored below this warns")
     on_secret: OnSecret = Field(default="block", description="On live credentials: block, redact or allow")
     secret_patterns: str = Field(default="", description="Extra patterns, 'name=regex;name2=regex2'")
     secret_allowlist: str = Field(default="", description="Comma-separated fingerprints of known placeholders")
@@ -98,11 +110,29 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         default="redact", description="On unverified credentials: keep, redact or block"
     )
     secret_wrap_width: int = Field(
-        default=DEFAULT_WRAP_WIDTH, description="Terminal width whose hard wraps the scan joins"
+        default=DEFAULT_WRAP_WIDTH, gt=0, description="Terminal width whose hard wraps the scan joins"
     )
-    settle_seconds: float = Field(default=600, description="Sensor: how long a run's listing must stay unchanged")
     sessions: bool = Field(default=True, description="Also publish each trial's whole trajectory as session files")
     session_harness: str = Field(default="", description="Session files' harness id; default: the trial's agent")
+    settle_seconds: float = Field(default=600, ge=0, description="Sensor: how long a run's listing must stay unchanged")
+    allow_shrink: bool = Field(
+        default=False, description="Publish even when the run has 0 rows or shrank past shrink_threshold"
+    )
+    shrink_threshold: float = Field(
+        default=DEFAULT_SHRINK_THRESHOLD,
+        ge=0,
+        le=1,
+        description="Refuse to replace a published dataset with one this much smaller (trial folders or rows)",
+    )
+
+    @model_validator(mode="after")
+    def _roots_are_sane(self) -> TraceAssetsConfig:
+        if "://" in self.staging_root:
+            raise ValueError(f"staging_root={self.staging_root!r}: must be a local folder, not a URL")
+        refuse_overlapping_roots(
+            {"traces_root": self.traces_root, "staging_root": self.staging_root, "publish_root": self.publish_root}
+        )
+        return self
 
     def export_options(self) -> ExportOptions:
         return ExportOptions(**{name: getattr(self, name) for name in EXPORT_FIELDS})
@@ -120,7 +150,6 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         return TraceStore(self.traces_root, storage.storage_options(self.traces_root), self.max_concurrency)
 
     def sessions_folder(self, staging: RunStaging) -> Path | None:
-        """The staged session files, or None when session files are off."""
         return staged_sessions(staging) if self.sessions else None
 
     def session_writer(self, staging: RunStaging) -> SessionWriter | None:
@@ -130,42 +159,110 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         return choose_target(self.publish_root, storage.storage_options(self.publish_root), hub.settings())
 
 
-def _flag(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+class ConfigError(ValueError):
+    """A configuration value that is refused: the message names the option, the value and what is allowed."""
+
+
+# Where each field is set from outside, for error messages: environment variable (and CLI option).
+CONFIG_SOURCES = {
+    "traces_root": "TRACE_ASSETS_TRACES_ROOT (--traces-root)",
+    "publish_root": "TRACE_ASSETS_PUBLISH_ROOT (--publish-root)",
+    "staging_root": "TRACE_ASSETS_STAGING_ROOT",
+    "episodes": "TRACE_ASSETS_EPISODES (--episodes)",
+    "sharegpt": "TRACE_ASSETS_SHAREGPT (--sharegpt)",
+    "success_filter": "TRACE_ASSETS_FILTER (--filter)",
+    "instruction_metadata": "TRACE_ASSETS_INSTRUCTION_METADATA (--no-instruction-metadata)",
+    "verifier_metadata": "TRACE_ASSETS_VERIFIER_METADATA (--no-verifier-metadata)",
+    "subagents": "TRACE_ASSETS_SUBAGENTS (--subagents)",
+    "on_unverified": "TRACE_ASSETS_ON_UNVERIFIED",
+    "secret_wrap_width": "TRACE_ASSETS_SECRET_WRAP_WIDTH",
+    "sessions": "TRACE_ASSETS_SESSIONS",
+    "batch_size": "TRACE_ASSETS_BATCH_SIZE",
+    "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
+    "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
+    "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
+    "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
+    "allow_shrink": "TRACE_ASSETS_ALLOW_SHRINK (--allow-shrink)",
+    "shrink_threshold": "TRACE_ASSETS_SHRINK_THRESHOLD",
+}
+_INT_VARS = {
+    "batch_size": "TRACE_ASSETS_BATCH_SIZE",
+    "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
+    "secret_wrap_width": "TRACE_ASSETS_SECRET_WRAP_WIDTH",
+}
+_FLOAT_VARS = {
+    "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
+    "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
+    "shrink_threshold": "TRACE_ASSETS_SHRINK_THRESHOLD",
+}
+_FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def parse_flag(name: str, value: str | None) -> bool:
+    """An on/off environment variable; anything but the usual words is an error, never a silent off."""
+    word = (value or "").strip().lower()
+    if not word:
+        return False
+    if word not in _FLAG_WORDS:
+        raise ConfigError(f"{name}={value!r}: must be one of {', '.join(_FLAG_WORDS)}")
+    return _FLAG_WORDS[word]
+
+
+def _number(name: str, value: str, kind: type[int] | type[float]) -> int | float:
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(f"{name}={value!r}: must be a {'whole ' if kind is int else ''}number") from None
 
 
 def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> TraceAssetsConfig:
-    """The config for `dagster dev` and the CLI: environment variables, then explicit overrides."""
+    """The config for `dagster dev` and the CLI: environment variables, then explicit overrides.
+
+    Raises `ConfigError` naming the variable (or option), the value and what is allowed.
+    """
     home = Path(env.get("DAGSTER_HOME") or PROJECT_DIR / ".dagster_home")
     values: dict[str, Any] = {
         "traces_root": env.get("TRACE_ASSETS_TRACES_ROOT") or str(SAMPLE_TRACES),
         "publish_root": env.get("TRACE_ASSETS_PUBLISH_ROOT") or str(PROJECT_DIR / "published"),
         "staging_root": env.get("TRACE_ASSETS_STAGING_ROOT") or str(home / "trace_assets_staging"),
-        "on_secret": parse_on_secret(env.get("TRACE_ASSETS_ON_SECRET") or "block"),
+        "allow_shrink": parse_flag("TRACE_ASSETS_ALLOW_SHRINK", env.get("TRACE_ASSETS_ALLOW_SHRINK")),
+        "on_secret": env.get("TRACE_ASSETS_ON_SECRET") or "block",
         "secret_patterns": env.get("TRACE_ASSETS_SECRET_PATTERNS", ""),
         "secret_allowlist": env.get("TRACE_ASSETS_SECRET_ALLOWLIST", ""),
-        "on_unverified": parse_on_unverified(env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact"),
-        "sessions": _flag(env.get("TRACE_ASSETS_SESSIONS") or "on"),
+        "on_unverified": env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact",
+        "sessions": parse_flag("TRACE_ASSETS_SESSIONS", env.get("TRACE_ASSETS_SESSIONS") or "on"),
         "session_harness": env.get("TRACE_ASSETS_SESSION_HARNESS", ""),
     }
-    for name, key in (
-        ("batch_size", "TRACE_ASSETS_BATCH_SIZE"),
-        ("max_rows_per_shard", "TRACE_ASSETS_MAX_ROWS_PER_SHARD"),
-        ("secret_wrap_width", "TRACE_ASSETS_SECRET_WRAP_WIDTH"),
-    ):
-        if env.get(key):
-            values[name] = int(env[key])
-    for name, key in (
-        ("min_export_ratio", "TRACE_ASSETS_MIN_EXPORT_RATIO"),
-        ("settle_seconds", "TRACE_ASSETS_SETTLE_SECONDS"),
-    ):
-        if env.get(key):
-            values[name] = float(env[key])
-    values.update(export_env(env))
+    for field_name, variable in _INT_VARS.items():
+        if env.get(variable):
+            values[field_name] = _number(variable, env[variable], int)
+    for field_name, variable in _FLOAT_VARS.items():
+        if env.get(variable):
+            values[field_name] = _number(variable, env[variable], float)
+    try:
+        values.update(export_env(env))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     values.update({k: v for k, v in overrides.items() if v is not None})
-    values["on_secret"] = parse_on_secret(values["on_secret"])
-    values["on_unverified"] = parse_on_unverified(values["on_unverified"])
-    return TraceAssetsConfig(**values)
+    for name, parse in (("on_secret", parse_on_secret), ("on_unverified", parse_on_unverified)):
+        try:
+            values[name] = parse(values[name])
+        except ValueError as error:
+            raise ConfigError(f"{CONFIG_SOURCES[name]}: {error}") from None
+    try:
+        return TraceAssetsConfig(**values)
+    except ValidationError as error:
+        raise ConfigError(_describe(error, values)) from None
+
+
+def _describe(error: ValidationError, values: Mapping[str, Any]) -> str:
+    """The first problem pydantic found, as `SOURCE=value: what is allowed`."""
+    first = error.errors()[0]
+    field_name = str(first["loc"][0]) if first["loc"] else ""
+    message = first["msg"].removeprefix("Value error, ")
+    if not field_name:
+        return message
+    return f"{CONFIG_SOURCES.get(field_name, field_name)}={values.get(field_name)!r}: {message}"
 
 
 class HuggingFaceHub(dg.ConfigurableResource):
@@ -191,6 +288,6 @@ def hub_from_env(env: Mapping[str, str] = os.environ) -> HuggingFaceHub:
         endpoint=env.get("HF_ENDPOINT") or None,
         repo_id_template=env.get("TRACE_ASSETS_HUB_REPO_ID", ""),
         org=env.get("TRACE_ASSETS_HUB_ORG", ""),
-        private=not _flag(env.get("TRACE_ASSETS_HUB_PUBLIC")),
+        private=not parse_flag("TRACE_ASSETS_HUB_PUBLIC", env.get("TRACE_ASSETS_HUB_PUBLIC")),
         revision=env.get("TRACE_ASSETS_HUB_REVISION") or "main",
     )

@@ -9,7 +9,7 @@ from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.discovery import dump_cursor, listing_fingerprint, load_cursor, plan_requests
-from trace_assets.scope import RunScope
+from trace_assets.scope import RunScope, is_scope_key
 
 
 @dg.sensor(
@@ -22,7 +22,7 @@ def new_trace_runs_sensor(
     context: dg.SensorEvaluationContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.SensorResult:
     store = trace_config.store(object_storage)
-    run_ids = store.run_ids()
+    run_ids = [run_id for run_id in store.run_ids() if is_scope_key(run_id)]  # see scope.validate_scope_key
     known = set(context.instance.get_dynamic_partitions(TRACE_RUNS))
     new_runs = [run_id for run_id in run_ids if run_id not in known]
     fingerprints = {run_id: listing_fingerprint(store.iter_run(RunScope(run_id))) for run_id in run_ids}

@@ -51,12 +51,12 @@ def _info(schema: pa.Schema, shards: ShardSet) -> dict[str, Any]:
 def card_header(
     schema: pa.Schema, shards: ShardSet, subsets: Subsets | None = None, sessions: SessionCounts | None = None
 ) -> dict[str, Any]:
-    configs = [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*"}]}]
+    configs = [{"config_name": "default", "data_files": [{"split": "train", "path": shards.data_files}]}]
     info: dict[str, Any] | list[dict[str, Any]] = _info(schema, shards)
     if subsets:
         configs += [
-            {"config_name": name, "data_files": [{"split": "train", "path": f"{folder}/train-*"}]}
-            for name, (folder, _, _) in subsets.items()
+            {"config_name": name, "data_files": [{"split": "train", "path": sub_shards.data_files}]}
+            for name, (_, _, sub_shards) in subsets.items()
         ]
         info = [{"config_name": "default", **_info(schema, shards)}] + [
             {"config_name": name, **_info(sub_schema, sub_shards)}

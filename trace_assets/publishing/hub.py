@@ -12,19 +12,27 @@ keeps the request (and so the `Authorization` header) around.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import unquote
 
 import httpx2
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
-from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, hf_hub_download
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    HfHubHTTPError,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 from huggingface_hub.hf_api import RepoFile
 
 logger = logging.getLogger(__name__)
@@ -247,6 +255,43 @@ def _publish(
         files_added=tuple(sorted(uploads)),
         files_deleted=tuple(stale_shards),
     )
+
+
+def read_published_json(
+    repo_id: str, path_in_repo: str, *, revision: str, token: str | None, endpoint: str | None
+) -> Any:
+    """A JSON file of a published dataset, or None when the repo, branch or file does not exist."""
+    try:
+        with tempfile.TemporaryDirectory() as cache_dir:
+            path = hf_hub_download(
+                repo_id,
+                path_in_repo,
+                repo_type=REPO_TYPE,
+                revision=revision,
+                token=token,
+                endpoint=endpoint,
+                cache_dir=cache_dir,
+            )
+            return json.loads(Path(path).read_text())
+    except (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError, RemoteEntryNotFoundError):
+        return None
+    except HfHubHTTPError as error:
+        failure = _describe_hub_failure(error, repo_id, revision, token)
+    raise HubPublishError(failure.replace("Publishing to", "Reading"))
+
+
+def check_hub_access(repo_id: str, *, token: str | None, endpoint: str | None) -> None:
+    """Before any work: the token is valid, and the repo, if it exists, can be read with it."""
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        api.whoami()
+        if api.repo_exists(repo_id, repo_type=REPO_TYPE):
+            api.dataset_info(repo_id)
+    except HfHubHTTPError as error:
+        failure = _describe_hub_failure(error, repo_id, DEFAULT_REVISION, token).replace("Publishing to", "Reaching")
+    else:
+        return
+    raise HubPublishError(failure)
 
 
 def _prepare_revision(api: HfApi, repo_id: str, revision: str, private: bool) -> str | None:

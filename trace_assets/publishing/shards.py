@@ -1,7 +1,15 @@
-"""A scope's rows as the dataset's Parquet shards, copied from the staged parts when they can be."""
+"""A scope's rows as the dataset's Parquet shards, copied from the staged parts when they can be.
+
+Shards live in a folder named after their content, `data/<version>/train-0000i-of-0000N.parquet`,
+and the card names that folder. So a new version's shards never overwrite the published ones: a
+publish puts the new folder beside the old, flips the card, then removes the old folder, and a
+reader that loads through the card sees one version whole. The same rows make the same version,
+so republishing unchanged rows changes no byte.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
 from collections.abc import Callable
@@ -14,6 +22,8 @@ import pyarrow.parquet as pq
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 
 DATA_DIR = "data"
+_BUILDING = "building"  # the shards' folder until their content names it
+VERSION_CHARS = 16
 
 
 def shard_count(total_rows: int, max_rows_per_shard: int) -> int:
@@ -22,14 +32,21 @@ def shard_count(total_rows: int, max_rows_per_shard: int) -> int:
 
 @dataclass(frozen=True)
 class ShardSet:
-    files: list[str]  # relative to the run folder, e.g. data/train-00000-of-00002.parquet
+    files: list[str]  # relative to the run folder, e.g. data/<version>/train-00000-of-00002.parquet
     num_examples: int
     num_bytes: int  # Arrow (in-memory) size of the rows, as the Hub's dataset_info counts it
     download_size: int  # bytes of the Parquet files
+    version: str  # digest of the shards' bytes, naming their folder
+    data_dir: str = DATA_DIR  # the config's folder: `data`, or `data/<kind>` for a subagent kind's config
+
+    @property
+    def data_files(self) -> str:
+        """The card's `data_files` pattern: this version's shards and no other's."""
+        return f"{self.data_dir}/{self.version}/train-*"
 
 
-def shard_name(index: int, count: int, data_dir: str = DATA_DIR) -> str:
-    return f"{data_dir}/train-{index:05d}-of-{count:05d}.parquet"
+def shard_name(index: int, count: int) -> str:
+    return f"train-{index:05d}-of-{count:05d}.parquet"
 
 
 def write_shards(
@@ -47,18 +64,33 @@ def write_shards(
     under its own folder (a config of its own).
     """
     data_dir, num_rows = subset or (DATA_DIR, rows.rows)
-    (out_dir / data_dir).mkdir(parents=True, exist_ok=True)
+    building = out_dir / data_dir / _BUILDING
+    building.mkdir(parents=True)
     if subset is None and transform is None and rows.rows_per_part == max_rows_per_shard:
-        files = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
-        for source, name in zip(rows.files, files):
-            shutil.copyfile(source, out_dir / name)
+        names = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
+        for source, name in zip(rows.files, names):
+            shutil.copyfile(source, building / name)
         num_bytes = sum(part.arrow_bytes for part in rows.parts)
     else:
-        files, num_bytes = _rewrite_shards(
-            rows, out_dir, max_rows_per_shard, transform or (lambda table: table), data_dir, num_rows
+        names, num_bytes = _rewrite_shards(
+            rows, building, max_rows_per_shard, transform or (lambda table: table), num_rows
         )
+    version = content_version([building / name for name in names])
+    building.rename(out_dir / data_dir / version)
+    files = [f"{data_dir}/{version}/{name}" for name in names]
     download_size = sum((out_dir / f).stat().st_size for f in files)
-    return ShardSet(files, num_rows, num_bytes, download_size)
+    return ShardSet(files, num_rows, num_bytes, download_size, version, data_dir)
+
+
+def content_version(paths: list[Path]) -> str:
+    """A digest of the files' names and bytes, in order: equal shards, equal version."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(f"{path.name}\n".encode())
+        with path.open("rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:VERSION_CHARS]
 
 
 def _rewrite_shards(
@@ -66,11 +98,10 @@ def _rewrite_shards(
     out_dir: Path,
     max_rows_per_shard: int,
     transform: Callable[[pa.Table], pa.Table],
-    data_dir: str = DATA_DIR,
-    num_rows: int | None = None,
+    num_rows: int,
 ) -> tuple[list[str], int]:
-    count = shard_count(rows.rows if num_rows is None else num_rows, max_rows_per_shard)
-    files = [shard_name(i, count, data_dir) for i in range(count)]
+    count = shard_count(num_rows, max_rows_per_shard)
+    files = [shard_name(i, count) for i in range(count)]
     writers: list[pq.ParquetWriter | None] = [None] * count
     num_bytes = written = 0
     try:

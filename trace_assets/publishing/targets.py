@@ -1,13 +1,19 @@
 """`PublishTarget`: where a scope's dataset folder goes, chosen once from configuration.
 
-A folder target (a local disk, or any fsspec store such as s3://) replaces `<root>/<scope>/` as a
-whole: on a local disk by renaming (readers see the old folder or the new one, never a mix); on
-object storage by uploading the new files, then deleting the stale ones. A Hub target makes one
-commit per scope (see `publishing.hub`).
+A folder target (a local disk, or any fsspec store such as s3://) replaces `<root>/<scope>/` in
+place, in an order that is safe at every point: the new version's shards go into a folder of their
+own (`data/<version>/`, see `publishing.shards`), then the other files, then the card, which names
+the shards, is flipped (one rename on a disk, one PUT on object storage), and only then are the
+stale files removed, card last. Readers that load through the card see the old version or the new
+one, whole, during a publish and after a kill at any point; the folder is never missing; what a
+killed publish left is removed by the next. A Hub target makes one commit per scope (see
+`publishing.hub`).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 import uuid
@@ -18,13 +24,15 @@ from typing import Any, Protocol
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.publishing.dataset_folder import SCAN_REPORT_FILE
+from trace_assets.atomic_files import TEMP_MARK, copy_atomically, is_leftover, remove_path
+from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
 from trace_assets.publishing.hub import (
     PUBLISH_ROOT_PREFIX,
+    check_hub_access,
     parse_publish_root,
     publish_run_folder,
+    read_published_json,
     render_repo_id,
-    sanitize_repo_name_part,
 )
 from trace_assets.publishing.shards import DATA_DIR
 from trace_assets.scope import RunScope
@@ -37,6 +45,14 @@ class PublishTarget(Protocol):
 
     def publish(self, local_dir: Path, scope: RunScope) -> str:
         """Replace the scope's published dataset with `local_dir`'s files; returns where it went."""
+        ...
+
+    def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
+        """The published version's coverage.json, or None when nothing is published there."""
+        ...
+
+    def check_writable(self, scope: RunScope) -> None:
+        """Before any work: raise OSError (or HubPublishError) if publishing the scope would fail for access."""
         ...
 
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
@@ -56,6 +72,27 @@ class FolderTarget:
         target = self.location(scope)
         replace_folder(local_dir, target, self.storage_options)
         return target
+
+    def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
+        fs, target = fsspec.core.url_to_fs(self.location(scope), **self.storage_options)
+        try:
+            with fs.open(f"{target.rstrip('/')}/{COVERAGE_FILE}", "rb") as file:
+                return json.loads(file.read())
+        except FileNotFoundError:
+            return None
+
+    def check_writable(self, scope: RunScope) -> None:
+        fs, target = fsspec.core.url_to_fs(self.location(scope), **self.storage_options)
+        if isinstance(fs, LocalFileSystem):
+            existing = Path(target)
+            while not existing.exists():
+                existing = existing.parent
+            if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+                raise PermissionError(f"publish root {self.root_url}: cannot write under {existing}")
+            return
+        probe = f"{target.rstrip('/')}/.write-probe{TEMP_MARK}{uuid.uuid4().hex[:8]}"  # inside the scope's folder
+        fs.pipe_file(probe, b"")
+        fs.rm_file(probe)
 
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
         with tempfile.TemporaryDirectory() as folder:
@@ -89,8 +126,7 @@ class HubTarget:
         if self.settings.repo_id_template:
             repo_id = render_repo_id(self.settings.repo_id_template, scope.key, org=self.settings.org)
             return repo_id, self.settings.revision, ""
-        path = "/".join(part for part in (self.shared_path, sanitize_repo_name_part(scope.key)) if part)
-        return self.shared_repo, self.shared_revision, path
+        return self.shared_repo, self.shared_revision, scope.hub_path(self.shared_path)
 
     def location(self, scope: RunScope) -> str:
         repo_id, revision, path = self._place(scope)
@@ -109,6 +145,20 @@ class HubTarget:
             endpoint=self.settings.endpoint,
         ).commit_url
 
+    def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
+        repo_id, revision, path = self._place(scope)
+        return read_published_json(
+            repo_id,
+            "/".join(p for p in (path, COVERAGE_FILE) if p),
+            revision=revision,
+            token=self.settings.token,
+            endpoint=self.settings.endpoint,
+        )
+
+    def check_writable(self, scope: RunScope) -> None:
+        repo_id, _, _ = self._place(scope)
+        check_hub_access(repo_id, token=self.settings.token, endpoint=self.settings.endpoint)
+
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
         """Nothing is committed for a blocked scope: its report stays in the staging folder."""
 
@@ -124,31 +174,44 @@ def choose_target(publish_root: str, storage_options: dict[str, Any], hub: HubSe
 
 
 def replace_folder(local_dir: Path, target_url: str, storage_options: dict[str, Any] | None = None) -> None:
-    """Make `target_url` hold exactly the files of `local_dir`."""
+    """Make `target_url` hold exactly the files of `local_dir`, in the order the module describes."""
     fs, target = fsspec.core.url_to_fs(target_url, **dict(storage_options or {}))
     target = target.rstrip("/")
-    if isinstance(fs, LocalFileSystem):
-        _swap_local(local_dir, Path(target))
-        return
-    new_files = {p.relative_to(local_dir).as_posix() for p in local_dir.rglob("*") if p.is_file()}
-    old_files = set()
-    if fs.exists(target):
-        old_files = {path[len(target) + 1 :] for path in fs.find(target)}
-    # Data shards go last so a reader that sees the new card also finds its shards.
-    for name in sorted(new_files, key=lambda n: (n.startswith(DATA_DIR + "/"), n)):
-        fs.put_file(str(local_dir / name), f"{target}/{name}")
-    stale = sorted(old_files - new_files)
-    if stale:
-        fs.rm([f"{target}/{name}" for name in stale])
+    local = isinstance(fs, LocalFileSystem)
+    new_files = sorted(p.relative_to(local_dir).as_posix() for p in local_dir.rglob("*") if p.is_file())
+    old_files = {path[len(target) + 1 :]: path for path in fs.find(target)} if fs.exists(target) else {}
+
+    def put(name: str) -> None:
+        if local:
+            copy_atomically(local_dir / name, Path(target, name))  # a rename: the old file or the new
+        else:
+            fs.put_file(str(local_dir / name), f"{target}/{name}")  # one PUT: the old object or the new
+
+    shards = [n for n in new_files if n.startswith(DATA_DIR + "/")]
+    for name in shards:  # named by their content: one already there with the same size is this one
+        if name not in old_files or fs.size(old_files[name]) != (local_dir / name).stat().st_size:
+            put(name)
+    for name in new_files:
+        if name not in shards and name != CARD_FILE:
+            put(name)
+    if CARD_FILE in new_files:
+        put(CARD_FILE)  # the flip: from here on readers load the new shards
+    stale = sorted(set(old_files) - set(new_files), key=lambda name: (name == CARD_FILE, name))
+    for name in stale:
+        fs.rm_file(old_files[name])
+    if local:
+        _remove_empty_folders(Path(target) / DATA_DIR)
+        _remove_old_swap_leftovers(Path(target))
 
 
-def _swap_local(local_dir: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    incoming = target.with_name(f".{target.name}.incoming-{uuid.uuid4().hex[:8]}")
-    shutil.copytree(local_dir, incoming)
-    retired = target.with_name(f".{target.name}.retired-{uuid.uuid4().hex[:8]}")
-    if target.exists():
-        target.rename(retired)
-    incoming.rename(target)
-    if retired.exists():
-        shutil.rmtree(retired)
+def _remove_empty_folders(folder: Path) -> None:
+    for path in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)) if folder.is_dir() else []:
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def _remove_old_swap_leftovers(target: Path) -> None:
+    """Earlier versions swapped whole folders through `.<run>.incoming-*` / `.retired-*` siblings."""
+    for path in target.parent.glob(f".{target.name}.*"):
+        if is_leftover(path.name):
+            remove_path(path)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from trace_assets.atomic_files import replaced_atomically
 
 MANIFEST = "parts.json"
 
@@ -116,30 +117,22 @@ class RowPartWriter:
 
 @contextmanager
 def staged_row_parts(folder: Path, schema: pa.Schema, rows_per_part: int) -> Iterator[RowPartWriter]:
-    """Parts written into a sibling temp folder and swapped in only if the step succeeds."""
-    temp = folder.with_name(f".{folder.name}.partial")
-    shutil.rmtree(temp, ignore_errors=True)
-    temp.mkdir(parents=True)
-    writer = RowPartWriter(temp, schema, rows_per_part)
-    try:
-        yield writer
-    except BaseException:
-        writer.discard()
-        shutil.rmtree(temp, ignore_errors=True)
-        raise
-    parts = writer.close()
-    manifest = {
-        "rows_per_part": rows_per_part,
-        "parts": [asdict(part) for part in parts],
-        "statuses_digest": writer.statuses_digest,
-    }
-    (temp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    retired = folder.with_name(f".{folder.name}.retired")
-    shutil.rmtree(retired, ignore_errors=True)
-    if folder.exists():
-        folder.rename(retired)
-    temp.rename(folder)
-    shutil.rmtree(retired, ignore_errors=True)
+    """Parts written into a unique temp folder and swapped in only if the step succeeds."""
+    with replaced_atomically(folder) as temp:
+        temp.mkdir(parents=True)
+        writer = RowPartWriter(temp, schema, rows_per_part)
+        try:
+            yield writer
+        except BaseException:
+            writer.discard()
+            raise
+        parts = writer.close()
+        manifest = {
+            "rows_per_part": rows_per_part,
+            "parts": [asdict(part) for part in parts],
+            "statuses_digest": writer.statuses_digest,
+        }
+        (temp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 def iter_rows(parts: RowParts, batch_rows: int = 1000) -> Iterator[pa.Table]:

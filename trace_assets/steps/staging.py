@@ -1,14 +1,23 @@
-"""A scope's staging folder: the intermediate files between assets, and how they are written.
+"""A scope's staging folder: the intermediate files between assets, how they are written, and
+the lock that lets one materialization at a time touch them.
 
-Every staged file is written to a temp sibling and renamed into place, so a failed step never
-leaves a half-written file for the next one to read.
+Every staged file is written to a unique temp sibling and renamed into place (`atomic_files`), so
+a failed or killed step never leaves a half-written file, and two attempts never share a temp.
+Whoever takes the scope's lock first removes what killed attempts left and discards staged files
+that do not read back (a full disk, a hand edit), so they are rebuilt instead of failing every
+later run or being published.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import socket
+import sys
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,8 +25,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from trace_assets.atomic_files import remove_leftovers, remove_path, replaced_atomically
 from trace_assets.scope import RunScope
 from trace_assets.steps.staged_rows import RowParts, read_row_parts
+
+LOCKS_DIR = ".locks"  # under the staging root; hidden, so never a scope's folder
+LOCK_WAIT_LOG_SECONDS = 60
+_held_locks: dict[Path, int] = {}  # lock files this process holds, with their nesting depth
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,40 @@ class RunStaging:
         """Where the dataset folder is laid out before it is put in place."""
         return self.folder / "publish"
 
+    @property
+    def lock_file(self) -> Path:
+        return self.root / LOCKS_DIR / f"{self.scope.key}.lock"
+
+    @contextmanager
+    def locked(self, log: Callable[[str], None], holder: str = "") -> Iterator[RunStaging]:
+        """Hold the scope's lock (across processes; waits, logging who holds it), then tidy the folder.
+
+        Re-entrant within a process, so the CLI can hold it for a whole run while each step takes it
+        again. The lock is an flock: the kernel drops it when its process dies, even by kill -9.
+        """
+        with hold_lock(self.lock_file, self.scope.key, log, holder):
+            removed = remove_leftovers(self.folder)
+            if removed:
+                log(f"removed {len(removed)} leftover temp file(s) of interrupted attempts in {self.folder}")
+            for path in self.discard_unreadable():
+                log(f"discarded unreadable staged file {path}; it will be rebuilt")
+            yield self
+
+    def discard_unreadable(self) -> list[Path]:
+        """Remove staged files that do not read back; each is rebuilt by the asset that makes it."""
+        discarded = []
+        for path in (self.listing, self.scored, self.statuses):
+            if path.exists() and not _parquet_readable(path):
+                discarded.append(path)
+        for path in (self.coverage, self.scan_report):
+            if path.exists() and not _json_readable(path):
+                discarded.append(path)
+        if self.rows.exists() and not _rows_readable(self.rows):
+            discarded.append(self.rows)
+        for path in discarded:
+            remove_path(path)
+        return discarded
+
     def require(self, path: Path, made_by: str) -> Path:
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: materialize {made_by} for run {self.scope.key!r} first")
@@ -79,12 +127,9 @@ class RunStaging:
 
 
 def write_atomically(path: Path, write: Callable[[Path], Any]) -> Any:
-    """Write to a sibling temp file, then rename: a failed step never leaves a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.partial")
-    result = write(temp)
-    temp.replace(path)
-    return result
+    """Write to a unique temp sibling, then rename: a failed step never leaves a half-written file."""
+    with replaced_atomically(path) as temp:
+        return write(temp)
 
 
 def write_json_atomically(path: Path, data: Any) -> None:
@@ -94,21 +139,85 @@ def write_json_atomically(path: Path, data: Any) -> None:
 @contextmanager
 def staged_writers(*targets: tuple[Path, pa.Schema]) -> Iterator[list[pq.ParquetWriter]]:
     """Parquet writers on temp files, renamed into place together only if the step succeeds."""
-    temps = []
-    for path, _ in targets:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temps.append(path.with_name(f".{path.name}.partial"))
-    writers = [pq.ParquetWriter(temp, schema) for temp, (_, schema) in zip(temps, targets)]
+    with ExitStack() as temps:
+        paths = [temps.enter_context(replaced_atomically(path)) for path, _ in targets]
+        writers = [pq.ParquetWriter(temp, schema) for temp, (_, schema) in zip(paths, targets)]
+        try:
+            yield writers
+        finally:
+            for writer in writers:
+                writer.close()
+
+
+@contextmanager
+def hold_lock(lock_file: Path, name: str, log: Callable[[str], None], holder: str = "") -> Iterator[None]:
+    """An exclusive flock on `lock_file`, waited for with a log line naming who holds it."""
+    lock_file = lock_file.absolute()
+    if lock_file in _held_locks:
+        _held_locks[lock_file] += 1
+        try:
+            yield
+        finally:
+            _held_locks[lock_file] -= 1
+        return
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        yield writers
-    except BaseException:
-        for writer, temp in zip(writers, temps):
-            writer.close()
-            temp.unlink(missing_ok=True)
-        raise
-    for writer, temp, (path, _) in zip(writers, temps, targets):
-        writer.close()
-        temp.replace(path)
+        _wait_for_lock(fd, lock_file, name, log)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, _holder_line(holder).encode(), 0)
+        _held_locks[lock_file] = 1
+        try:
+            yield
+        finally:
+            del _held_locks[lock_file]
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def _wait_for_lock(fd: int, lock_file: Path, name: str, log: Callable[[str], None]) -> None:
+    logged_at = 0.0
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() - logged_at >= LOCK_WAIT_LOG_SECONDS:
+                holder = lock_file.read_text().strip() or "another process"
+                log(f"waiting for {name}: another materialization holds it ({holder})")
+                logged_at = time.monotonic()
+            time.sleep(0.5)
+
+
+def _holder_line(holder: str) -> str:
+    command = " ".join(os.path.basename(arg) if i == 0 else arg for i, arg in enumerate(sys.argv))[:200]
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+    return f"pid {os.getpid()} on {socket.gethostname()}, {holder or command}, since {started}\n"
+
+
+def _parquet_readable(path: Path) -> bool:
+    try:
+        pq.read_metadata(path)
+        return True
+    except (OSError, pa.ArrowException):
+        return False
+
+
+def _json_readable(path: Path) -> bool:
+    try:
+        json.loads(path.read_text())
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _rows_readable(folder: Path) -> bool:
+    try:
+        parts = read_row_parts(folder)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return parts is None or all(_parquet_readable(path) for path in parts.files)
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:

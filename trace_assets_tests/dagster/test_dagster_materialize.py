@@ -62,7 +62,8 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
     assert checks["export_ratio_above_threshold"].severity == dg.AssetCheckSeverity.WARN
 
     folder = tmp_path / "published" / SAMPLE_RUN
-    assert sorted(p.name for p in (folder / "data").iterdir()) == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
+    [version] = (folder / "data").iterdir()  # one version of the shards, named by their content
+    assert sorted(p.name for p in version.iterdir()) == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
     coverage = json.loads((folder / "coverage.json").read_text())
     assert coverage["run_id"] == SAMPLE_RUN and coverage["exported"] == 28
     card = (folder / "README.md").read_text()
@@ -80,10 +81,13 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
 def test_rematerializing_replaces_the_run_as_a_whole(instance, tmp_path):
     assert _materialize(instance, tmp_path, on_secret="allow", on_unverified="keep", max_rows_per_shard=5).success
     data = tmp_path / "published" / SAMPLE_RUN / "data"
-    assert len(list(data.iterdir())) == 6
+    [first] = data.iterdir()
+    assert len(list(first.iterdir())) == 6
     assert _materialize(
         instance, tmp_path, on_secret="allow", on_unverified="keep", max_rows_per_shard=1000, subagents="merged"
     ).success
-    assert [p.name for p in data.iterdir()] == ["train-00000-of-00001.parquet"]
+    [second] = data.iterdir()  # the old version's folder is gone once the card names the new one
+    assert second != first and [p.name for p in second.iterdir()] == ["train-00000-of-00001.parquet"]
+    assert not [p for p in data.parent.parent.iterdir() if p.name.startswith(".")]  # no leftovers
     dataset = load_published(data.parent, tmp_path / "hf_cache_2")
     assert dataset.num_rows == 34 and "trace_source" in dataset.features

@@ -33,7 +33,7 @@ def _stage(tmp_path, rows_per_part: int, traces=SAMPLE_TRACES) -> tuple[RunStagi
 
 
 def _published_rows(folder) -> list[dict]:
-    return [row for shard in sorted((folder / "data").iterdir()) for row in pq.read_table(shard).to_pylist()]
+    return [row for shard in sorted((folder / "data").rglob("*.parquet")) for row in pq.read_table(shard).to_pylist()]
 
 
 def _card_header(folder) -> dict:
@@ -47,7 +47,7 @@ def test_parts_are_the_published_shards_byte_for_byte(tmp_path):
     report = scan_run(parts, SAMPLE_RUN, ScanOptions())
     folder = tmp_path / "out"
     shards = build_run_folder(folder, parts, staging.statuses, coverage, report, max_rows_per_shard=10)
-    assert shards.files == [f"data/train-0000{i}-of-00004.parquet" for i in range(4)]
+    assert shards.files == [f"data/{shards.version}/train-0000{i}-of-00004.parquet" for i in range(4)]
     for part, shard in zip(parts.files, shards.files):
         assert (folder / shard).read_bytes() == part.read_bytes()
     info = _card_header(folder)["dataset_info"]

@@ -1,0 +1,52 @@
+"""`python killed_cli.py N ARGS...`: the real CLI, kill -9'd (its whole process group) at the N-th
+file operation of a publish (0: before the first), on a local or an S3 publish root.
+
+The operations counted are the ones `publishing.targets.replace_folder` makes: each file put in
+place (a local copy-and-rename, an S3 PUT) and each stale file removed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import s3fs
+from fsspec.implementations.local import LocalFileSystem
+
+from trace_assets import cli
+from trace_assets.publishing import targets
+
+kill_at = int(sys.argv[1])
+done = 0
+publishing = False  # counting starts in replace_folder, not in the pre-flight's write probe
+
+
+def _counted(operation):
+    def wrapper(*args, **kwargs):
+        global done
+        if publishing:
+            if done >= kill_at:
+                os.killpg(os.getpgid(0), signal.SIGKILL)
+            done += 1
+        return operation(*args, **kwargs)
+
+    return wrapper
+
+
+def _armed(replace_folder):
+    def wrapper(*args, **kwargs):
+        global publishing
+        publishing = True
+        return replace_folder(*args, **kwargs)
+
+    return wrapper
+
+
+targets.replace_folder = _armed(targets.replace_folder)
+targets.copy_atomically = _counted(targets.copy_atomically)
+LocalFileSystem.rm_file = _counted(LocalFileSystem.rm_file)
+s3fs.S3FileSystem.put_file = _counted(s3fs.S3FileSystem.put_file)
+s3fs.S3FileSystem.rm_file = _counted(s3fs.S3FileSystem.rm_file)
+
+sys.exit(cli.main(sys.argv[2:]))

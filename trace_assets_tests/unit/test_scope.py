@@ -1,0 +1,93 @@
+"""Run ids / partition keys, the roots, and the config are refused with a message saying why."""
+
+from __future__ import annotations
+
+import pytest
+
+from trace_assets.accounting import Coverage
+from trace_assets.defs.resources import ConfigError, config_from_env
+from trace_assets.publishing.shrink_guard import ShrinkRefused, refuse_worse_version
+from trace_assets.roots import overlapping_roots
+from trace_assets.scope import InvalidScopeKey, RunScope, nesting_conflicts, refuse_nesting
+
+
+@pytest.mark.parametrize("key", ["rl-sample-run", "run_1.2", "sweep/step-25", "A/b/c"])
+def test_good_keys_make_scopes(key):
+    assert RunScope(key).key == key
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("", "empty"),
+        ("..", "'..'"),
+        ("../escape", "'..'"),
+        ("a/./b", "'.'"),
+        ("a//b", "empty"),
+        ("a/", "empty"),
+        ("/abs", "absolute"),
+        ("a\\b", "segment 'a\\\\b'"),
+        ("tab\there", "control"),
+        (".hidden", "starting with a letter or digit"),
+        ("-flag", "starting with a letter or digit"),
+        ("has space", "no spaces"),
+        ("x" * 300, "at most 200"),
+    ],
+)
+def test_bad_keys_are_refused_with_the_reason(key, why):
+    with pytest.raises(InvalidScopeKey, match="run id") as refused:
+        RunScope(key)
+    assert why in str(refused.value)
+
+
+def test_a_key_inside_another_is_refused():
+    assert nesting_conflicts(["x/y"], ["x"]) == [("x/y", "x")]
+    assert nesting_conflicts(["x"], ["x/y", "xy"]) == [("x", "x/y")]
+    assert nesting_conflicts(["x", "x/y"], []) == [("x", "x/y"), ("x/y", "x")]
+    assert nesting_conflicts(["x-y", "x"], ["x"]) == []
+    with pytest.raises(InvalidScopeKey, match="'x/y' nests with run id 'x'"):
+        refuse_nesting(["x/y"], ["x"])
+
+
+def test_roots_must_be_disjoint(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "traces", target_is_directory=True)
+    (tmp_path / "traces").mkdir()
+    assert overlapping_roots({"t": str(tmp_path / "traces"), "p": str(tmp_path / "link")}) == [("t", "p")]
+    assert overlapping_roots({"t": str(tmp_path / "traces"), "p": str(tmp_path / "traces/run/..")}) == [("t", "p")]
+    assert overlapping_roots({"t": "s3://b/traces", "p": "s3a://b/traces/published/"}) == [("t", "p")]
+    assert overlapping_roots({"t": "s3://b/traces", "p": "s3://b/traces-published"}) == []
+    assert overlapping_roots({"t": "s3://b/traces", "p": str(tmp_path / "b/traces")}) == []
+    assert overlapping_roots({"t": "s3://b/", "p": "s3://other/x"}) == []
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"TRACE_ASSETS_MAX_ROWS_PER_SHARD": "0"}, "TRACE_ASSETS_MAX_ROWS_PER_SHARD=0: Input should be greater than 0"),
+        ({"TRACE_ASSETS_BATCH_SIZE": "ten"}, "TRACE_ASSETS_BATCH_SIZE='ten': must be a whole number"),
+        ({"TRACE_ASSETS_MIN_EXPORT_RATIO": "1.5"}, "TRACE_ASSETS_MIN_EXPORT_RATIO=1.5: Input should be less than"),
+        ({"TRACE_ASSETS_SUBAGENTS": "maybe"}, "TRACE_ASSETS_SUBAGENTS must be one of none, merged, separate, not 'maybe'"),
+        ({"TRACE_ASSETS_ON_SECRET": "blokc"}, "on_secret must be one of block, redact, allow, not 'blokc'"),
+        ({"TRACE_ASSETS_STAGING_ROOT": "s3://b/staging"}, "must be a local folder"),
+        ({"TRACE_ASSETS_PUBLISH_ROOT": "{traces}/published"}, "publish_root"),
+        ({"TRACE_ASSETS_PUBLISH_ROOT": "{traces}"}, "is the same folder as publish_root"),
+    ],
+)
+def test_config_errors_name_the_option_the_value_and_what_is_allowed(tmp_path, env, message):
+    traces = str(tmp_path / "traces")
+    base = {"TRACE_ASSETS_TRACES_ROOT": traces, "DAGSTER_HOME": str(tmp_path / "home")}
+    with pytest.raises(ConfigError) as refused:
+        config_from_env({**base, **{k: v.format(traces=traces) for k, v in env.items()}})
+    assert message in str(refused.value)
+
+
+def test_shrink_guard_refuses_empty_and_shrunk_versions():
+    good = {"trial_dirs": 1000, "rows": 900}
+    refuse_worse_version("r", Coverage("r", trial_dirs=950, rows=850), good, 0.1, "there")
+    refuse_worse_version("r", Coverage("r", trial_dirs=5, rows=5), None, 0.1, "there")
+    with pytest.raises(ShrinkRefused, match="0 rows .*published version at there: 1000 trial folders, 900 rows"):
+        refuse_worse_version("r", Coverage("r", trial_dirs=0, rows=0), good, 0.1, "there")
+    with pytest.raises(ShrinkRefused, match="12 trial folders, 10 rows, but .* 1000 trial folders, 900 rows"):
+        refuse_worse_version("r", Coverage("r", trial_dirs=12, rows=10), good, 0.1, "there")
+    with pytest.raises(ShrinkRefused, match="rows down 22%"):
+        refuse_worse_version("r", Coverage("r", trial_dirs=1000, rows=700), good, 0.1, "there")
