@@ -20,6 +20,10 @@ class Reason(StrEnum):
     INVALID_TRAJECTORY = "invalid_trajectory"
     NO_AGENT_TURNS = "no_agent_turns"
     MULTIMODAL = "multimodal"
+    UNSAFE_LINK = "unsafe_link"
+    NOT_A_FILE = "not_a_file"
+    UNREADABLE = "unreadable"
+    UNDECODABLE_NAME = "undecodable_name"
 
 
 REASON_DESCRIPTIONS: dict[Reason, str] = {
@@ -29,6 +33,10 @@ REASON_DESCRIPTIONS: dict[Reason, str] = {
     Reason.INVALID_TRAJECTORY: "have a trajectory file that could not be read as ATIF",
     Reason.NO_AGENT_TURNS: "were dropped because the agent never took a turn",
     Reason.MULTIMODAL: "hold images or audio, which a text dataset cannot carry",
+    Reason.UNSAFE_LINK: "are, or hold where a row's file should be, a symbolic link (never followed)",
+    Reason.NOT_A_FILE: "are, or hold where a row's file should be, a FIFO, socket or device (never opened)",
+    Reason.UNREADABLE: "are, or hold a file or folder, that could not be read (permissions, gone since listing)",
+    Reason.UNDECODABLE_NAME: "have a name that is not UTF-8 (shown with the bytes escaped)",
 }
 
 

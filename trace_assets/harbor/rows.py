@@ -1,6 +1,8 @@
 """One scored trial's files -> its exported rows (Harbor's row rules), or the reason it has none.
 
-Pure: works on bytes already fetched, keyed by path relative to the trial folder.
+Pure: works on bytes already fetched, keyed by path relative to the trial folder. Hostile
+content never raises: a message or tool call nested too deeply to encode excludes the trial
+(`invalid_trajectory`); lone surrogates replaced while decoding are counted in `repaired`.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class TrialExport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     exclusion: Exclusion | None = None
     notes: list[str] = field(default_factory=list)  # e.g. subagent files that gave no row
+    repaired: int = 0  # lone surrogates replaced with U+FFFD in the trajectories the rows came from
 
     @property
     def detail(self) -> str:
@@ -98,6 +101,17 @@ def export_trial(
     include_subagents: bool,
 ) -> TrialExport:
     """Harbor's last-episode row (plus subagent rows when asked) for one scored trial."""
+    try:
+        export = _export_trial(summary, files, run_id, include_subagents)
+    except RecursionError:
+        detail = "a message or tool call is nested too deeply to encode"
+        return TrialExport(exclusion=Exclusion(Reason.INVALID_TRAJECTORY, detail))
+    return export
+
+
+def _export_trial(
+    summary: TrialSummary, files: Mapping[str, bytes], run_id: str, include_subagents: bool
+) -> TrialExport:
     if MAIN_TRAJECTORY not in files:
         return TrialExport(exclusion=Exclusion(Reason.NO_TRAJECTORY, "no agent/trajectory.json"))
 
@@ -138,7 +152,10 @@ def export_trial(
         "episode": f"episode-{episode.index}",
         **shared,
     }
-    export = TrialExport(rows=[_ordered(main_row, MAIN_TRACE_SOURCE if include_subagents else None)])
+    export = TrialExport(
+        rows=[_ordered(main_row, MAIN_TRACE_SOURCE if include_subagents else None)],
+        repaired=sum(t.repaired for t in main_files.values()),
+    )
     if include_subagents:
         _add_subagent_rows(export, summary, files, shared)
     return export
@@ -169,6 +186,7 @@ def _add_subagent_rows(export: TrialExport, summary: TrialSummary, files: Mappin
             **shared,
         }
         export.rows.append(_ordered(row, subagent_source(name)))
+        export.repaired += parsed.repaired
 
 
 def _ordered(row: dict[str, Any], trace_source: str | None) -> dict[str, Any]:
