@@ -20,7 +20,7 @@ from trace_assets.scope import RunScope
 from trace_assets.secret_scan.policy import OnSecret, parse_on_secret
 from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
 from trace_assets.steps.staging import RunStaging
-from trace_assets.store.trace_store import TraceStore
+from trace_assets.store.trace_store import DEFAULT_BATCH_BYTES, TraceStore
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 SAMPLE_TRACES = PROJECT_DIR / "sample_traces"
@@ -76,6 +76,7 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     staging_root: str = Field(description="Local folder for the intermediate Parquet files between assets")
     include_subagents: bool = Field(default=False, description="Also export subagent (summarization) rows")
     batch_size: int = Field(default=256, description="Trials fetched and parsed per batch")
+    batch_bytes: int = Field(default=DEFAULT_BATCH_BYTES, description="Listed bytes fetched and parsed per batch")
     max_concurrency: int = Field(default=64, description="Object reads in flight at once")
     max_rows_per_shard: int = Field(default=DEFAULT_ROWS_PER_SHARD, description="Rows per published Parquet shard")
     min_export_ratio: float = Field(default=0.9, description="Exported/scored below this warns")
@@ -88,7 +89,12 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         return RunStaging(Path(self.staging_root), scope)
 
     def store(self, storage: ObjectStorage) -> TraceStore:
-        return TraceStore(self.traces_root, storage.storage_options(self.traces_root), self.max_concurrency)
+        return TraceStore(
+            self.traces_root,
+            storage.storage_options(self.traces_root),
+            self.max_concurrency,
+            batch_bytes=self.batch_bytes,
+        )
 
     def publish_target(self, storage: ObjectStorage, hub: HuggingFaceHub) -> PublishTarget:
         return choose_target(self.publish_root, storage.storage_options(self.publish_root), hub.settings())
@@ -112,6 +118,7 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
     }
     for name, key in (
         ("batch_size", "TRACE_ASSETS_BATCH_SIZE"),
+        ("batch_bytes", "TRACE_ASSETS_BATCH_BYTES"),
         ("max_rows_per_shard", "TRACE_ASSETS_MAX_ROWS_PER_SHARD"),
     ):
         if env.get(key):
