@@ -1,6 +1,7 @@
 """Throughput, memory and S3 round trips of the pipeline's steps, measured against Harbor's exporter.
 
     .venv/bin/python benchmarks/bench_pipeline.py [--quick] [--sizes 400,2000,1000,10000] [--json out.json]
+    .venv/bin/python benchmarks/bench_pipeline.py --large-trajectories 8:100   (peak RSS, 100 MB trajectories)
 
 Every local measurement is a whole child process (start-up included, so it cancels out of the
 marginal cost) on a tree from benchmarks/generate_traces.py, with a fresh staging folder so no
@@ -608,6 +609,36 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
+LARGE_RSS_TARGET_MIB = 1024  # with the default batch_bytes
+
+
+def large_trajectories(args: argparse.Namespace) -> int:
+    """Peak RSS of our steps on trials whose trajectories are very large: memory follows bytes in
+    flight (TraceStore.batch_bytes), not trials per batch."""
+    from benchmarks.generate_traces import generate_run, inflate_trajectories
+
+    trials, megabytes = (float(part) for part in args.large_trajectories.split(":"))
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="bench-large-"))
+    run_id = f"large-{int(trials)}x{megabytes:g}mb"
+    if not (work / run_id / "manifest.json").exists():
+        generate_run(work, run_id, int(trials), seed=SEED, episode_prompts=False)
+        inflate_trajectories(work / run_id, megabytes)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-large-staging-") as staging:
+            run = measure(ours_command(str(work), run_id, Path(staging)))
+    finally:
+        if not args.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    peak = run.peak_rss_mib
+    verdict = "PASS" if peak <= LARGE_RSS_TARGET_MIB else "FAIL"
+    print(
+        f"{int(trials)} trials with {megabytes:g} MB trajectories ({run.report['listed_bytes'] / 1e6:.0f} MB listed): "
+        f"wall {run.wall_seconds:.1f}s, peak RSS {peak:.0f} MiB (target <= {LARGE_RSS_TARGET_MIB}: {verdict}); "
+        f"after each step: {run.report['peak_rss_mib_after']}"
+    )
+    return 0 if verdict == "PASS" else 2
+
+
 def benchmark(args: argparse.Namespace) -> int:
     sizes = args.sizes or list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
     repeats = args.repeats or (2 if args.quick else 3)
@@ -727,6 +758,9 @@ def main(argv: list[str] | None = None) -> int:
         "--work-dir", help="keep generated trees here and reuse them next time (default: a temp dir, removed)"
     )
     parser.add_argument("--json", help="also write the results as JSON to this file")
+    parser.add_argument(
+        "--large-trajectories", metavar="TRIALS:MB", help="instead: peak RSS of a run of TRIALS trajectories of MB each"
+    )
     args = parser.parse_args(argv)
     if args.mode == "_run":
         run_steps_child(args)
@@ -734,6 +768,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "_harbor":
         run_harbor_child(args)
         return 0
+    if args.large_trajectories:
+        return large_trajectories(args)
     return benchmark(args)
 
 

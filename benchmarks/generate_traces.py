@@ -992,6 +992,25 @@ def generate_run(
     return manifest
 
 
+def inflate_trajectories(run_dir: Path, megabytes: float) -> int:
+    """Grow every trial's agent/trajectory.json to about `megabytes` MB, repeating its middle steps
+    (a very long trial), for the memory measure; returns the trajectories grown."""
+    grown = 0
+    for path in sorted(Path(run_dir).glob("trace_jobs/**/agent/trajectory.json")):
+        data = json.loads(path.read_bytes())
+        steps = data["steps"]
+        middle = steps[1:-1] or steps
+        size = len(path.read_bytes())
+        copies = max(0, int(megabytes * 1e6 / max(1, sum(len(json.dumps(s)) for s in middle))))
+        if copies and size < megabytes * 1e6:
+            data["steps"] = [steps[0], *(middle * copies), *steps[1:]]
+            for index, step in enumerate(data["steps"], start=1):
+                data["steps"][index - 1] = {**step, "step_id": index}
+            path.write_text(json.dumps(data))
+            grown += 1
+    return grown
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out_dir", type=Path, help="the run goes to OUT_DIR/RUN/trace_jobs/")
@@ -1011,6 +1030,9 @@ def main(argv: list[str] | None = None) -> int:
         default=True,
         help="write agent/episode-N/{prompt.txt,response.txt,debug.json}",
     )
+    parser.add_argument(
+        "--trajectory-mb", type=float, help="grow each agent/trajectory.json to about this many MB (memory tests)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     manifest = generate_run(
@@ -1022,6 +1044,8 @@ def main(argv: list[str] | None = None) -> int:
         nested_steps=args.nested_steps,
         episode_prompts=args.episode_prompts,
     )
+    if args.trajectory_mb:
+        inflate_trajectories(args.out_dir / args.run_id, args.trajectory_mb)
     seconds = time.perf_counter() - started
     counts = manifest["counts"]
     print(

@@ -21,6 +21,10 @@ class Reason(StrEnum):
     NO_AGENT_TURNS = "no_agent_turns"
     MULTIMODAL = "multimodal"
     FILTERED_OUT = "filtered_out"
+    UNSAFE_LINK = "unsafe_link"
+    NOT_A_FILE = "not_a_file"
+    UNREADABLE = "unreadable"
+    UNDECODABLE_NAME = "undecodable_name"
 
 
 REASON_DESCRIPTIONS: dict[Reason, str] = {
@@ -31,6 +35,10 @@ REASON_DESCRIPTIONS: dict[Reason, str] = {
     Reason.NO_AGENT_TURNS: "were dropped because the agent never took a turn",
     Reason.MULTIMODAL: "hold images or audio, which a text dataset cannot carry",
     Reason.FILTERED_OUT: "were left out by the success filter (`--filter`; a reward above 0 is a success)",
+    Reason.UNSAFE_LINK: "are, or hold where a row's file should be, a symbolic link (never followed)",
+    Reason.NOT_A_FILE: "are, or hold where a row's file should be, a FIFO, socket or device (never opened)",
+    Reason.UNREADABLE: "are, or hold a file or folder, that could not be read (permissions, gone since listing)",
+    Reason.UNDECODABLE_NAME: "have a name that is not UTF-8 (shown with the bytes escaped)",
 }
 
 

@@ -27,7 +27,7 @@ from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
 from trace_assets.steps.scan import scan_options
 from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging
-from trace_assets.store.trace_store import TraceStore
+from trace_assets.store.trace_store import DEFAULT_BATCH_BYTES, TraceStore
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 SAMPLE_TRACES = PROJECT_DIR / "sample_traces"
@@ -98,6 +98,7 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         default="none", description="Subagent rows: none, merged (trace_source column) or separate (a config per kind)"
     )
     batch_size: int = Field(default=256, gt=0, description="Trials fetched and parsed per batch")
+    batch_bytes: int = Field(default=DEFAULT_BATCH_BYTES, gt=0, description="Listed bytes fetched and parsed per batch")
     max_concurrency: int = Field(default=64, gt=0, description="Object reads in flight at once")
     max_rows_per_shard: int = Field(
         default=DEFAULT_ROWS_PER_SHARD, gt=0, description="Rows per published Parquet shard"
@@ -147,7 +148,12 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         return RunStaging(Path(self.staging_root), scope)
 
     def store(self, storage: ObjectStorage) -> TraceStore:
-        return TraceStore(self.traces_root, storage.storage_options(self.traces_root), self.max_concurrency)
+        return TraceStore(
+            self.traces_root,
+            storage.storage_options(self.traces_root),
+            self.max_concurrency,
+            batch_bytes=self.batch_bytes,
+        )
 
     def sessions_folder(self, staging: RunStaging) -> Path | None:
         return staged_sessions(staging) if self.sessions else None
@@ -178,6 +184,7 @@ CONFIG_SOURCES = {
     "secret_wrap_width": "TRACE_ASSETS_SECRET_WRAP_WIDTH",
     "sessions": "TRACE_ASSETS_SESSIONS",
     "batch_size": "TRACE_ASSETS_BATCH_SIZE",
+    "batch_bytes": "TRACE_ASSETS_BATCH_BYTES",
     "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
     "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
@@ -189,6 +196,7 @@ _INT_VARS = {
     "batch_size": "TRACE_ASSETS_BATCH_SIZE",
     "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
     "secret_wrap_width": "TRACE_ASSETS_SECRET_WRAP_WIDTH",
+    "batch_bytes": "TRACE_ASSETS_BATCH_BYTES",
 }
 _FLOAT_VARS = {
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",

@@ -8,7 +8,7 @@ import dagster as dg
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
-from trace_assets.discovery import dump_cursor, listing_fingerprint, load_cursor, plan_requests
+from trace_assets.discovery import dump_cursor, load_cursor, plan_requests, run_fingerprints
 from trace_assets.scope import RunScope, is_scope_key
 
 
@@ -24,14 +24,18 @@ def new_trace_runs_sensor(
     store = trace_config.store(object_storage)
     run_ids = [run_id for run_id in store.run_ids() if is_scope_key(run_id)]  # see scope.validate_scope_key
     known = set(context.instance.get_dynamic_partitions(TRACE_RUNS))
-    new_runs = [run_id for run_id in run_ids if run_id not in known]
-    fingerprints = {run_id: listing_fingerprint(store.iter_run(RunScope(run_id))) for run_id in run_ids}
+    fingerprints, failures = run_fingerprints(run_ids, lambda run_id: store.iter_run(RunScope(run_id)))
+    new_runs = [run_id for run_id in fingerprints if run_id not in known]
     to_request, state = plan_requests(
-        load_cursor(context.cursor), fingerprints, time.time(), trace_config.settle_seconds
+        load_cursor(context.cursor), fingerprints, time.time(), trace_config.settle_seconds, unlisted=failures
     )
     if new_runs:
         context.log.info(f"new trace runs: {', '.join(new_runs)}")
+    for run_id, error in failures.items():
+        context.log.error(f"run {run_id!r} skipped this tick, its listing failed: {error}")
+    skipped = "; ".join(f"run {run_id!r}: listing failed: {error}" for run_id, error in failures.items())
     return dg.SensorResult(
+        skip_reason=skipped if skipped and not to_request else None,
         run_requests=[
             dg.RunRequest(partition_key=run_id, run_key=f"{run_id}:{fingerprints[run_id]}") for run_id in to_request
         ],

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trace_assets.accounting import Exclusion, Reason
-from trace_assets.harbor.decoding import as_dict, decode_json
+from trace_assets.harbor.decoding import NumberText, as_dict, decode_json
 
 
 @dataclass(frozen=True)
@@ -23,21 +23,26 @@ class TrialSummary:
     reward: float | None
     exception_type: str | None
     result: str | None  # Harbor's `result` column: exception type, else reward as text
+    repaired: int = 0  # lone surrogates replaced with U+FFFD (see harbor.decoding)
 
 
 def _reward_text(value: Any) -> str:
-    """Harbor's `_coerce_reward_value`: numbers become `str(float(x))`, anything else `str(x)`."""
+    """Harbor's `_coerce_reward_value`: numbers become `str(float(x))`, anything else `str(x)`;
+    a number too large for a float keeps its digits."""
+    if isinstance(value, NumberText):
+        return str(value)
     try:
         return str(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return str(value)
 
 
 def parse_trial_result(data: bytes, folder_name: str) -> TrialSummary | Exclusion:
     """Read a trial's `result.json` the way Harbor's exporter does (`_normalize_run_metadata`)."""
-    raw = decode_json(data, "result.json")
-    if isinstance(raw, str):
-        return Exclusion(Reason.INVALID_RESULT_JSON, raw)
+    decoded = decode_json(data, "result.json")
+    if isinstance(decoded, str):
+        return Exclusion(Reason.INVALID_RESULT_JSON, decoded)
+    raw, repaired = decoded
     if not isinstance(raw, dict):
         return Exclusion(Reason.INVALID_RESULT_JSON, f"result.json holds a {type(raw).__name__}, not an object")
 
@@ -77,8 +82,8 @@ def parse_trial_result(data: bytes, folder_name: str) -> TrialSummary | Exclusio
     exception_type = as_dict(raw.get("exception_info")).get("exception_type") or None
     reward_value = as_dict(as_dict(raw.get("verifier_result")).get("rewards")).get("reward")
     try:
-        reward = None if reward_value is None else float(reward_value)
-    except (TypeError, ValueError):
+        reward = None if reward_value is None or isinstance(reward_value, NumberText) else float(reward_value)
+    except (TypeError, ValueError, OverflowError):
         reward = None
     if exception_type:
         result = str(exception_type)
@@ -98,4 +103,5 @@ def parse_trial_result(data: bytes, folder_name: str) -> TrialSummary | Exclusio
         reward=reward,
         exception_type=None if exception_type is None else str(exception_type),
         result=result,
+        repaired=repaired,
     )

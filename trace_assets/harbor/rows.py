@@ -1,6 +1,8 @@
 """One scored trial's files -> its exported rows (Harbor's row rules), or the reason it has none.
 
-Pure: works on bytes already fetched, keyed by path relative to the trial folder.
+Pure: works on bytes already fetched, keyed by path relative to the trial folder. Hostile
+content never raises: a message or tool call nested too deeply to encode excludes the trial
+(`invalid_trajectory`); lone surrogates replaced while decoding are counted in `repaired`.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class TrialExport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     exclusion: Exclusion | None = None
     notes: list[str] = field(default_factory=list)  # e.g. subagent files that gave no row
+    repaired: int = 0  # lone surrogates replaced with U+FFFD in the trajectories the rows came from
 
     @property
     def detail(self) -> str:
@@ -115,6 +118,17 @@ def export_trial(
     options: ExportOptions,
 ) -> TrialExport:
     """Harbor's rows for one scored trial: its episodes as `options` say, plus subagent rows when asked."""
+    try:
+        export = _export_trial(summary, files, run_id, options)
+    except RecursionError:
+        detail = "a message or tool call is nested too deeply to encode"
+        return TrialExport(exclusion=Exclusion(Reason.INVALID_TRAJECTORY, detail))
+    return export
+
+
+def _export_trial(
+    summary: TrialSummary, files: Mapping[str, bytes], run_id: str, options: ExportOptions
+) -> TrialExport:
     if not passes_filter(summary, options.success_filter):
         return TrialExport(exclusion=Exclusion(Reason.FILTERED_OUT, f"result {summary.result}"))
     if MAIN_TRAJECTORY not in files:
@@ -150,7 +164,7 @@ def export_trial(
         "instruction": instruction(list(main_files.values())),
         "verifier_output": verifier_output(*(files.get(path) for path in VERIFIER_OUTPUTS)),
     }
-    export = TrialExport()
+    export = TrialExport(repaired=sum(t.repaired for t in main_files.values()))
     for episode in episodes:
         main_row = {
             "conversations": episode.conversations,
@@ -192,6 +206,7 @@ def _add_subagent_rows(
             **shared,
         }
         export.rows.append(_ordered(row, subagent_source(name), options))
+        export.repaired += parsed.repaired
 
 
 def _ordered(row: dict[str, Any], trace_source: str, options: ExportOptions) -> dict[str, Any]:

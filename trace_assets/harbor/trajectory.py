@@ -27,12 +27,14 @@ class Trajectory:
     tool_definitions: Any
     steps: list[dict[str, Any]]
     continued_ref: str | None
+    repaired: int = 0  # lone surrogates replaced with U+FFFD (see harbor.decoding)
 
 
 def parse_trajectory(data: bytes, name: str) -> Trajectory | Exclusion:
-    raw = decode_json(data, name)
-    if isinstance(raw, str):
-        return Exclusion(Reason.INVALID_TRAJECTORY, raw)
+    decoded = decode_json(data, name)
+    if isinstance(decoded, str):
+        return Exclusion(Reason.INVALID_TRAJECTORY, decoded)
+    raw, repaired = decoded
     if not isinstance(raw, dict):
         return Exclusion(Reason.INVALID_TRAJECTORY, f"{name} holds a {type(raw).__name__}, not an object")
     steps = raw.get("steps", [])
@@ -58,6 +60,7 @@ def parse_trajectory(data: bytes, name: str) -> Trajectory | Exclusion:
         tool_definitions=agent.get("tool_definitions"),
         steps=steps,
         continued_ref=continued_ref if isinstance(continued_ref, str) and continued_ref else None,
+        repaired=repaired,
     )
 
 

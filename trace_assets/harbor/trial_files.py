@@ -48,3 +48,10 @@ def needed_files(trial_paths: Iterable[str], include_subagents: bool) -> list[st
         elif path in VERIFIER_OUTPUTS:
             needed.append(path)
     return sorted(needed)
+
+
+def stands_for_row_source(key: str) -> bool:
+    """Whether an entry the listing could not read (a link, a FIFO, ...) stands where a row's file
+    should be: the trial folder itself (`""`), its `agent/` or `verifier/`, or a path a row's file
+    can have, whichever subagent option is on."""
+    return key in ("", *TRIAL_SUBFOLDERS) or key.startswith(ROW_SOURCE_PREFIXES)

@@ -19,11 +19,11 @@ from trace_assets.steps.listing import ListedTrial
 from trace_assets.steps.staged_rows import RowParts, iter_rows, read_row_parts, trial_rows_digest
 from trace_assets.store.objects import StoredObject
 
-PARSER_VERSION = "1"  # bump when parsing changes, so cached results are not reused
+PARSER_VERSION = "2"  # bump when parsing changes, so cached results are not reused
 
 
 def fingerprint(objects: Iterable[StoredObject], *salt: object) -> str:
-    """Identity of a set of objects as listed (key, size, ETag, modification time)."""
+    """Identity of a set of objects as listed (key, size, ETag or local inode and ctime, modification time)."""
     digest = hashlib.sha256(PARSER_VERSION.encode())
     for item in salt:
         digest.update(f"|{item}".encode())

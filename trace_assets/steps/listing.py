@@ -1,17 +1,28 @@
-"""Step 1, `raw_trial_listing`: one streamed listing of a scope, grouped into trial folders."""
+"""Step 1, `raw_trial_listing`: one streamed listing of a scope, grouped into trial folders.
+
+Also how later steps read it back: a trial at a time, with the entries the listing could not
+read (`skipped`) turned into the trial's exclusion when one stands where a row's file should be
+(a link -> `unsafe_link`, a FIFO, socket or device -> `not_a_file`, a folder that cannot be
+entered -> `unreadable`, an undecodable name -> `undecodable_name`; the detail names the entry),
+and otherwise only counted. Batches are cut by bytes as well as by trials, so memory is bounded
+by the bytes in flight however large one trial's files are.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trace_assets.harbor.trial_files import ROW_SOURCE_PREFIXES
+from trace_assets.accounting import Exclusion, Reason
+from trace_assets.harbor.trial_files import ROW_SOURCE_PREFIXES, stands_for_row_source
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_atomically
+from trace_assets.store.local_walk import EntryKind
 from trace_assets.store.objects import StoredObject
 from trace_assets.store.trace_store import TraceStore
 from trace_assets.store.trial_folders import LISTING_SCHEMA, group_trials, trial_name_of, whole_folder_batches
@@ -70,6 +81,7 @@ class ListedTrial:
     object_count: int
     total_bytes: int
     objects: dict[str, StoredObject]  # key -> object, for ROW_SOURCE_PREFIXES keys only
+    skipped: list[tuple[str, str]]  # (key, EntryKind value) of entries the listing did not read
 
     @property
     def trial_name(self) -> str:
@@ -78,10 +90,48 @@ class ListedTrial:
     def has(self, key: str) -> bool:
         return key in self.objects
 
+    @property
+    def row_source_bytes(self) -> int:
+        """Listed bytes of the files rows can come from: what reading this trial holds in memory."""
+        return sum(obj.size for obj in self.objects.values())
+
+    def blocked(self) -> Exclusion | None:
+        """The trial's exclusion when an entry it could not read stands where a row's file should be."""
+        for key, kind in self.skipped:
+            if stands_for_row_source(key):
+                return Exclusion(SKIPPED_REASONS[EntryKind(kind)], _skipped_detail(key, EntryKind(kind)))
+        return None
+
+    def skipped_note(self) -> str | None:
+        """The entries skipped and only counted, named (the first few)."""
+        if not self.skipped:
+            return None
+        named = ", ".join(f"{key} ({kind})" for key, kind in self.skipped[:3])
+        more = f" and {len(self.skipped) - 3} more" if len(self.skipped) > 3 else ""
+        return f"{len(self.skipped)} entries not read: {named}{more}"
+
+
+SKIPPED_REASONS = {
+    EntryKind.LINK: Reason.UNSAFE_LINK,
+    EntryKind.SPECIAL: Reason.NOT_A_FILE,
+    EntryKind.UNREADABLE: Reason.UNREADABLE,
+    EntryKind.UNDECODABLE_NAME: Reason.UNDECODABLE_NAME,
+}
+_SKIPPED_WHAT = {
+    EntryKind.LINK: "is a symbolic link, not followed",
+    EntryKind.SPECIAL: "is a FIFO, socket or device, not opened",
+    EntryKind.UNREADABLE: "is a folder that could not be read",
+    EntryKind.UNDECODABLE_NAME: "has a name that is not UTF-8",
+}
+
+
+def _skipped_detail(key: str, kind: EntryKind) -> str:
+    return f"{key or 'the trial folder itself'} {_SKIPPED_WHAT[kind]}"
+
 
 def iter_listing(path: Path, batch_size: int) -> Iterator[list[ListedTrial]]:
     """The listing back a batch at a time, picking the few objects that matter with Arrow."""
-    columns = ["trial_dir", "objects", "bytes", "files"]
+    columns = ["trial_dir", "objects", "bytes", "files", "skipped"]
     for batch in open_parquet(path).iter_batches(batch_size=batch_size, columns=columns, use_threads=False):
         files = batch.column("files")
         flat = files.flatten()
@@ -96,11 +146,32 @@ def iter_listing(path: Path, batch_size: int) -> Iterator[list[ListedTrial]]:
         for owner, obj in zip(owners, map(StoredObject, *fields)):
             per_trial[owner][obj.key] = obj
         yield [
-            ListedTrial(trial_dir, count, size, objects)
-            for trial_dir, count, size, objects in zip(
+            ListedTrial(trial_dir, count, size, objects, [(entry["key"], entry["kind"]) for entry in skipped])
+            for trial_dir, count, size, objects, skipped in zip(
                 batch.column("trial_dir").to_pylist(),
                 batch.column("objects").to_pylist(),
                 batch.column("bytes").to_pylist(),
                 per_trial,
+                batch.column("skipped").to_pylist(),
             )
         ]
+
+
+Item = TypeVar("Item")
+
+
+def bounded_batches(
+    items: Iterable[Item], size_of: Callable[[Item], int], max_items: int, max_bytes: int
+) -> Iterator[list[Item]]:
+    """Items in batches of at most `max_items` and, unless one item alone is larger, `max_bytes`."""
+    batch: list[Item] = []
+    held = 0
+    for item in items:
+        size = size_of(item)
+        if batch and (len(batch) >= max_items or held + size > max_bytes):
+            yield batch
+            batch, held = [], 0
+        batch.append(item)
+        held += size
+    if batch:
+        yield batch

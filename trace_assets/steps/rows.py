@@ -1,7 +1,13 @@
 """Step 3, `last_episode_rows`: each scored trial's rows and every trial folder's status.
 
 Streams trials in batches from the listing and scored files into staged row parts, so memory
-holds one batch of trial content at a time, whatever the size of the run.
+holds one batch of trial content at a time, whatever the size of the run; batches are cut by the
+listed bytes of the trials' files as well as by their number, so a run of very large
+trajectories stays within the store's `batch_bytes`.
+
+Per-trial isolation: a file that cannot be read, anything building one trial's rows raises, or
+rows Arrow cannot store, become that trial's exclusion with the file and problem in its detail;
+entries the listing skipped without excluding the trial are counted (`skipped`) and named.
 """
 
 from __future__ import annotations
@@ -13,14 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from trace_assets.accounting import SCORED, Coverage, Reason, TrialStatus
+from trace_assets.accounting import SCORED, Coverage, Exclusion, Reason, TrialStatus
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, export_trial, rows_schema
+from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, TrialExport, export_trial, rows_schema
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
 from trace_assets.scope import RunScope
 from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_objects, previous_records
-from trace_assets.steps.listing import ListedTrial, iter_listing
-from trace_assets.steps.scoring import Progress, StepStats, summary_from_scored
+from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
+from trace_assets.steps.scoring import Progress, StepStats, encode_per_trial, summary_from_scored
 from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
@@ -40,6 +46,8 @@ STATUS_SCHEMA = pa.schema(
         ("objects", pa.int64()),
         ("bytes", pa.int64()),
         ("source_fingerprint", pa.string()),  # of the objects the status was made from
+        ("skipped", pa.int64()),  # entries the listing did not read (links, FIFOs, ...), see detail
+        ("repaired", pa.int64()),  # lone surrogates replaced with U+FFFD in the trial's files
     ]
 )
 
@@ -78,10 +86,12 @@ def export_rows(
         staged_row_parts(staging.rows, schema, rows_per_part) as rows_out,
         staged_writers((staging.statuses, STATUS_SCHEMA)) as [status_out],
     ):
-        for trials, scored in zip(
-            iter_listing(listing_path, batch_size), _iter_scored(scored_path, batch_size), strict=True
-        ):
-            rows, statuses = _export_batch(
+        listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
+        records = (record for scored in _iter_scored(scored_path, batch_size) for record in scored)
+        for batch in bounded_batches(zip(listed, records, strict=True), _held_bytes, batch_size, store.batch_bytes):
+            trials = [trial for trial, _ in batch]
+            scored = [record for _, record in batch]
+            table, statuses = _export_batch(
                 store, staging.scope, trials, scored, options, previous_statuses, previous_rows, stats, sessions
             )
             for status in statuses:
@@ -91,9 +101,12 @@ def export_rows(
                 else:
                     excluded[status["reason"]] += 1
             coverage.trial_dirs += len(statuses)
-            coverage.rows += len(rows)
-            coverage.subagent_rows += sum(r.get("trace_source", MAIN_TRACE_SOURCE) != MAIN_TRACE_SOURCE for r in rows)
-            rows_out.write(pa.Table.from_pylist(rows, schema=schema))
+            coverage.rows += table.num_rows
+            if options.include_subagents:
+                coverage.subagent_rows += table.num_rows - table.column(TRACE_SOURCE_COLUMN).to_pylist().count(
+                    MAIN_TRACE_SOURCE
+                )
+            rows_out.write(table)
             status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
             progress(
                 f"last_episode_rows: {coverage.trial_dirs} trial folders, {coverage.exported} exported, "
@@ -110,6 +123,48 @@ def export_rows(
     return coverage, stats
 
 
+def _held_bytes(item: tuple[ListedTrial, dict[str, Any]]) -> int:
+    trial, record = item
+    return trial.row_source_bytes if record["status"] == SCORED else 0
+
+
+def _storable(text: str | None) -> str | None:
+    """Text any encoder takes: a detail can quote what a hostile file held."""
+    if text is None or text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _exported(
+    summary_record: dict[str, Any],
+    files: dict[str, bytes | Exclusion],
+    run_id: str,
+    options: ExportOptions,
+    sessions: SessionWriter | None,
+    trial_dir: str,
+) -> TrialExport:
+    """One trial's rows (and session files); an unreadable file, or anything export raises, is the
+    trial's exclusion."""
+    blobs: dict[str, bytes] = {}
+    for key, blob in files.items():
+        if isinstance(blob, Exclusion):
+            return TrialExport(exclusion=blob)
+        blobs[key] = blob
+    try:
+        summary = summary_from_scored(summary_record)
+        result = export_trial(summary, blobs, run_id, options)
+        if sessions is not None and result.exclusion is None:
+            sessions.write(trial_dir, summary, blobs, run_id)
+        return result
+    except Exception as err:  # a shape no rule foresaw: this trial's problem, not the run's
+        detail = f"{type(err).__name__} while building rows from {', '.join(sorted(files))}: {err}"
+        return TrialExport(exclusion=Exclusion(Reason.INVALID_TRAJECTORY, detail))
+
+
+def _repaired_note(repaired: int) -> str | None:
+    return f"{repaired} lone surrogate(s) replaced with U+FFFD" if repaired else None
+
+
 def _export_batch(
     store: TraceStore,
     scope: RunScope,
@@ -120,28 +175,30 @@ def _export_batch(
     previous_rows: PreviousRows,
     stats: StepStats,
     sessions: SessionWriter | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[pa.Table, list[dict[str, Any]]]:
     wanted: dict[str, list[str]] = {}
     sources: dict[str, str] = {}
     for trial, record in zip(trials, scored):
         if record["trial_dir"] != trial.trial_dir:
             raise RuntimeError(f"scored_trials is out of step with the listing at {trial.trial_dir}: re-materialize it")
-        keys = (
-            needed_files(trial.objects, options.include_subagents or sessions is not None)
-            if record["status"] == SCORED
-            else []
-        )
+        reads_subagents = options.include_subagents or sessions is not None
+        keys = needed_files(trial.objects, reads_subagents) if record["status"] == SCORED else []
         sources[trial.trial_dir] = fingerprint(
-            listed_objects(trial, [*keys, RESULT_JSON]), options.include_subagents, scope.key, *options.cache_salt()
+            listed_objects(trial, [*keys, RESULT_JSON]),
+            options.include_subagents,
+            scope.key,
+            *options.cache_salt(),
+            *trial.skipped,
         )
-        unchanged = previous_statuses.get(trial.trial_dir, {}).get("source_fingerprint") == sources[trial.trial_dir]
-        if sessions is not None and previous_statuses.get(trial.trial_dir, {}).get("status") == TrialStatus.EXPORTED:
+        previous = previous_statuses.get(trial.trial_dir, {})
+        unchanged = previous.get("source_fingerprint") == sources[trial.trial_dir]
+        if sessions is not None and previous.get("status") == TrialStatus.EXPORTED:
             unchanged = unchanged and sessions.has(trial.trial_dir)
         if record["status"] == SCORED and not unchanged:
             wanted[trial.trial_dir] = keys
     blobs = store.fetch(scope, [f"{d}/{key}" for d, keys in wanted.items() for key in keys])
 
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[str, list[dict[str, Any]]]] = []
     statuses: list[dict[str, Any]] = []
     for trial, record in zip(trials, scored):
         earlier_rows = previous_rows.take(trial)
@@ -153,34 +210,49 @@ def _export_batch(
             "bytes": trial.total_bytes,
             "rows": 0,
             "source_fingerprint": sources[trial.trial_dir],
+            "skipped": len(trial.skipped),
+            "repaired": record["repaired"] or 0,
         }
-        if record["status"] != SCORED:
-            status.update(status=TrialStatus.EXCLUDED.value, reason=record["status"], detail=record["detail"])
-        elif trial.trial_dir not in wanted:
-            cached = previous_statuses[trial.trial_dir]
+        if trial.trial_dir in wanted:
+            files = {key: blobs.pop(f"{trial.trial_dir}/{key}") for key in wanted[trial.trial_dir]}
+            result = _exported(record, files, scope.key, options, sessions, trial.trial_dir)
+            del files
+            reason = result.exclusion.reason.value if result.exclusion else None
             status.update(
-                status=cached["status"], reason=cached["reason"], detail=cached["detail"], rows=cached["rows"]
+                status=TrialStatus.EXCLUDED.value if reason else TrialStatus.EXPORTED.value,
+                reason=reason,
+                detail=result.detail or None,
+                rows=len(result.rows),
+                repaired=status["repaired"] + result.repaired,
             )
+            rows.append((trial.trial_dir, result.rows))
+            stats.reread += 1
+        elif record["status"] == SCORED:
+            cached = previous_statuses[trial.trial_dir]
             if len(earlier_rows) != cached["rows"]:
                 raise RuntimeError(
                     f"cached rows of {trial.trial_dir} are incomplete: delete {scope.key}'s staging folder"
                 )
-            rows.extend(earlier_rows)
+            status.update({name: cached[name] for name in ("status", "reason", "detail", "rows", "repaired")})
+            rows.append((trial.trial_dir, earlier_rows))
             stats.cached += 1
             if sessions is not None and cached["status"] == TrialStatus.EXPORTED:
                 sessions.keep(trial.trial_dir)
         else:
-            files = {key: blobs[f"{trial.trial_dir}/{key}"] for key in wanted[trial.trial_dir]}
-            summary = summary_from_scored(record)
-            result = export_trial(summary, files, scope.key, options)
-            if result.exclusion:
-                status.update(status=TrialStatus.EXCLUDED.value, reason=result.exclusion.reason.value)
-            else:
-                status.update(status=TrialStatus.EXPORTED.value, reason=None)
-                if sessions is not None:
-                    sessions.write(trial.trial_dir, summary, files, scope.key)
-            status.update(detail=result.detail or None, rows=len(result.rows))
-            rows.extend(result.rows)
-            stats.reread += 1
+            status.update(status=TrialStatus.EXCLUDED.value, reason=record["status"], detail=record["detail"])
+        fresh = trial.trial_dir in wanted or record["status"] != SCORED  # else all came from the cache
+        if fresh:
+            notes = [status["detail"], _repaired_note(status["repaired"])]
+            if trial.blocked() is None:
+                notes.append(trial.skipped_note())
+            status["detail"] = "; ".join(filter(None, notes)) or None
+        status["detail"] = _storable(status["detail"])
         statuses.append(status)
-    return rows, statuses
+
+    table, failed = encode_per_trial(rows, rows_schema(options))
+    for status in statuses:
+        if status["trial_dir"] in failed:
+            detail = f"rows hold values that cannot be stored: {failed[status['trial_dir']]}"
+            status.update(status=TrialStatus.EXCLUDED.value, reason=Reason.INVALID_TRAJECTORY.value, rows=0)
+            status["detail"] = _storable(detail)
+    return table, statuses

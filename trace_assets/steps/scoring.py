@@ -1,4 +1,8 @@
-"""Step 2, `scored_trials`: every trial's result.json read as Harbor's TrialResult."""
+"""Step 2, `scored_trials`: every trial's result.json read as Harbor's TrialResult.
+
+Per-trial isolation: whatever one trial's result.json holds, or whatever stands in its place,
+ends as that trial's status with a detail naming the file and the problem; the run goes on.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from trace_assets.accounting import SCORED, Exclusion, Reason
 from trace_assets.harbor.result import TrialSummary, parse_trial_result
 from trace_assets.harbor.trial_files import RESULT_JSON
 from trace_assets.steps.incremental import fingerprint, listed_objects, previous_records
-from trace_assets.steps.listing import ListedTrial, iter_listing
+from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
 from trace_assets.steps.staging import RunStaging, staged_writers
 from trace_assets.store.trace_store import TraceStore
 
@@ -36,6 +40,7 @@ SCORED_SCHEMA = pa.schema(
         ("job_id", pa.string()),
         ("result_trial_name", pa.string()),
         ("source_fingerprint", pa.string()),
+        ("repaired", pa.int64()),  # lone surrogates replaced with U+FFFD in result.json
     ]
 )
 # --------------------------------------------------------------------------- step 2: scored trials
@@ -64,8 +69,37 @@ def _scored_record(trial: ListedTrial, parsed: TrialSummary | Exclusion | None, 
             model_provider=parsed.model_provider,
             job_id=parsed.job_id,
             result_trial_name=parsed.trial_name,
+            repaired=parsed.repaired,
         )
     return record
+
+
+def _parsed_result(blob: bytes | Exclusion, trial: ListedTrial) -> TrialSummary | Exclusion:
+    """result.json read, or why not: anything it raises is the trial's, named, never the run's."""
+    if isinstance(blob, Exclusion):
+        return blob
+    try:
+        return parse_trial_result(blob, trial.trial_name)
+    except Exception as err:  # a shape no rule foresaw: this trial's problem, not the run's
+        return Exclusion(Reason.INVALID_RESULT_JSON, f"{RESULT_JSON}: {type(err).__name__}: {err}")
+
+
+def encode_per_trial(
+    records: list[tuple[str, list[dict[str, Any]]]], schema: pa.Schema
+) -> tuple[pa.Table, dict[str, str]]:
+    """Each trial's records as one table; if the batch does not encode, each trial on its own,
+    leaving out the trials that fail, with their error."""
+    try:
+        return pa.Table.from_pylist([r for _, rows in records for r in rows], schema=schema), {}
+    except Exception:  # one trial's values; found below
+        pass
+    tables, failed = [], {}
+    for trial_dir, rows in records:
+        try:
+            tables.append(pa.Table.from_pylist(rows, schema=schema))
+        except Exception as err:
+            failed[trial_dir] = f"{type(err).__name__}: {err}"
+    return (pa.concat_tables(tables) if tables else schema.empty_table()), failed
 
 
 def summary_from_scored(record: dict[str, Any]) -> TrialSummary:
@@ -80,6 +114,7 @@ def summary_from_scored(record: dict[str, Any]) -> TrialSummary:
         reward=record["reward"],
         exception_type=record["exception_type"],
         result=record["result"],
+        repaired=record["repaired"] or 0,
     )
 
 
@@ -95,30 +130,51 @@ def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progre
     listing_path = staging.require(staging.listing, "raw_trial_listing")
     previous = previous_records(staging.scored, "source_fingerprint")
     stats = StepStats()
+    listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
     with staged_writers((staging.scored, SCORED_SCHEMA)) as [writer]:
-        for trials in iter_listing(listing_path, batch_size):
-            sources = {t.trial_dir: fingerprint(listed_objects(t, [RESULT_JSON])) for t in trials}
+        for trials in bounded_batches(listed, _result_bytes, batch_size, store.batch_bytes):
+            sources = {t.trial_dir: fingerprint(listed_objects(t, [RESULT_JSON]), *t.skipped) for t in trials}
+            blocked = {t.trial_dir: exclusion for t in trials if (exclusion := t.blocked()) is not None}
+            readable = [t for t in trials if t.has(RESULT_JSON) and t.trial_dir not in blocked]
             unchanged = {
                 t.trial_dir
-                for t in trials
-                if t.has(RESULT_JSON)
-                and previous.get(t.trial_dir, {}).get("source_fingerprint") == sources[t.trial_dir]
+                for t in readable
+                if previous.get(t.trial_dir, {}).get("source_fingerprint") == sources[t.trial_dir]
             }
-            stale = [t for t in trials if t.has(RESULT_JSON) and t.trial_dir not in unchanged]
+            stale = [t for t in readable if t.trial_dir not in unchanged]
             blobs = store.fetch(staging.scope, [f"{t.trial_dir}/{RESULT_JSON}" for t in stale])
             records = []
             for trial in trials:
                 source = sources[trial.trial_dir]
                 if trial.trial_dir in unchanged:
-                    records.append(previous[trial.trial_dir])
+                    records.append((trial.trial_dir, [previous[trial.trial_dir]]))
                     stats.cached += 1
                     continue
                 blob = blobs.get(f"{trial.trial_dir}/{RESULT_JSON}")
-                records.append(
-                    _scored_record(trial, None if blob is None else parse_trial_result(blob, trial.trial_name), source)
-                )
+                parsed = blocked.get(trial.trial_dir) or (None if blob is None else _parsed_result(blob, trial))
+                records.append((trial.trial_dir, [_scored_record(trial, parsed, source)]))
                 stats.reread += blob is not None
-            stats.statuses.update(r["status"] for r in records)
-            writer.write_table(pa.Table.from_pylist(records, schema=SCORED_SCHEMA))
+            table, failed = encode_per_trial(records, SCORED_SCHEMA)
+            if failed:  # the same batch again, those trials excluded with the error
+                table = pa.Table.from_pylist(
+                    [
+                        _scored_record(t, _unencodable(failed[t.trial_dir]), sources[t.trial_dir])
+                        if t.trial_dir in failed
+                        else record
+                        for t, (_, [record]) in zip(trials, records)
+                    ],
+                    schema=SCORED_SCHEMA,
+                )
+            stats.statuses.update(table.column("status").to_pylist())
+            writer.write_table(table)
             progress(f"scored_trials: {stats.reread + stats.cached} result.json files ({stats.cached} unchanged)")
     return stats
+
+
+def _unencodable(error: str) -> Exclusion:
+    return Exclusion(Reason.INVALID_RESULT_JSON, f"{RESULT_JSON}: values that cannot be stored: {error}")
+
+
+def _result_bytes(trial: ListedTrial) -> int:
+    result = trial.objects.get(RESULT_JSON)
+    return 0 if result is None else result.size

@@ -2,21 +2,36 @@
 
 One recursive listing per run (ListObjectsV2 pages without a delimiter on S3, a directory
 walk on a local disk), then concurrent GETs of exactly the keys asked for, in bounded batches.
+
+Hostile input: trial folders are written by the policy under training, so on local roots
+(and mounted buckets) nothing under a run's `trace_jobs/` is read through a symbolic link.
+The walk never follows one (see `local_walk`), and reads open each path component relative
+to the one before with `O_NOFOLLOW` (and `O_NONBLOCK`, and refuse what is not a regular
+file), so a link swapped in after the listing cannot lead outside the root either. The
+traces root and the run folders above `trace_jobs/` are the operator's, and are taken as
+they are. A read that fails because of what one trial holds (a link, a FIFO, a file gone or
+not readable) comes back as that key's `Exclusion`; only failures of the store itself (the
+root or run folder cannot be read, the endpoint fails, an object keeps failing after
+retries) raise, naming the run and the key. Keys are fetched exactly as listed: no call
+that expands glob patterns (`[`, `*`, `?`, `{` are ordinary characters in trial names).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import fsspec
-from fsspec.asyn import AsyncFileSystem, sync
+from fsspec.asyn import AsyncFileSystem, _run_coros_in_chunks, sync
 from fsspec.implementations.local import LocalFileSystem
 
+from trace_assets.accounting import Exclusion, Reason
 from trace_assets.scope import TRACE_JOBS, RunScope
-from trace_assets.store.local_walk import Columns, walk_folders
+from trace_assets.store.local_walk import Columns, walk_folder, walk_folders
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.process_pool import ordered_map
 
@@ -24,13 +39,14 @@ from trace_assets.store.process_pool import ordered_map
 class FetchError(RuntimeError):
     """Needed objects could not be read, even after retries: nothing may be published from a partial read."""
 
-    def __init__(self, failures: Mapping[str, BaseException]):
+    def __init__(self, run: str, failures: Mapping[str, BaseException]):
         self.failures = dict(failures)
         shown = ", ".join(sorted(self.failures)[:20])
         more = f" (and {len(self.failures) - 20} more)" if len(self.failures) > 20 else ""
         first = next(iter(self.failures.values()))
         super().__init__(
-            f"{len(self.failures)} object(s) could not be read: {shown}{more}; first error: {type(first).__name__}: {first}"
+            f"run {run!r}: {len(self.failures)} object(s) could not be read: {shown}{more}; "
+            f"first error: {type(first).__name__}: {first}"
         )
 
 
@@ -57,38 +73,84 @@ def _available_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+DEFAULT_BATCH_BYTES = 128 * 2**20  # parsed JSON takes a few times its bytes: well under 1 GB RSS
 PARALLEL_WALK_MIN_FOLDERS = 256  # below this, starting workers costs more than it saves
 WALK_CHUNK_FOLDERS = 64  # top-level folders per request to a listing worker
 
 
 def _walk_local(root: str, workers: int) -> Iterator[ObjectBatch]:
-    """A local run a top-level folder at a time, in name order; files right under the root first."""
-    with os.scandir(root) as scanned:
-        entries = sorted(scanned, key=lambda entry: entry.name)
-    top_files = ObjectBatch()
-    for entry in entries:
-        if not entry.is_dir(follow_symlinks=False) and entry.is_file():
-            stat = entry.stat()
-            top_files.append(entry.name, stat.st_size, None, stat.st_mtime_ns // 1000)
-    yield top_files
-    names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+    """A local run a top-level folder at a time, in name order; entries right under the root first."""
+    names: list[str] = []
+    keys, sizes, tokens, modified, skipped = walk_folder(root, "", subfolders=names)
+    yield ObjectBatch(keys, sizes, tokens, modified, skipped)
+    names.sort()
     if workers < 2 or len(names) < PARALLEL_WALK_MIN_FOLDERS:
         answers: Iterator[list[Columns]] = (walk_folders(root, [name]) for name in names)
     else:
         chunks = ((None, (root, names[i : i + WALK_CHUNK_FOLDERS])) for i in range(0, len(names), WALK_CHUNK_FOLDERS))
         answers = (columns for _, columns in ordered_map(walk_folders, chunks, workers, ahead=4))
     for answer in answers:
-        for keys, sizes, modified in answer:
-            yield ObjectBatch(keys, sizes, [None] * len(keys), modified)
+        for keys, sizes, tokens, modified, skipped in answer:
+            yield ObjectBatch(keys, sizes, tokens, modified, skipped)
 
 
-def _read_local(path: str) -> bytes | OSError:
-    """A local file's bytes, without fsspec's per-call path handling (it costs more than the read)."""
-    try:
-        with open(path, "rb") as file:
-            return file.read()
-    except OSError as err:
-        return err
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_TRIAL_ERRNOS = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENXIO, errno.ENAMETOOLONG})
+
+
+class _ConfinedReader:
+    """Reads files below one folder without following any link, reusing the open folders of the
+    previous key (keys come a trial at a time), so a read costs an `openat` or two more than
+    a plain `open`."""
+
+    def __init__(self, base: str):
+        self._base = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._open: list[tuple[str, int]] = []  # (folder name, fd) from the base down
+
+    def close(self) -> None:
+        self._unwind(0)
+        os.close(self._base)
+
+    def _unwind(self, depth: int) -> None:
+        while len(self._open) > depth:
+            os.close(self._open.pop()[1])
+
+    def read(self, key: str) -> bytes | Exclusion:
+        *folders, name = key.split("/")
+        if not name or any(part in ("", ".", "..") for part in folders) or name in (".", ".."):
+            return Exclusion(Reason.UNREADABLE, f"{key}: not a plain relative path")
+        depth = 0
+        while depth < min(len(folders), len(self._open)) and self._open[depth][0] == folders[depth]:
+            depth += 1
+        self._unwind(depth)
+        try:
+            for folder in folders[depth:]:
+                parent = self._open[-1][1] if self._open else self._base
+                self._open.append((folder, os.open(folder, _FOLDER_FLAGS, dir_fd=parent)))
+            return self._read_file(key, name)
+        except OSError as err:
+            return self._refusal(key, err)
+
+    def _read_file(self, key: str, name: str) -> bytes | Exclusion:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=self._open[-1][1] if self._open else self._base)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return Exclusion(Reason.NOT_A_FILE, f"{key} is not a regular file")
+            chunks = []
+            while chunk := os.read(fd, max(info.st_size + 1, 65536)):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def _refusal(self, key: str, err: OSError) -> Exclusion:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):  # O_NOFOLLOW met a link (or a file where a folder was)
+            return Exclusion(Reason.UNSAFE_LINK, f"{key}: a symbolic link in the path, not followed")
+        if err.errno in _TRIAL_ERRNOS:
+            return Exclusion(Reason.UNREADABLE, f"{key}: {err.strerror}")
+        raise err
 
 
 class TraceStore:
@@ -100,14 +162,17 @@ class TraceStore:
         storage_options: Mapping[str, Any] | None = None,
         max_concurrency: int = 64,
         walk_workers: int | None = None,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
     ):
         """`max_concurrency`: object-store requests in flight; `walk_workers`: processes walking a
-        local run (default: one per available core)."""
+        local run (default: one per available core); `batch_bytes`: listed bytes of the trials'
+        files the steps fetch and parse at once (a trial larger than that is a batch of its own)."""
         self.root_url = root_url.rstrip("/")
         self.fs, self.root = fsspec.core.url_to_fs(self.root_url, **dict(storage_options or {}))
         self.root = self.root.rstrip("/")
         self.max_concurrency = max_concurrency
         self.walk_workers = walk_workers if walk_workers is not None else _available_cores()
+        self.batch_bytes = batch_bytes
 
     def scope_path(self, scope: RunScope) -> str:
         return f"{self.root}/{scope.source_prefix}"
@@ -168,26 +233,44 @@ class TraceStore:
             if not response.get("IsTruncated") or not token:
                 return
 
-    def fetch(self, scope: RunScope, keys: list[str]) -> dict[str, bytes]:
-        """Bytes of each key (relative to trace_jobs/), fetched concurrently; raises FetchError on any failure."""
+    def fetch(self, scope: RunScope, keys: list[str]) -> dict[str, bytes | Exclusion]:
+        """Bytes of each key (relative to trace_jobs/), fetched concurrently, or the trial-level
+        reason it cannot be read; raises FetchError when the store fails."""
         if not keys:
             return {}
         base = self.scope_path(scope) + "/"
+        if isinstance(self.fs, LocalFileSystem):
+            return self._read_local(scope, base, keys)
         paths = [base + key for key in keys]
+        results: list[Any]
         if isinstance(self.fs, AsyncFileSystem):
-            results = self.fs.cat(paths, on_error="return", batch_size=self.max_concurrency)
-        elif isinstance(self.fs, LocalFileSystem):
-            results = {path: _read_local(path) for path in paths}
+            coroutines = [self.fs._cat_file(path) for path in paths]  # `cat` would expand glob patterns
+            results = sync(
+                self.fs.loop, _run_coros_in_chunks, coroutines, batch_size=self.max_concurrency, return_exceptions=True
+            )
         else:
-            results = {}
+            results = []
             for path in paths:
                 try:
-                    results[path] = self.fs.cat_file(path)
+                    results.append(self.fs.cat_file(path))
                 except OSError as err:
-                    results[path] = err
-        failures = {path: value for path, value in results.items() if isinstance(value, BaseException)}
-        missing = set(paths) - set(results)
-        failures.update({path: FileNotFoundError(path) for path in missing})
+                    results.append(err)
+        failures = {path: value for path, value in zip(paths, results) if isinstance(value, BaseException)}
         if failures:
-            raise FetchError(failures)
-        return {path[len(base) :]: value for path, value in results.items()}
+            raise FetchError(scope.key, failures)
+        return dict(zip(keys, results))
+
+    def _read_local(self, scope: RunScope, base: str, keys: list[str]) -> dict[str, bytes | Exclusion]:
+        """Confined reads (see the module's docstring); an error that is not one trial's fails the run."""
+        results: dict[str, bytes | Exclusion] = {}
+        key = ""
+        try:
+            reader = _ConfinedReader(base)
+            try:
+                for key in keys:
+                    results[key] = reader.read(key)
+            finally:
+                reader.close()
+        except OSError as err:
+            raise FetchError(scope.key, {base + key: err}) from err
+        return results

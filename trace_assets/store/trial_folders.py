@@ -8,6 +8,12 @@ that holds trial folders (a job folder with its own `result.json`) is not a tria
 Listings travel column-wise (`ObjectBatch`): a trial folder holds dozens of objects (every
 episode's prompt files), and one Python object per listed object cost more than listing it.
 The folder logic runs once per folder objects sit in, the per-object work in polars.
+
+Skipped entries (links, FIFOs, folders that cannot be entered, undecodable names; see
+`local_walk`) are never objects of a trial: a trial lists them apart, and a later step decides
+whether one stands where a row's file should be. One that lies in no trial folder is accounted
+as a trial folder of its own (a symbolic link where a trial folder should be, say), so nothing
+a listing sees is silently absent from the run's trial folders.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ SUBFOLDER_INFIXES = tuple(f"/{name}/" for name in TRIAL_SUBFOLDERS)
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 OBJECT_TYPE = pa.struct([("key", pa.string()), ("size", pa.int64()), ("etag", pa.string()), ("modified", TIMESTAMP)])
+SKIPPED_TYPE = pa.struct([("key", pa.string()), ("kind", pa.string())])  # kind: a local_walk.EntryKind
 LISTING_SCHEMA = pa.schema(
     [
         ("trial_dir", pa.string()),
@@ -49,6 +56,7 @@ LISTING_SCHEMA = pa.schema(
         ("has_verifier_output", pa.bool_()),
         ("newest_modified", TIMESTAMP),
         ("files", pa.list_(OBJECT_TYPE)),  # keys relative to the trial folder, in key order
+        ("skipped", pa.list_(SKIPPED_TYPE)),  # entries not read, keys relative to it ("" for itself)
     ]
 )
 
@@ -141,20 +149,36 @@ def group_trials(batch: ObjectBatch) -> TrialGroups:
     parents = [key.rpartition("/")[0] for key in batch.keys]
     marker_parents = {key.rpartition("/")[0] for key in batch.keys if key.endswith(MARKER_SUFFIXES)}
     folders = set(parents)
-    trial_dirs = _trial_dirs(folders, marker_parents)
+    skipped_keys = {batch.keys[position] for position in batch.skipped}
+    trial_dirs = _trial_dirs(folders | skipped_keys, marker_parents)  # a linked `agent/` marks its trial
     owners = {folder: _owner(folder, trial_dirs) for folder in folders}
+    dirs = [owners[parent] for parent in parents]
+    kinds: list[str | None] = [None] * len(dirs)
+    for position, kind in batch.skipped.items():
+        kinds[position] = kind
+        if dirs[position] is None:  # in no trial folder: a trial folder of its own
+            dirs[position] = batch.keys[position]
     objects = pl.DataFrame(
         {
-            "trial_dir": [owners[parent] for parent in parents],
+            "trial_dir": dirs,
             "path": batch.keys,
             "size": batch.sizes,
             "etag": batch.etags,
             "modified": batch.modified,
+            "kind": kinds,
         },
-        schema={"trial_dir": pl.String, "path": pl.String, "size": pl.Int64, "etag": pl.String, "modified": pl.Int64},
+        schema={
+            "trial_dir": pl.String,
+            "path": pl.String,
+            "size": pl.Int64,
+            "etag": pl.String,
+            "modified": pl.Int64,
+            "kind": pl.String,
+        },
     )
     owned = objects.filter(pl.col("trial_dir").is_not_null())
     key = pl.col("key")
+    regular = pl.col("kind").is_null()
     trials = (
         owned.with_columns(
             key=pl.col("path").str.slice(pl.col("trial_dir").str.len_chars() + 1),
@@ -163,16 +187,17 @@ def group_trials(batch: ObjectBatch) -> TrialGroups:
         .sort("trial_dir", "key")
         .group_by("trial_dir", maintain_order=True)
         .agg(
-            objects=pl.len(),
+            objects=regular.sum().cast(pl.Int64),
             bytes=pl.col("size").sum(),
-            has_result_json=(key == RESULT_JSON).any(),
-            has_config_json=(key == CONFIG_JSON).any(),
-            has_trial_log=(key == TRIAL_LOG).any(),
-            has_agent_dir=key.str.starts_with(f"{AGENT_DIR}/").any(),
-            has_trajectory=(key == MAIN_TRAJECTORY).any(),
-            has_verifier_output=key.is_in(VERIFIER_OUTPUTS).any(),
+            has_result_json=((key == RESULT_JSON) & regular).any(),
+            has_config_json=((key == CONFIG_JSON) & regular).any(),
+            has_trial_log=((key == TRIAL_LOG) & regular).any(),
+            has_agent_dir=(key.str.starts_with(f"{AGENT_DIR}/") & regular).any(),
+            has_trajectory=((key == MAIN_TRAJECTORY) & regular).any(),
+            has_verifier_output=(key.is_in(VERIFIER_OUTPUTS) & regular).any(),
             newest_modified=pl.col("modified").max(),
-            files=pl.struct("key", "size", "etag", "modified"),
+            files=pl.struct("key", "size", "etag", "modified").filter(regular),
+            skipped=pl.struct("key", "kind").filter(~regular),
         )
         .with_columns(trial_name=pl.col("trial_dir").str.split("/").list.last())
         .sort("trial_name", "trial_dir")
@@ -181,6 +206,6 @@ def group_trials(batch: ObjectBatch) -> TrialGroups:
     return TrialGroups(
         trials=trials.to_arrow().cast(LISTING_SCHEMA),
         stray_objects=objects.height - owned.height,
-        total_objects=objects.height,
+        total_objects=objects.height - len(batch.skipped),
         total_bytes=sum(batch.sizes),
     )

@@ -14,6 +14,7 @@ from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scoring import score_trials
+from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
@@ -31,15 +32,18 @@ def run_steps(
     include_subagents: bool = False,
     batch_size: int = 7,
     options: ExportOptions | None = None,
+    sessions: bool = False,
 ) -> tuple[list[dict[str, Any]], Coverage, list[dict[str, Any]]]:
     """Listing -> scored -> rows for one run; returns (rows, coverage, per-folder statuses).
 
-    `options` defaults to ours, with subagent rows merged when `include_subagents`."""
+    `options` defaults to ours, with subagent rows merged when `include_subagents`; with `sessions`
+    the rows step also writes session files (`staged_sessions(staging)`)."""
     staging = RunStaging(staging_root, RunScope(run_id))
     build_listing(store, staging)
     score_trials(store, staging, batch_size, lambda _: None)
     options = options or ExportOptions(subagents="merged" if include_subagents else "none")
-    coverage, _ = export_rows(store, staging, options, batch_size, lambda _: None)
+    writer = SessionWriter(staged_sessions(staging)) if sessions else None
+    coverage, _ = export_rows(store, staging, options, batch_size, lambda _: None, sessions=writer)
     rows = [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
     statuses = pq.read_table(staging.statuses).to_pylist()
     return rows, coverage, statuses

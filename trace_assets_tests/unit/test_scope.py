@@ -66,7 +66,10 @@ def test_roots_must_be_disjoint(tmp_path):
         ({"TRACE_ASSETS_MAX_ROWS_PER_SHARD": "0"}, "TRACE_ASSETS_MAX_ROWS_PER_SHARD=0: Input should be greater than 0"),
         ({"TRACE_ASSETS_BATCH_SIZE": "ten"}, "TRACE_ASSETS_BATCH_SIZE='ten': must be a whole number"),
         ({"TRACE_ASSETS_MIN_EXPORT_RATIO": "1.5"}, "TRACE_ASSETS_MIN_EXPORT_RATIO=1.5: Input should be less than"),
-        ({"TRACE_ASSETS_SUBAGENTS": "maybe"}, "TRACE_ASSETS_SUBAGENTS must be one of none, merged, separate, not 'maybe'"),
+        (
+            {"TRACE_ASSETS_SUBAGENTS": "maybe"},
+            "TRACE_ASSETS_SUBAGENTS must be one of none, merged, separate, not 'maybe'",
+        ),
         ({"TRACE_ASSETS_ON_SECRET": "blokc"}, "on_secret must be one of block, redact, allow, not 'blokc'"),
         ({"TRACE_ASSETS_STAGING_ROOT": "s3://b/staging"}, "must be a local folder"),
         ({"TRACE_ASSETS_PUBLISH_ROOT": "{traces}/published"}, "publish_root"),
