@@ -41,21 +41,18 @@ class ScanPolicy:
     on_secret: OnSecret = "block"
     on_unverified: OnUnverified = "redact"
 
+    def _verdicts(self, action: Literal["redact", "block"]) -> frozenset[Verdict]:
+        """The verdicts whose findings get `action` (placeholders are always kept)."""
+        actions = ((Verdict.LIVE, self.on_secret), (Verdict.UNVERIFIED, self.on_unverified))
+        return frozenset(verdict for verdict, chosen in actions if chosen == action)
+
     @property
     def redacted(self) -> frozenset[Verdict]:
-        return frozenset(
-            verdict
-            for verdict, action in ((Verdict.LIVE, self.on_secret), (Verdict.UNVERIFIED, self.on_unverified))
-            if action == "redact"
-        )
+        return self._verdicts("redact")
 
     @property
     def blocked(self) -> frozenset[Verdict]:
-        return frozenset(
-            verdict
-            for verdict, action in ((Verdict.LIVE, self.on_secret), (Verdict.UNVERIFIED, self.on_unverified))
-            if action == "block"
-        )
+        return self._verdicts("block")
 
     def blocking(self, report: dict[str, Any]) -> dict[str, int]:
         """Per kind, the findings whose verdict this policy blocks on: empty means publishing may go on."""

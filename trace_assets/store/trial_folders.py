@@ -25,14 +25,9 @@ import polars as pl
 import pyarrow as pa
 
 from trace_assets.harbor.trial_files import (
-    AGENT_DIR,
-    CONFIG_JSON,
-    MAIN_TRAJECTORY,
     MARKER_FILES,
     RESULT_JSON,
-    TRIAL_LOG,
     TRIAL_SUBFOLDERS,
-    VERIFIER_OUTPUTS,
 )
 from trace_assets.store.objects import ObjectBatch
 
@@ -49,11 +44,6 @@ LISTING_SCHEMA = pa.schema(
         ("objects", pa.int64()),
         ("bytes", pa.int64()),
         ("has_result_json", pa.bool_()),
-        ("has_config_json", pa.bool_()),
-        ("has_trial_log", pa.bool_()),
-        ("has_agent_dir", pa.bool_()),
-        ("has_trajectory", pa.bool_()),
-        ("has_verifier_output", pa.bool_()),
         ("newest_modified", TIMESTAMP),
         ("files", pa.list_(OBJECT_TYPE)),  # keys relative to the trial folder, in key order
         ("skipped", pa.list_(SKIPPED_TYPE)),  # entries not read, keys relative to it ("" for itself)
@@ -190,11 +180,6 @@ def group_trials(batch: ObjectBatch) -> TrialGroups:
             objects=regular.sum().cast(pl.Int64),
             bytes=pl.col("size").sum(),
             has_result_json=((key == RESULT_JSON) & regular).any(),
-            has_config_json=((key == CONFIG_JSON) & regular).any(),
-            has_trial_log=((key == TRIAL_LOG) & regular).any(),
-            has_agent_dir=(key.str.starts_with(f"{AGENT_DIR}/") & regular).any(),
-            has_trajectory=((key == MAIN_TRAJECTORY) & regular).any(),
-            has_verifier_output=(key.is_in(VERIFIER_OUTPUTS) & regular).any(),
             newest_modified=pl.col("modified").max(),
             files=pl.struct("key", "size", "etag", "modified").filter(regular),
             skipped=pl.struct("key", "kind").filter(~regular),
