@@ -87,7 +87,7 @@ def test_redact_publishes_with_the_key_replaced(tmp_path):
     assert (report["verdict"], report["verdict_as_read"]) == ("redacted", "live")
     assert report["kinds"]["private_key"]["live"] == 2  # the counts describe the rows and sessions as read
     assert report["redacted"]["private_key"] == 2  # the row's and the session file's
-    assert report["redacted"]["jwt"] == 1  # the sample's unverified JWT: redacted by default
+    assert report["redacted"]["jwt"] == 2  # the sample's unverified JWT, in its row and its session file
     sessions = "".join(p.read_text() for p in (folder / "sessions").rglob("*.jsonl"))
     assert "[REDACTED:private_key]" in sessions and pem.splitlines()[1] not in sessions
     assert "were replaced by `[REDACTED:<kind>]`" in (folder / "README.md").read_text()
@@ -99,7 +99,7 @@ def test_unverified_can_block(tmp_path):
         result = _materialize(instance, tmp_path, "allow", on_unverified="block")
         assert not result.success
         [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
-        assert not check.passed and "openai_api_key: 1" in check.description and "unverified" in check.description
+        assert not check.passed and "openai_api_key: 2" in check.description and "unverified" in check.description
 
 
 def test_allow_publishes_as_is(tmp_path):
