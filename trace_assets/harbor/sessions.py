@@ -111,7 +111,7 @@ class _MessageBuilder:
 
     def __init__(self, default_model: str | None, subagent_paths: dict[str, str]) -> None:
         self.default_model = default_model
-        self.subagent_paths = subagent_paths  # subagent file name -> session path
+        self.subagent_paths = subagent_paths  # subagent file name -> its session's file name
         self.messages: list[dict[str, Any]] = []
         self._call_ids: set[str] = set()
 
@@ -240,7 +240,9 @@ def trial_sessions(
     main_path = session_path(summary.trial_name)
     subagent_paths = {t.name: session_path(summary.trial_name, subagent_source(t.name)) for t in subagents}
 
-    main = _MessageBuilder(chain[0].model_name if chain else None, subagent_paths)
+    # Named by file name: they sit beside the main session, whichever version folder holds them.
+    beside = {name: path.rsplit("/", 1)[-1] for name, path in subagent_paths.items()}
+    main = _MessageBuilder(chain[0].model_name if chain else None, beside)
     for position, trajectory in enumerate(chain):
         if position:
             main.add_marker(f"Context handed off: the trajectory continues in {trajectory.name}.")
@@ -256,7 +258,7 @@ def trial_sessions(
                 sum(len(t.steps) for t in chain),
                 [t.name for t in chain],
                 trace_source="main",
-                subagent_sessions=sorted(subagent_paths.values()),
+                subagent_sessions=sorted(beside.values()),
             ),
             main.messages,
         )
@@ -273,7 +275,7 @@ def trial_sessions(
             len(trajectory.steps),
             [trajectory.name],
             trace_source=source,
-            parent_session=main_path,
+            parent_session=main_path.rsplit("/", 1)[-1],
         )
         sessions.append(Session(subagent_paths[trajectory.name], header, builder.messages))
     return sessions

@@ -63,7 +63,7 @@ def card_header(
             for name, (_, sub_schema, sub_shards) in subsets.items()
         ]
     if sessions is not None:
-        configs.append(sessions_config())
+        configs.append(sessions_config(sessions))
     return {"configs": configs, "dataset_info": info, "tags": ["harbor", "agent-traces", "reinforcement-learning"]}
 
 

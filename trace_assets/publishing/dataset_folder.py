@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
+from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.publishing.card import Subsets, dataset_card
-from trace_assets.publishing.shards import ShardSet, write_shards
+from trace_assets.publishing.shards import ShardSet, version_folder, write_shards
 from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
 from trace_assets.steps.scan import Redactor
 from trace_assets.steps.sessions import SessionCounts, copy_sessions
@@ -52,6 +54,7 @@ def build_run_folder(
     session_counts: SessionCounts | None = None
     if sessions is not None:
         session_counts = copy_sessions(sessions, out_dir, redactor)
+        session_counts = replace(session_counts, version=version_folder(out_dir / SESSIONS_DIR))
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)
     shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)

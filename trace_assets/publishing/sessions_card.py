@@ -10,11 +10,12 @@ from trace_assets.steps.sessions import SessionCounts
 SESSIONS_CONFIG = "sessions"
 
 
-def sessions_config() -> dict[str, Any]:
-    """A second config beside the rows' `default`, so the Hub finds the session files as well."""
+def sessions_config(counts: SessionCounts) -> dict[str, Any]:
+    """A second config beside the rows' `default`, so the Hub finds the session files as well; it
+    names this version's folder, as the rows' config names their shards'."""
     return {
         "config_name": SESSIONS_CONFIG,
-        "data_files": [{"split": "train", "path": f"{SESSIONS_DIR}/*/*.jsonl"}],
+        "data_files": [{"split": "train", "path": f"{SESSIONS_DIR}/{counts.version}/*/*.jsonl"}],
     }
 
 
@@ -26,7 +27,7 @@ def sessions_prose(counts: SessionCounts) -> str:
         f"viewer, in the Session Trace Simple Format: **{counts.sessions:,}** files{subagents}, "
         f"{counts.bytes:,} bytes. Open them from the dataset page's Data Studio (subset "
         f"`{SESSIONS_CONFIG}`), or fetch one trial's file with "
-        f"`huggingface_hub.hf_hub_download(repo_id, '{SESSIONS_DIR}/<bucket>/<trial_name>.jsonl', "
+        f"`huggingface_hub.hf_hub_download(repo_id, '{SESSIONS_DIR}/{counts.version}/<bucket>/<trial_name>.jsonl', "
         f"repo_type='dataset')`, where `<bucket>` is the first {BUCKET_HEX_CHARS} hex characters of the "
         f"trial name's sha256. A subagent's session (a context summarization) sits beside its trial's as "
         f"`<trial_name>.<subagent>.jsonl`; the main session's header lists them under `subagent_sessions` "

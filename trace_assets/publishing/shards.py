@@ -75,22 +75,34 @@ def write_shards(
         names, num_bytes = _rewrite_shards(
             rows, building, max_rows_per_shard, transform or (lambda table: table), num_rows
         )
-    version = content_version([building / name for name in names])
+    version = content_version(building, [building / name for name in names])
     building.rename(out_dir / data_dir / version)
     files = [f"{data_dir}/{version}/{name}" for name in names]
     download_size = sum((out_dir / f).stat().st_size for f in files)
     return ShardSet(files, num_rows, num_bytes, download_size, version, data_dir)
 
 
-def content_version(paths: list[Path]) -> str:
-    """A digest of the files' names and bytes, in order: equal shards, equal version."""
+def content_version(base: Path, paths: list[Path]) -> str:
+    """A digest of the files' paths (relative to `base`) and bytes, in order: equal files, equal version."""
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(f"{path.name}\n".encode())
+        digest.update(f"{path.relative_to(base).as_posix()}\n".encode())
         with path.open("rb") as file:
             for block in iter(lambda: file.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:VERSION_CHARS]
+
+
+def version_folder(folder: Path) -> str:
+    """Move a folder's files into `<folder>/<version>/`, named by their content, as shards are: a
+    publish puts the new version beside the old and the card names the one to read."""
+    folder.mkdir(parents=True, exist_ok=True)
+    version = content_version(folder, sorted(p for p in folder.rglob("*") if p.is_file()))
+    building = folder.with_name(f"{folder.name}.{_BUILDING}")
+    folder.rename(building)
+    folder.mkdir()
+    building.rename(folder / version)
+    return version
 
 
 def _rewrite_shards(

@@ -25,6 +25,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.atomic_files import TEMP_MARK, copy_atomically, is_leftover, remove_path
+from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
 from trace_assets.publishing.hub import (
     PUBLISH_ROOT_PREFIX,
@@ -36,6 +37,10 @@ from trace_assets.publishing.hub import (
 )
 from trace_assets.publishing.shards import DATA_DIR
 from trace_assets.scope import RunScope
+
+# Folders whose files are named by their content version (shards, session files): uploaded first,
+# kept when already there, and their old versions removed only after the card names the new one.
+VERSIONED_DIRS = (f"{DATA_DIR}/", f"{SESSIONS_DIR}/")
 
 
 class PublishTarget(Protocol):
@@ -187,7 +192,7 @@ def replace_folder(local_dir: Path, target_url: str, storage_options: dict[str, 
         else:
             fs.put_file(str(local_dir / name), f"{target}/{name}")  # one PUT: the old object or the new
 
-    shards = [n for n in new_files if n.startswith(DATA_DIR + "/")]
+    shards = [n for n in new_files if n.startswith(VERSIONED_DIRS)]
     for name in shards:  # named by their content: one already there with the same size is this one
         if name not in old_files or fs.size(old_files[name]) != (local_dir / name).stat().st_size:
             put(name)
@@ -200,7 +205,8 @@ def replace_folder(local_dir: Path, target_url: str, storage_options: dict[str, 
     for name in stale:
         fs.rm_file(old_files[name])
     if local:
-        _remove_empty_folders(Path(target) / DATA_DIR)
+        for folder in VERSIONED_DIRS:
+            _remove_empty_folders(Path(target) / folder)
         _remove_old_swap_leftovers(Path(target))
 
 

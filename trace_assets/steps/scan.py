@@ -52,7 +52,7 @@ class Redactor:
 
     def published_report(self, report: dict[str, Any]) -> dict[str, Any]:
         """The report as published: what was replaced, and the verdict `redacted` once anything was."""
-        published = {**report, "redacted": dict(self.counts)}
+        published = {**report, "redacted": dict(sorted(self.counts.items()))}  # the same whatever the batching
         if any(self.counts.values()):
             published.update(verdict=str(RunVerdict.REDACTED), verdict_as_read=report["verdict"])
         return published

@@ -50,6 +50,7 @@ class SessionCounts:
     sessions: int  # session files, main and subagent
     subagent_sessions: int
     bytes: int
+    version: str = ""  # set when published: the content-named folder under sessions/ the card names
 
 
 def read_manifest(folder: Path) -> dict[str, list[str]]:

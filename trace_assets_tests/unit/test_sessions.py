@@ -164,12 +164,12 @@ def test_generated_session_files_follow_the_format(generated: RunStaging) -> Non
     assert any(len(h["trajectory_files"]) > 1 for h in headers.values()), "a continued trial"
     subagents = [h for h in headers.values() if h["trace_source"] != "main"]
     assert subagents, "a summarized trial"
+    by_name = {path.rsplit("/", 1)[-1]: path for path in files}  # headers name the files beside them
     for header in subagents:  # each subagent session is findable from its main one, and back
-        assert header["parent_session"] in files
-        assert (
-            session_path(header["trial_name"], header["trace_source"])
-            in headers[header["parent_session"]]["subagent_sessions"]
-        )
+        parent = by_name[header["parent_session"]]
+        assert parent.rsplit("/", 1)[0] == session_path(header["trial_name"], header["trace_source"]).rsplit("/", 1)[0]
+        own_name = session_path(header["trial_name"], header["trace_source"]).rsplit("/", 1)[-1]
+        assert own_name in headers[parent]["subagent_sessions"]
     assert {h["harness"] for h in headers.values()} == {"terminus-2"}
 
 
@@ -222,12 +222,13 @@ def test_subagents_are_linked_from_the_main_session() -> None:
     sessions = trial_sessions(_summary(), [_golden(f"{prefix}.trajectory.json")], subagents, "run-1")
     main, *others = sessions
     links = [m["content"] for m in main.messages if m["role"] == "system" and m["content"].startswith("Subagent:")]
-    assert [link.rsplit(" ", 1)[-1] for link in links] == [s.path for s in others]
-    assert main.header["subagent_sessions"] == sorted(s.path for s in others)
+    beside = [s.path.rsplit("/", 1)[-1] for s in others]  # file names beside the main session
+    assert [link.rsplit(" ", 1)[-1] for link in links] == beside
+    assert main.header["subagent_sessions"] == sorted(beside)
     assert {s.header["id"] for s in others} == {f"hello__golden.summarization-1-{name}" for name in names}
     for session in others:
         messages = check_session_file(session.to_jsonl())
-        assert session.header["parent_session"] == main.path
+        assert session.header["parent_session"] == main.path.rsplit("/", 1)[-1]
         assert any(m["role"] == "tool" for m in messages) or session.header["trace_source"].endswith("questions")
     tool_calls = [c for m in main.messages for c in m.get("toolCalls", [])]
     assert tool_calls[0] == {
