@@ -4,6 +4,8 @@ Each asset is a few lines: the partition's scope, the domain step, its figures a
 data lives as Parquet in the staging folder.
 """
 
+from datetime import UTC, datetime
+
 import dagster as dg
 
 from trace_assets.accounting import Coverage
@@ -11,8 +13,11 @@ from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.defs.metadata import coverage_metadata, scan_metadata
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
-from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.publishing.card import CardContext, usage_name
+from trace_assets.publishing.card_facts import gather_facts
+from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
 from trace_assets.publishing.shrink_guard import refuse_worse_version
+from trace_assets.publishing.versions import earlier_versions
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run, secret_redactor
@@ -130,9 +135,17 @@ def published_shards(
     with trace_config.staging(scope).locked(context.log.info) as staging:
         coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
         report = staging.read_json(staging.scan_report, "secret_scan_report")
+        published = target.published_coverage(scope)
         if not trace_config.allow_shrink:
-            published = target.published_coverage(scope)
             refuse_worse_version(scope.key, coverage, published, trace_config.shrink_threshold, target.location(scope))
+        card = CardContext(
+            trace_config.card_settings(),
+            gather_facts(staging, staging.require_rows()),
+            earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
+            datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            usage_name(target.location(scope)),
+            trace_config.card_plots,
+        )
         redactor = secret_redactor(trace_config.scan_policy(), report, trace_config.scan_options())
         build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
         try:
@@ -146,6 +159,8 @@ def published_shards(
                 redactor,
                 trace_config.export_options(),
                 trace_config.sessions_folder(staging),
+                card,
+                scope.source_prefix,
             )
             published_to = target.publish(build, scope)
         finally:
