@@ -73,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("runs", parents=[common], help="list the run ids under the traces root")
     materialize = commands.add_parser("materialize", parents=[common], help="materialize the asset graph for runs")
     materialize.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    materialize.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list, score and scan into staging; print coverage, verdict and what would be published; publish nothing",
+    )
     backfill = commands.add_parser(
         "backfill", parents=[common], help="queue a Dagster backfill (one run per partition) for runs"
     )
@@ -418,6 +423,45 @@ def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, po
     return 0 if status in (BulkActionStatus.REQUESTED, BulkActionStatus.COMPLETED_SUCCESS) else 1
 
 
+def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub | None = None) -> int:
+    """Each run through the steps without Dagster or the publish target's writes: one JSON line each."""
+    from trace_assets.steps.dry_run import dry_run
+
+    target = trace_config.publish_target(ObjectStorage(), hub or hub_from_env())
+    failures = 0
+    for run_id in run_ids:
+        scope = RunScope(run_id)
+        if not _run_exists(trace_config, scope):
+            failures += 1
+            reason = f"no trace_jobs/ folder for run {run_id!r} under {trace_config.traces_root}"
+            _say(f"{run_id}: {reason}")
+            print(json.dumps({"run_id": run_id, "status": "failed", "reason": reason}), flush=True)
+            continue
+        staging = trace_config.staging(scope)
+        with staging.locked(_say, holder=f"trace-assets materialize --dry-run {run_id}"):
+            sessions = trace_config.session_writer(staging)
+            line = dry_run(
+                trace_config.store(ObjectStorage()),
+                staging,
+                trace_config.export_options(),
+                trace_config.batch_size,
+                trace_config.max_rows_per_shard,
+                (trace_config.scan_options(), trace_config.scan_policy()),
+                target,
+                None if trace_config.allow_shrink else trace_config.shrink_threshold,
+                _say,
+                (sessions, trace_config.sessions_folder(staging) or staging.folder) if sessions else None,
+            )
+        plan = line["would_publish"]
+        outcome = plan.get("blocked") or plan.get("refused") or f"{plan['rows']} rows in {plan['shards']} shard(s)"
+        _say(
+            f"{run_id}: {_coverage_sentence(line)}; scan verdict {line['verdict']}; would publish to {plan['to']}: {outcome}"
+        )
+        print(json.dumps({"run_id": run_id, **line}), flush=True)
+        failures += bool(plan.get("blocked") or plan.get("refused"))  # as the real run would fail
+    return 1 if failures else 0
+
+
 def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
     """Remove the partitions and staging folders of runs gone from the traces root; published
     datasets stay. A run still under the traces root is refused (it would be listed again)."""
@@ -465,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
             return backfill_runs(run_ids, _as_run_config(trace_config), args.wait)
+        if args.dry_run:
+            return dry_run_runs(_validated(args.run_ids), trace_config)
         return materialize_runs(_validated(args.run_ids), trace_config, args.verbose)
     except Exception as error:  # one line for the operator; -v for the trace
         if args.verbose:

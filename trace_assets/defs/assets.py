@@ -7,10 +7,17 @@ data lives as Parquet in the staging folder.
 from datetime import UTC, datetime
 
 import dagster as dg
+import pyarrow.parquet as pq
 
 from trace_assets.accounting import Coverage
 from trace_assets.atomic_files import remove_path, temp_sibling
-from trace_assets.defs.metadata import coverage_metadata, scan_metadata
+from trace_assets.defs.metadata import (
+    coverage_metadata,
+    dataset_metadata,
+    excluded_trials_metadata,
+    scan_metadata,
+    size_text,
+)
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.publishing.card import CardContext, usage_name
@@ -40,7 +47,7 @@ def raw_trial_listing(
         metadata={
             "trial_dirs": dg.MetadataValue.int(stats.trial_dirs),
             "objects": dg.MetadataValue.int(stats.objects),
-            "bytes": dg.MetadataValue.int(stats.bytes),
+            "bytes": size_text(stats.bytes),
             "objects_outside_trials": dg.MetadataValue.int(stats.stray_objects),
             "without_result_json": dg.MetadataValue.int(stats.unscored),
             "path": dg.MetadataValue.path(str(staging.listing)),
@@ -83,6 +90,7 @@ def last_episode_rows(
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
+            **excluded_trials_metadata(staging.statuses),
             "subagent_rows": dg.MetadataValue.int(coverage.subagent_rows),
             "sessions": dg.MetadataValue.int(coverage.sessions),
             "trials_read": dg.MetadataValue.int(stats.reread),
@@ -162,6 +170,7 @@ def published_shards(
                 card,
                 scope.source_prefix,
             )
+            schema = pq.read_schema(build / shards.files[0])
             published_to = target.publish(build, scope)
         finally:
             remove_path(build)
@@ -169,9 +178,10 @@ def published_shards(
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
+            **dataset_metadata(shards.num_examples, schema),
             "shards": dg.MetadataValue.int(len(shards.files)),
             "num_examples": dg.MetadataValue.int(shards.num_examples),
-            "download_size": dg.MetadataValue.int(shards.download_size),
+            "download_size": size_text(shards.download_size),
             "redacted": dg.MetadataValue.json(redactor.counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(report["verdict"]),
             "published_to": dg.MetadataValue.url(published_to)

@@ -177,7 +177,7 @@ COLUMN_MEANINGS = {
 }
 
 
-def _type_name(arrow_type: pa.DataType) -> str:
+def type_name(arrow_type: pa.DataType) -> str:
     feature = _feature(arrow_type)
     if "list" in feature and isinstance(feature["list"], list):
         return "list of {" + ", ".join(f"{item['name']}: {item.get('dtype', '...')}" for item in feature["list"]) + "}"
@@ -186,7 +186,7 @@ def _type_name(arrow_type: pa.DataType) -> str:
 
 def fields_prose(schema: pa.Schema) -> str:
     lines = ["| column | type | meaning |", "|---|---|---|"]
-    lines += [f"| `{f.name}` | {_type_name(f.type)} | {COLUMN_MEANINGS.get(f.name, '')} |" for f in schema]
+    lines += [f"| `{f.name}` | {type_name(f.type)} | {COLUMN_MEANINGS.get(f.name, '')} |" for f in schema]
     lines += [
         "",
         f"The `{TRIALS_CONFIG}` config (`{TRIALS_FILE}`) has one row per trial folder, exported or not: "
