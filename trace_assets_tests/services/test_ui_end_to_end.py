@@ -203,8 +203,7 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         ]
         assert [m["runId"] for m in materializations] == [run_id]
         metadata = {
-            entry["label"]: entry.get("intValue", entry.get("text"))
-            for entry in materializations[0]["metadataEntries"]
+            entry["label"]: entry.get("intValue", entry.get("text")) for entry in materializations[0]["metadataEntries"]
         }
         assert (metadata["trial_dirs"], metadata["scored"], metadata["exported"]) == (36, 34, 28)
         assert metadata["export_ratio"] == "82.35% of scored"
