@@ -23,23 +23,18 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dagster as dg
-import fsspec
-
-from trace_assets.defs.resources import (
-    PROJECT_DIR,
-    HuggingFaceHub,
-    ObjectStorage,
-    TraceAssetsConfig,
-    config_from_env,
-    hub_from_env,
-)
 from trace_assets.harbor.options import add_export_arguments, export_overrides
 from trace_assets.scope import InvalidScopeKey, RunScope, validate_scope_key
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES
-from trace_assets.steps.staging import hold_lock
+
+# Dagster and the resources take seconds to import: only the commands that run import them, so
+# `--help` and argument errors answer at once (`unit/test_layers.py` keeps argparse's path light).
+if TYPE_CHECKING:
+    import dagster as dg
+
+    from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
 
 PREFIX = "[trace-assets]"
 # Tags on the CLI's runs, so a later CLI can tell a run whose process is gone (kill -9, OOM).
@@ -73,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("runs", parents=[common], help="list the run ids under the traces root")
     materialize = commands.add_parser("materialize", parents=[common], help="materialize the asset graph for runs")
     materialize.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    materialize.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list, score and scan into staging; print coverage, verdict and what would be published; publish nothing",
+    )
     backfill = commands.add_parser(
         "backfill", parents=[common], help="queue a Dagster backfill (one run per partition) for runs"
     )
@@ -88,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace) -> TraceAssetsConfig:
+    from trace_assets.defs.resources import config_from_env
+
     return config_from_env(
         traces_root=args.traces_root,
         publish_root=args.publish_root,
@@ -112,6 +114,8 @@ def _validated(run_ids: list[str]) -> list[str]:
 
 def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
     """Run ids under the traces root; folders whose names cannot be run ids are named and skipped."""
+    from trace_assets.defs.resources import ObjectStorage
+
     found = []
     for run_id in trace_config.store(ObjectStorage()).run_ids():
         try:
@@ -122,6 +126,10 @@ def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
 
 
 def _run_exists(trace_config: TraceAssetsConfig, scope: RunScope) -> bool:
+    import fsspec
+
+    from trace_assets.defs.resources import ObjectStorage
+
     options = ObjectStorage().storage_options(trace_config.traces_root)
     fs, root = fsspec.core.url_to_fs(trace_config.traces_root, **options)
     return fs.isdir(f"{root.rstrip('/')}/{scope.source_prefix}")
@@ -129,6 +137,8 @@ def _run_exists(trace_config: TraceAssetsConfig, scope: RunScope) -> bool:
 
 def _as_run_config(trace_config: TraceAssetsConfig) -> dict[str, Any]:
     """The CLI's configuration (environment plus options) as the backfill runs' resource config."""
+    from trace_assets.defs.resources import TraceAssetsConfig
+
     config = {name: getattr(trace_config, name) for name in TraceAssetsConfig.model_fields}
     return {"resources": {"trace_config": {"config": config}}}
 
@@ -136,6 +146,11 @@ def _as_run_config(trace_config: TraceAssetsConfig) -> dict[str, Any]:
 def _instance() -> dg.DagsterInstance:
     """The instance, initialised under a file lock: two first commands on a fresh DAGSTER_HOME
     would otherwise both create the SQLite schemas (two alembic heads, every later command fails)."""
+    import dagster as dg
+
+    from trace_assets.defs.resources import PROJECT_DIR
+    from trace_assets.steps.staging import hold_lock
+
     if not os.environ.get("DAGSTER_HOME"):
         default_home = PROJECT_DIR / ".dagster_home"
         default_home.mkdir(exist_ok=True)
@@ -153,9 +168,14 @@ def _instance() -> dg.DagsterInstance:
     return instance
 
 
-@dg.logger(config_schema={"verbose": dg.Field(bool, default_value=False)})
-def one_line_console(init_context: dg.InitLoggerContext) -> logging.Logger:
+def one_line_console() -> dg.LoggerDefinition:
     """Each step's own messages as one line; Dagster's events and stack traces only with -v."""
+    import dagster as dg
+
+    return dg.LoggerDefinition(_one_line_logger, config_schema={"verbose": dg.Field(bool, default_value=False)})
+
+
+def _one_line_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
     verbose = init_context.logger_config["verbose"]
     logger = logging.Logger("trace_assets.cli", level=logging.DEBUG if verbose else logging.INFO)
     handler = logging.StreamHandler(sys.stderr)
@@ -234,6 +254,8 @@ def _published_to(result: dg.ExecuteInProcessResult) -> str:
 
 def _preflight(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub) -> dict[str, str]:
     """Runs that cannot be materialized, with why: not under the traces root, or not publishable."""
+    from trace_assets.defs.resources import ObjectStorage
+
     target = trace_config.publish_target(ObjectStorage(), hub)
     problems = {}
     for run_id in run_ids:
@@ -251,6 +273,7 @@ def _preflight(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Hugging
 def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     """Fail the CLI's runs on this host whose process is gone, and free every pool slot held by a
     run that is no longer running, so no later run waits for a slot forever."""
+    import dagster as dg
     from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
 
     freed = []
@@ -313,6 +336,7 @@ def materialize_runs(
 
     from trace_assets.definitions import build_definitions, export_trace_run
     from trace_assets.defs.partitions import register_scopes
+    from trace_assets.defs.resources import hub_from_env
 
     hub = hub or hub_from_env()
     problems = _preflight(run_ids, trace_config, hub)
@@ -322,7 +346,7 @@ def materialize_runs(
         register_scopes(instance, found)
     for run_id in free_slots_of_dead_runs(instance):
         _say(f"freed the pool slots of run {run_id}, whose process is gone")
-    console = one_line_console if verbose else _quiet(one_line_console)
+    console = one_line_console() if verbose else _quiet(one_line_console())
     job = build_definitions(trace_config, hub=hub, loggers={"console": console}).resolve_job_def(export_trace_run.name)
     failures = 0
     for run_id in run_ids:
@@ -354,6 +378,8 @@ def materialize_runs(
 
 
 def _quiet(logger_def: dg.LoggerDefinition) -> dg.LoggerDefinition:
+    import dagster as dg
+
     def make(init_context: dg.InitLoggerContext) -> logging.Logger:
         logger = logger_def.logger_fn(init_context)
         for handler in logger.handlers:
@@ -418,6 +444,46 @@ def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, po
     return 0 if status in (BulkActionStatus.REQUESTED, BulkActionStatus.COMPLETED_SUCCESS) else 1
 
 
+def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub | None = None) -> int:
+    """Each run through the steps without Dagster or the publish target's writes: one JSON line each."""
+    from trace_assets.defs.resources import ObjectStorage, hub_from_env
+    from trace_assets.steps.dry_run import dry_run
+
+    target = trace_config.publish_target(ObjectStorage(), hub or hub_from_env())
+    failures = 0
+    for run_id in run_ids:
+        scope = RunScope(run_id)
+        if not _run_exists(trace_config, scope):
+            failures += 1
+            reason = f"no trace_jobs/ folder for run {run_id!r} under {trace_config.traces_root}"
+            _say(f"{run_id}: {reason}")
+            print(json.dumps({"run_id": run_id, "status": "failed", "reason": reason}), flush=True)
+            continue
+        staging = trace_config.staging(scope)
+        with staging.locked(_say, holder=f"trace-assets materialize --dry-run {run_id}"):
+            sessions = trace_config.session_writer(staging)
+            line = dry_run(
+                trace_config.store(ObjectStorage()),
+                staging,
+                trace_config.export_options(),
+                trace_config.batch_size,
+                trace_config.max_rows_per_shard,
+                (trace_config.scan_options(), trace_config.scan_policy()),
+                target,
+                None if trace_config.allow_shrink else trace_config.shrink_threshold,
+                _say,
+                (sessions, trace_config.sessions_folder(staging) or staging.folder) if sessions else None,
+            )
+        plan = line["would_publish"]
+        outcome = plan.get("blocked") or plan.get("refused") or f"{plan['rows']} rows in {plan['shards']} shard(s)"
+        _say(
+            f"{run_id}: {_coverage_sentence(line)}; scan verdict {line['verdict']}; would publish to {plan['to']}: {outcome}"
+        )
+        print(json.dumps({"run_id": run_id, **line}), flush=True)
+        failures += bool(plan.get("blocked") or plan.get("refused"))  # as the real run would fail
+    return 1 if failures else 0
+
+
 def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
     """Remove the partitions and staging folders of runs gone from the traces root; published
     datasets stay. A run still under the traces root is refused (it would be listed again)."""
@@ -465,6 +531,8 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
             return backfill_runs(run_ids, _as_run_config(trace_config), args.wait)
+        if args.dry_run:
+            return dry_run_runs(_validated(args.run_ids), trace_config)
         return materialize_runs(_validated(args.run_ids), trace_config, args.verbose)
     except Exception as error:  # one line for the operator; -v for the trace
         if args.verbose:

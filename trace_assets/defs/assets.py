@@ -4,15 +4,27 @@ Each asset is a few lines: the partition's scope, the domain step, its figures a
 data lives as Parquet in the staging folder.
 """
 
+from datetime import UTC, datetime
+
 import dagster as dg
+import pyarrow.parquet as pq
 
 from trace_assets.accounting import Coverage
 from trace_assets.atomic_files import remove_path, temp_sibling
-from trace_assets.defs.metadata import coverage_metadata, scan_metadata
+from trace_assets.defs.metadata import (
+    coverage_metadata,
+    dataset_metadata,
+    excluded_trials_metadata,
+    scan_metadata,
+    size_text,
+)
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
-from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.publishing.card import CardContext, usage_name
+from trace_assets.publishing.card_facts import gather_facts
+from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
 from trace_assets.publishing.shrink_guard import refuse_worse_version
+from trace_assets.publishing.versions import earlier_versions
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run, secret_redactor
@@ -35,7 +47,7 @@ def raw_trial_listing(
         metadata={
             "trial_dirs": dg.MetadataValue.int(stats.trial_dirs),
             "objects": dg.MetadataValue.int(stats.objects),
-            "bytes": dg.MetadataValue.int(stats.bytes),
+            "bytes": size_text(stats.bytes),
             "objects_outside_trials": dg.MetadataValue.int(stats.stray_objects),
             "without_result_json": dg.MetadataValue.int(stats.unscored),
             "path": dg.MetadataValue.path(str(staging.listing)),
@@ -78,6 +90,7 @@ def last_episode_rows(
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
+            **excluded_trials_metadata(staging.statuses),
             "subagent_rows": dg.MetadataValue.int(coverage.subagent_rows),
             "sessions": dg.MetadataValue.int(coverage.sessions),
             "trials_read": dg.MetadataValue.int(stats.reread),
@@ -130,9 +143,17 @@ def published_shards(
     with trace_config.staging(scope).locked(context.log.info) as staging:
         coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
         report = staging.read_json(staging.scan_report, "secret_scan_report")
+        published = target.published_coverage(scope)
         if not trace_config.allow_shrink:
-            published = target.published_coverage(scope)
             refuse_worse_version(scope.key, coverage, published, trace_config.shrink_threshold, target.location(scope))
+        card = CardContext(
+            trace_config.card_settings(),
+            gather_facts(staging, staging.require_rows()),
+            earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
+            datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            usage_name(target.location(scope)),
+            trace_config.card_plots,
+        )
         redactor = secret_redactor(trace_config.scan_policy(), report, trace_config.scan_options())
         build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
         try:
@@ -146,7 +167,10 @@ def published_shards(
                 redactor,
                 trace_config.export_options(),
                 trace_config.sessions_folder(staging),
+                card,
+                scope.source_prefix,
             )
+            schema = pq.read_schema(build / shards.files[0])
             published_to = target.publish(build, scope)
         finally:
             remove_path(build)
@@ -154,9 +178,10 @@ def published_shards(
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
+            **dataset_metadata(shards.num_examples, schema),
             "shards": dg.MetadataValue.int(len(shards.files)),
             "num_examples": dg.MetadataValue.int(shards.num_examples),
-            "download_size": dg.MetadataValue.int(shards.download_size),
+            "download_size": size_text(shards.download_size),
             "redacted": dg.MetadataValue.json(redactor.counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(report["verdict"]),
             "published_to": dg.MetadataValue.url(published_to)

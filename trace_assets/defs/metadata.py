@@ -6,8 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from trace_assets.accounting import Coverage
+from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason, TrialStatus
+from trace_assets.publishing.card import COLUMN_MEANINGS, type_name
 
 SCAN_COUNTS = ("patterns", "matches", "rows", "trials", "tasks", "live", "unverified", "placeholder")
 FINDING_COLUMNS = ("kind", "verdict", "fingerprint", "trial_name", "task", "framing")
@@ -21,6 +25,16 @@ PEM_BLOCK_COLUMNS = {
     "fingerprint": "string",
 }
 PEM_BLOCKS_SHOWN = 200
+EXCLUDED_TRIALS_SHOWN = 300
+DETAIL_CHARS = 300
+
+
+def size_text(num_bytes: int) -> dg.MetadataValue:
+    """Bytes as the UI should show them: 553.4 MB, with the exact count after."""
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if num_bytes >= scale:
+            return dg.MetadataValue.text(f"{num_bytes / scale:,.1f} {unit} ({num_bytes:,} bytes)")
+    return dg.MetadataValue.text(f"{num_bytes:,} bytes")
 
 
 def coverage_metadata(coverage: Coverage) -> dict[str, dg.MetadataValue]:
@@ -32,11 +46,58 @@ def coverage_metadata(coverage: Coverage) -> dict[str, dg.MetadataValue]:
         "unscored": dg.MetadataValue.int(coverage.unscored),
         "exported": dg.MetadataValue.int(coverage.exported),
         "excluded_total": dg.MetadataValue.int(sum(coverage.excluded.values())),
-        "export_ratio": dg.MetadataValue.float(round(coverage.export_ratio, 6)),
+        "export_ratio": dg.MetadataValue.text(f"{coverage.export_ratio:.2%} of scored"),
         "rows": dg.MetadataValue.int(coverage.rows),
         "excluded": dg.MetadataValue.table(
-            records=[dg.TableRecord({"reason": reason, "folders": count}) for reason, count in reasons],
-            schema=dg.TableSchema(columns=[dg.TableColumn("reason", "string"), dg.TableColumn("folders", "int")]),
+            records=[
+                dg.TableRecord({"reason": reason, "folders": count, "meaning": _meaning(reason)})
+                for reason, count in reasons
+            ],
+            schema=dg.TableSchema(
+                columns=[
+                    dg.TableColumn("reason", "string"),
+                    dg.TableColumn("folders", "int"),
+                    dg.TableColumn("meaning", "string"),
+                ]
+            ),
+        ),
+    }
+
+
+def _meaning(reason: str) -> str:
+    known = {r.value: r for r in Reason}
+    return REASON_DESCRIPTIONS[known[reason]] if reason in known else reason
+
+
+def excluded_trials_metadata(statuses: Path) -> dict[str, dg.MetadataValue]:
+    """The first excluded trial folders with their reason and detail, for the UI."""
+    table = pq.read_table(statuses, columns=["trial_name", "status", "reason", "detail"])
+    excluded = table.filter(pc.equal(table["status"], TrialStatus.EXCLUDED.value)).slice(0, EXCLUDED_TRIALS_SHOWN)
+    return {
+        "excluded_trials": dg.MetadataValue.table(
+            records=[
+                dg.TableRecord(
+                    {
+                        "trial_name": r["trial_name"],
+                        "reason": r["reason"] or "",
+                        "detail": (r["detail"] or "")[:DETAIL_CHARS],
+                    }
+                )
+                for r in excluded.to_pylist()
+            ],
+            schema=dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in ("trial_name", "reason", "detail")]),
+        )
+    }
+
+
+def dataset_metadata(rows: int, schema: pa.Schema) -> dict[str, dg.MetadataValue]:
+    """The catalog's row count and column schema for the published dataset."""
+    return {
+        "dagster/row_count": dg.MetadataValue.int(rows),
+        "dagster/column_schema": dg.MetadataValue.table_schema(
+            dg.TableSchema(
+                columns=[dg.TableColumn(f.name, type_name(f.type), COLUMN_MEANINGS.get(f.name)) for f in schema]
+            )
         ),
     }
 

@@ -16,6 +16,7 @@ from dagster_aws.s3 import S3Resource
 from pydantic import Field, ValidationError, model_validator
 
 from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, Subagents, SuccessFilter, export_env
+from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.shrink_guard import DEFAULT_SHRINK_THRESHOLD
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target
 from trace_assets.roots import refuse_overlapping_roots
@@ -125,6 +126,14 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         le=1,
         description="Refuse to replace a published dataset with one this much smaller (trial folders or rows)",
     )
+    card_license: str = Field(default="unknown", description="Card: the Hub license id of the traces")
+    card_pretty_name: str = Field(default="", description="Card: the title; default 'Harbor traces: <run id>'")
+    card_language: str = Field(default="en", description="Card: comma-separated language codes")
+    card_task_categories: str = Field(default="text-generation", description="Card: comma-separated task categories")
+    card_framework: str = Field(default="", description="Card: the training framework, e.g. SkyRL")
+    card_task_source: str = Field(default="", description="Card: where the tasks came from")
+    card_intro: str = Field(default="", description="Card: free prose placed first under the title")
+    card_plots: bool = Field(default=True, description="Card: reward and turn histograms as SVG images")
 
     @model_validator(mode="after")
     def _roots_are_sane(self) -> TraceAssetsConfig:
@@ -137,6 +146,20 @@ class TraceAssetsConfig(dg.ConfigurableResource):
 
     def export_options(self) -> ExportOptions:
         return ExportOptions(**{name: getattr(self, name) for name in EXPORT_FIELDS})
+
+    def card_settings(self) -> CardSettings:
+        def words(text: str) -> tuple[str, ...]:
+            return tuple(word.strip() for word in text.split(",") if word.strip())
+
+        return CardSettings(
+            license=self.card_license,
+            pretty_name=self.card_pretty_name,
+            language=words(self.card_language),
+            task_categories=words(self.card_task_categories),
+            framework=self.card_framework,
+            task_source=self.card_task_source,
+            intro=self.card_intro,
+        )
 
     def scan_options(self) -> ScanOptions:
         return scan_options(self.secret_patterns, self.secret_allowlist, self.secret_wrap_width)
@@ -191,7 +214,12 @@ CONFIG_SOURCES = {
     "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
     "allow_shrink": "TRACE_ASSETS_ALLOW_SHRINK (--allow-shrink)",
     "shrink_threshold": "TRACE_ASSETS_SHRINK_THRESHOLD",
+    "card_plots": "TRACE_ASSETS_CARD_PLOTS",
 }
+# The card's text settings, each from TRACE_ASSETS_<FIELD>, e.g. TRACE_ASSETS_CARD_LICENSE.
+_CARD_TEXT: tuple[str, ...] = ("card_license", "card_pretty_name", "card_language", "card_task_categories")
+_CARD_TEXT += ("card_framework", "card_task_source", "card_intro")
+CONFIG_SOURCES.update({name: f"TRACE_ASSETS_{name.upper()}" for name in _CARD_TEXT})
 _INT_VARS = {
     "batch_size": "TRACE_ASSETS_BATCH_SIZE",
     "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
@@ -240,6 +268,8 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "on_unverified": env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact",
         "sessions": parse_flag("TRACE_ASSETS_SESSIONS", env.get("TRACE_ASSETS_SESSIONS") or "on"),
         "session_harness": env.get("TRACE_ASSETS_SESSION_HARNESS", ""),
+        "card_plots": parse_flag("TRACE_ASSETS_CARD_PLOTS", env.get("TRACE_ASSETS_CARD_PLOTS") or "on"),
+        **{name: env[CONFIG_SOURCES[name]] for name in _CARD_TEXT if env.get(CONFIG_SOURCES[name])},
     }
     for field_name, variable in _INT_VARS.items():
         if env.get(variable):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -10,9 +11,39 @@ import yaml
 
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
+from trace_assets.publishing.card_facts import CardFacts, Distribution, size_category
 from trace_assets.publishing.sessions_card import sessions_config, sessions_prose
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.steps.sessions import SessionCounts
+
+TRIALS_CONFIG = "trials"
+TRIALS_FILE = "trials.parquet"
+REWARD_PLOT, TURNS_PLOT = "plots/rewards.svg", "plots/turns.svg"
+
+
+@dataclass(frozen=True)
+class CardSettings:
+    """What the card says that the data cannot: set in the resource (or `TRACE_ASSETS_CARD_*`)."""
+
+    license: str = "unknown"  # a Hub license id; the pipeline cannot know the traces' terms
+    pretty_name: str = ""  # default: "Harbor traces: <scope>"
+    language: tuple[str, ...] = ("en",)
+    task_categories: tuple[str, ...] = ("text-generation",)
+    framework: str = ""  # the training framework, e.g. "SkyRL"
+    task_source: str = ""  # where the tasks came from, e.g. a benchmark's name and URL
+    intro: str = ""  # free prose placed first under the title
+
+
+@dataclass(frozen=True)
+class CardContext:
+    """Everything beyond the run's files the card is written from."""
+
+    settings: CardSettings = field(default_factory=CardSettings)
+    facts: CardFacts = field(default_factory=CardFacts)
+    earlier_versions: list[dict[str, Any]] = field(default_factory=list)  # the published history (`versions`)
+    published_at: str | None = None  # this version's date; None leaves it unrecorded (deterministic bytes)
+    repo_id: str = ""  # for the usage snippet; a placeholder when unknown
+    plots: bool = False  # the reward and turn plots were written beside the card
 
 
 def _feature(arrow_type: pa.DataType) -> dict[str, Any]:
@@ -49,8 +80,14 @@ def _info(schema: pa.Schema, shards: ShardSet) -> dict[str, Any]:
 
 
 def card_header(
-    schema: pa.Schema, shards: ShardSet, subsets: Subsets | None = None, sessions: SessionCounts | None = None
+    schema: pa.Schema,
+    shards: ShardSet,
+    subsets: Subsets | None = None,
+    sessions: SessionCounts | None = None,
+    settings: CardSettings | None = None,
+    pretty_name: str = "",
 ) -> dict[str, Any]:
+    settings = settings or CardSettings()
     configs = [{"config_name": "default", "data_files": [{"split": "train", "path": shards.data_files}]}]
     info: dict[str, Any] | list[dict[str, Any]] = _info(schema, shards)
     if subsets:
@@ -64,7 +101,17 @@ def card_header(
         ]
     if sessions is not None:
         configs.append(sessions_config(sessions))
-    return {"configs": configs, "dataset_info": info, "tags": ["harbor", "agent-traces", "reinforcement-learning"]}
+    configs.append({"config_name": TRIALS_CONFIG, "data_files": [{"split": "train", "path": TRIALS_FILE}]})
+    return {
+        "license": settings.license,
+        "pretty_name": settings.pretty_name or pretty_name,
+        "language": list(settings.language),
+        "task_categories": list(settings.task_categories),
+        "size_categories": [size_category(shards.num_examples)],
+        "configs": configs,
+        "dataset_info": info,
+        "tags": ["harbor", "agent-traces", "reinforcement-learning"],
+    }
 
 
 def intro_prose(options: ExportOptions, schema: pa.Schema) -> str:
@@ -109,6 +156,147 @@ def options_prose(options: ExportOptions, shards: ShardSet, subsets: Subsets) ->
         table += [f"| `{name}` | {sub.num_examples:,} | `{folder}/` |" for name, (folder, _, sub) in subsets.items()]
         paragraphs.append("\n".join(table))
     return "\n\n".join(paragraphs)
+
+
+COLUMN_MEANINGS = {
+    "conversations": "the episode's messages in order, each `{role, content}` (system, user, assistant)",
+    "conversations_sharegpt": "the same messages in ShareGPT form (`from`: `human`/`gpt`, `value`)",
+    "agent": "the agent that ran the trial (result.json `agent_info.name`)",
+    "model": "the served model the agent called",
+    "model_provider": "the model's provider, as the agent named it",
+    "date": "when the trial started (result.json `started_at`)",
+    "task": "the task's name",
+    "episode": "the episode the row holds (`episode-N`), counted across continuations",
+    "run_id": "the Harbor job the trial ran in",
+    "trial_name": "the trial folder's name, unique in the run",
+    "result": "the trial's reward as text, or, when the trial ended in an exception and has no reward, "
+    "the exception's class name",
+    "instruction": "the task's instruction as the agent received it",
+    "verifier_output": "the verifier's stdout then stderr",
+    "trace_source": "`main` for the agent's own conversation, else the subagent kind (e.g. a context summarization)",
+}
+
+
+def type_name(arrow_type: pa.DataType) -> str:
+    feature = _feature(arrow_type)
+    if "list" in feature and isinstance(feature["list"], list):
+        return "list of {" + ", ".join(f"{item['name']}: {item.get('dtype', '...')}" for item in feature["list"]) + "}"
+    return str(feature.get("dtype", arrow_type))
+
+
+def fields_prose(schema: pa.Schema) -> str:
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{f.name}` | {type_name(f.type)} | {COLUMN_MEANINGS.get(f.name, '')} |" for f in schema]
+    lines += [
+        "",
+        f"The `{TRIALS_CONFIG}` config (`{TRIALS_FILE}`) has one row per trial folder, exported or not: "
+        "`status` (`exported`/`excluded`), `reason` (a code from the coverage table below) and `detail`.",
+    ]
+    return "\n".join(lines)
+
+
+def usage_name(location: str) -> str:
+    """What `load_dataset` is given for a published location: a Hub repo id, or the folder."""
+    prefix = "hf://datasets/"
+    return location[len(prefix) :].split("@")[0] if location.startswith(prefix) else location
+
+
+def usage_prose(repo_id: str, subsets: Subsets) -> str:
+    repo = repo_id or "<org>/<name>"
+    extra = "".join(f'\n{name.replace("-", "_")} = load_dataset("{repo}", "{name}", split="train")' for name in subsets)
+    return (
+        "```python\n"
+        "from datasets import load_dataset\n\n"
+        f'rows = load_dataset("{repo}", split="train")\n'
+        f'trials = load_dataset("{repo}", "{TRIALS_CONFIG}", split="train")  # every folder, with its reason'
+        f"{extra}\n"
+        'print(rows[0]["conversations"][-1]["content"])\n'
+        "```"
+    )
+
+
+def _named(counts: Mapping[str, int]) -> str:
+    if not counts:
+        return "not recorded"
+    return ", ".join(f"`{name}` ({count:,})" for name, count in counts.items())
+
+
+def _size(num_bytes: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if num_bytes >= scale:
+            return f"{num_bytes / scale:.1f} {unit}"
+    return f"{num_bytes:,} bytes"
+
+
+def _steps(steps: list[int]) -> str:
+    if not steps:
+        return "not named in the trial folders' paths"
+    if len(steps) == 1:
+        return str(steps[0])
+    return f"{steps[0]} to {steps[-1]} ({len(steps)} steps)"
+
+
+def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: str) -> str:
+    """Who made the traces and from what: agent, model, provider, framework, tasks, step, source."""
+    facts, settings = context.facts, context.settings
+    lines = [
+        f"- **Agent**: {_named(facts.agents)}; **model**: {_named(facts.models)}; "
+        f"**provider**: {_named(facts.providers)} (exported trials per value)",
+        f"- **Framework**: {settings.framework or 'not stated'}; **task source**: {settings.task_source or 'not stated'}",
+        f"- **Run**: `{coverage.run_id}`; **training step**: {_steps(facts.steps)}",
+        f"- **Source**: {facts.objects:,} objects ({_size(facts.bytes)}) in the full `{source_prefix}/` prefix, "
+        "listed in one pass at publish time",
+    ]
+    return "\n".join(lines)
+
+
+def _dist(d: Distribution, what: str) -> str:
+    return (
+        f"{what}: mean {d.mean:.3f}, median {d.median:g}, min {d.minimum:g}, max {d.maximum:g}; "
+        f"{d.positive:,} of {d.count:,} ({_percent(d.positive, d.count)}) above 0"
+    )
+
+
+def rewards_prose(coverage: Coverage, context: CardContext) -> str:
+    """The reward and turn distributions of the rows, and the rewards of the scored trials left out."""
+    facts = context.facts
+    rewards, excluded, turns = facts.reward_stats, facts.excluded_reward_stats, facts.turn_stats
+    lines = []
+    if rewards.count:
+        lines.append("- " + _dist(rewards, f"Reward over the {rewards.count:,} exported trials with one"))
+    if facts.exceptions:
+        lines.append(f"- Exported trials with no reward, by exception (their `result`): {_named(facts.exceptions)}")
+    excluded_total = sum(coverage.excluded.values()) - coverage.unscored
+    if excluded_total:
+        share = _percent(excluded_total, coverage.scored)
+        lines.append(
+            f"- Scored but excluded: {excluded_total:,} trials ({share} of the scored); "
+            + (
+                _dist(excluded, f"reward over the {excluded.count:,} with one")
+                if excluded.count
+                else "none had a reward"
+            )
+        )
+    if turns.count:
+        lines.append(
+            f"- Assistant turns per row: mean {turns.mean:.1f}, median {turns.median:g}, "
+            f"min {turns.minimum:g}, max {turns.maximum:g}"
+        )
+    if context.plots:
+        lines += ["", f"![reward histogram]({REWARD_PLOT}) ![assistant turns per row]({TURNS_PLOT})"]
+    return "\n".join(lines) if lines else "No scored trial was exported."
+
+
+def history_prose(versions: list[dict[str, Any]]) -> str:
+    lines = ["| version | published | trial folders | scored | exported | rows | why the figures changed |"]
+    lines.append("|---|---|---:|---:|---:|---:|---|")
+    for v in reversed(versions):
+        figures = " | ".join(
+            f"{v[k]:,}" if isinstance(v.get(k), int) else "?" for k in ("trial_dirs", "scored", "exported", "rows")
+        )
+        version = f"`{v['version']}`" if v.get("version") else "(earlier)"
+        lines.append(f"| {version} | {v.get('published_at') or 'not recorded'} | {figures} | {v.get('why', '')} |")
+    return "\n".join(lines)
 
 
 def _percent(part: int, whole: int) -> str:
@@ -179,6 +367,7 @@ def scan_prose(report: dict[str, Any]) -> str:
             f"{pem.get('markers', 0):,} PEM private-key markers in {pem.get('rows', 0):,} rows from "
             f"{pem.get('tasks', 0):,} task(s); of {pem['blocks']:,} blocks, {pem.get('parseable', 0):,} parsed as a key, "
             f"{pem.get('placeholder', 0):,} held a `...` placeholder, the longest decoded to {pem.get('max_decoded_bytes', 0):,} bytes."
+            + _pem_detail(report)
         )
     redacted = report.get("redacted") or {}
     if any(redacted.values()):
@@ -186,6 +375,8 @@ def scan_prose(report: dict[str, Any]) -> str:
         per_kind = ", ".join(f"`{kind}` {count:,}" for kind, count in sorted(redacted.items()) if count)
         lines.append("")
         lines.append(f"{total:,} matches were replaced by `[REDACTED:<kind>]` in the published rows ({per_kind}).")
+    lines.append("")
+    lines.append(_decision(report))
     quiet = sorted(k for k in all_kinds if k not in kinds)
     if kinds and quiet:
         lines.append("")
@@ -193,6 +384,41 @@ def scan_prose(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append("Details, with fingerprints instead of the strings themselves, are in `secret_scan.json`.")
     return "\n".join(lines)
+
+
+def _pem_detail(report: dict[str, Any]) -> str:
+    """The tasks the PEM markers came from, and the longest block against the size a real key needs."""
+    blocks = report.get("pem_blocks") or []
+    if not blocks:
+        return ""
+    task_of = {f.get("trial_name"): f.get("task") for f in report.get("findings", []) if f.get("task")}
+    tasks = sorted({task_of.get(b["trial_name"]) or b["trial_name"].rsplit("__", 1)[0] for b in blocks})
+    longest = max(blocks, key=lambda b: b.get("decoded_bytes", 0))
+    needed = longest.get("min_bytes")
+    comparison = (
+        f" A real {longest.get('kind', 'key')} key decodes to at least {needed:,} bytes, "
+        + (
+            "so the longest block is too short to be one."
+            if longest.get("decoded_bytes", 0) < needed
+            else "as this one does."
+        )
+        if needed
+        else ""
+    )
+    return " Tasks: " + ", ".join(f"`{t}`" for t in tasks) + "." + comparison
+
+
+def _decision(report: dict[str, Any]) -> str:
+    """What was done about the findings: a blocked run never gets this card."""
+    redacted = sum((report.get("redacted") or {}).values())
+    if redacted:
+        return f"Decision: published with the {redacted:,} acted-on matches redacted."
+    if report.get("verdict") in ("clean", "placeholder", None):
+        return "Decision: published as read; nothing to act on."
+    return (
+        "Decision: published as read, unredacted: the policy in force (`on_secret`/`on_unverified`) kept these "
+        "matches; check them before sharing."
+    )
 
 
 def dataset_card(
@@ -203,21 +429,36 @@ def dataset_card(
     options: ExportOptions | None = None,
     subsets: Subsets | None = None,
     sessions: SessionCounts | None = None,
+    context: CardContext | None = None,
+    source_prefix: str = "",
+    versions: list[dict[str, Any]] | None = None,
 ) -> str:
     options = options or ExportOptions()
-    header = yaml.safe_dump(card_header(schema, shards, subsets, sessions), sort_keys=False)
+    context = context or CardContext()
+    title = context.settings.pretty_name or f"Harbor traces: {coverage.run_id}"
+    header = yaml.safe_dump(
+        card_header(schema, shards, subsets, sessions, context.settings, title), sort_keys=False, allow_unicode=True
+    )
+    intro = f"{context.settings.intro.strip()}\n\n" if context.settings.intro.strip() else ""
     options_section = (
         f"## Export options\n\n{options_prose(options, shards, subsets or {})}\n\n"
         if options != ExportOptions()
         else ""
     )
     sessions_section = f"## Sessions\n\n{sessions_prose(sessions)}\n\n" if sessions is not None else ""
+    history_section = f"## Version history\n\n{history_prose(versions)}\n\n" if versions else ""
     return (
         f"---\n{header}---\n\n"
-        f"# Harbor traces: {coverage.run_id}\n\n"
+        f"# {title}\n\n"
+        f"{intro}"
         f"{intro_prose(options, schema)}\n\n"
+        f"## Provenance\n\n{provenance_prose(coverage, context, source_prefix)}\n\n"
+        f"## Fields\n\n{fields_prose(schema)}\n\n"
+        f"## Usage\n\n{usage_prose(context.repo_id, subsets or {})}\n\n"
+        f"## Rewards and turns\n\n{rewards_prose(coverage, context)}\n\n"
         f"{options_section}"
         f"{sessions_section}"
         f"## Coverage\n\n{coverage_prose(coverage)}\n\n"
-        f"## Secret scan\n\n{scan_prose(scan_report)}\n"
-    )
+        f"## Secret scan\n\n{scan_prose(scan_report)}\n\n"
+        f"{history_section}"
+    ).rstrip("\n") + "\n"

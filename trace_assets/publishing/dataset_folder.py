@@ -12,9 +12,12 @@ from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.harbor.sessions import SESSIONS_DIR
-from trace_assets.publishing.card import Subsets, dataset_card
+from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, dataset_card
+from trace_assets.publishing.card_facts import CardFacts, histogram
+from trace_assets.publishing.plots import bar_chart_svg
 from trace_assets.publishing.shards import ShardSet, version_folder, write_shards
 from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
+from trace_assets.publishing.versions import history, version_entry
 from trace_assets.steps.scan import Redactor
 from trace_assets.steps.sessions import SessionCounts, copy_sessions
 from trace_assets.steps.staged_rows import RowParts
@@ -23,6 +26,7 @@ CARD_FILE = "README.md"
 COVERAGE_FILE = "coverage.json"
 TRIALS_FILE = "trials.parquet"
 SCAN_REPORT_FILE = "secret_scan.json"
+VERSIONS_FILE = "versions.json"
 
 
 def build_run_folder(
@@ -35,10 +39,14 @@ def build_run_folder(
     redactor: Redactor | None = None,
     options: ExportOptions | None = None,
     sessions: Path | None = None,
+    card: CardContext | None = None,
+    source_prefix: str = "",
 ) -> ShardSet:
     """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced.
 
-    `sessions` is the staged session files' folder, published under `sessions/` when given.
+    `sessions` is the staged session files' folder, published under `sessions/` when given. `card`
+    holds the card's facts, settings and version history (see `versions`), whose list is written
+    as `versions.json` with this version last, and its plots when it asks for them.
     """
     options = options or ExportOptions()
     if out_dir.exists():
@@ -60,8 +68,15 @@ def build_run_folder(
     shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
-    card = dataset_card(coverage, scan_report, shards, schema, options, subsets, session_counts)
-    (out_dir / CARD_FILE).write_text(card)
+    card = card or CardContext()
+    versions = history(card.earlier_versions, version_entry(coverage, card.facts, shards, options, card.published_at))
+    (out_dir / VERSIONS_FILE).write_text(json.dumps({"versions": versions}, indent=2) + "\n")
+    if card.plots:
+        _write_plots(out_dir, card.facts)
+    text = dataset_card(
+        coverage, scan_report, shards, schema, options, subsets, session_counts, card, source_prefix, versions
+    )
+    (out_dir / CARD_FILE).write_text(text)
     return shards
 
 
@@ -83,3 +98,15 @@ def _write_trace_sources(
         if source != MAIN_TRACE_SOURCE
     }
     return shard_sets[MAIN_TRACE_SOURCE], subsets
+
+
+def _write_plots(out_dir: Path, facts: CardFacts) -> None:
+    """The reward histogram and the assistant turns per row, as the card's two images."""
+    rewards = [(f"{low:.2g}", count) for low, _, count in histogram(facts.rewards)]
+    turns = [(f"{low:.0f}-{high:.0f}", count) for low, high, count in histogram([float(t) for t in facts.turns])]
+    for name, title, bars in (
+        (REWARD_PLOT, "reward (exported trials)", rewards),
+        (TURNS_PLOT, "assistant turns per row", turns),
+    ):
+        (out_dir / name).parent.mkdir(exist_ok=True)
+        (out_dir / name).write_text(bar_chart_svg(title, bars))

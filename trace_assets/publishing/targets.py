@@ -56,6 +56,10 @@ class PublishTarget(Protocol):
         """The published version's coverage.json, or None when nothing is published there."""
         ...
 
+    def published_json(self, scope: RunScope, name: str) -> Any:
+        """A JSON file of the published version (e.g. versions.json), or None when it has none."""
+        ...
+
     def check_writable(self, scope: RunScope) -> None:
         """Before any work: raise OSError (or HubPublishError) if publishing the scope would fail for access."""
         ...
@@ -79,9 +83,12 @@ class FolderTarget:
         return target
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
+        return self.published_json(scope, COVERAGE_FILE)
+
+    def published_json(self, scope: RunScope, name: str) -> Any:
         fs, target = fsspec.core.url_to_fs(self.location(scope), **self.storage_options)
         try:
-            with fs.open(f"{target.rstrip('/')}/{COVERAGE_FILE}", "rb") as file:
+            with fs.open(f"{target.rstrip('/')}/{name}", "rb") as file:
                 return json.loads(file.read())
         except FileNotFoundError:
             return None
@@ -151,10 +158,13 @@ class HubTarget:
         ).commit_url
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
+        return self.published_json(scope, COVERAGE_FILE)
+
+    def published_json(self, scope: RunScope, name: str) -> Any:
         repo_id, revision, path = self._place(scope)
         return read_published_json(
             repo_id,
-            "/".join(p for p in (path, COVERAGE_FILE) if p),
+            "/".join(p for p in (path, name) if p),
             revision=revision,
             token=self.settings.token,
             endpoint=self.settings.endpoint,

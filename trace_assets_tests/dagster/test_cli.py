@@ -95,3 +95,21 @@ def test_unknown_export_choices_are_refused(tmp_path):
     assert "episodes must be one of last, all, not 'first'" in done.stderr
     done = _run(["runs", "--episodes", "first"], tmp_path)
     assert done.returncode == 2 and "invalid choice: 'first'" in done.stderr
+
+
+def test_dry_run_prints_what_would_be_published_and_publishes_nothing(tmp_path):
+    out = tmp_path / "out"
+    done = _run(["materialize", "--dry-run", SAMPLE_RUN, "--publish-root", str(out)], tmp_path)
+    assert done.returncode == 1, done.stderr  # the sample's live keys would block it, as the real run
+    [line] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert (line["status"], line["verdict"], line["exported"]) == ("dry_run", "live", 28)
+    assert line["would_publish"]["to"] == str(out / SAMPLE_RUN) and "blocked" in line["would_publish"]
+    assert "would publish to" in done.stderr
+    assert not out.exists()
+
+    done = _run(["materialize", "--dry-run", SAMPLE_RUN, "--publish-root", str(out), "--on-secret", "allow"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["would_publish"] == {"to": str(out / SAMPLE_RUN), "rows": 28, "shards": 1}
+    assert not out.exists()
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        assert instance.get_runs() == []

@@ -52,9 +52,16 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
         2,
         28,
     )
-    assert rows_meta["export_ratio"] == pytest.approx(28 / 34, abs=1e-6)
+    assert rows_meta["export_ratio"] == "82.35% of scored"
+    assert rows_meta["excluded"].records[0].data["meaning"] == "were scored but have no agent/trajectory.json"
+    excluded = [r.data for r in rows_meta["excluded_trials"].records]
+    assert len(excluded) == 8 and {"trial_name", "reason", "detail"} <= set(excluded[0])
     published_meta = _metadata(instance, "published_shards")
     assert published_meta["shards"] == 3 and published_meta["num_examples"] == 28
+    assert published_meta["dagster/row_count"] == 28
+    columns = {c.name: c.description for c in published_meta["dagster/column_schema"].columns}
+    assert list(columns)[0] == "conversations" and columns["result"].startswith("the trial's reward")
+    assert published_meta["download_size"].endswith(" bytes)")
 
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["coverage_accounts_for_every_folder"].passed

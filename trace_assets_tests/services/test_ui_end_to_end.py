@@ -70,9 +70,19 @@ query Coverage($partition: String!) {
           label
           ... on IntMetadataEntry { intValue }
           ... on FloatMetadataEntry { floatValue }
+          ... on TextMetadataEntry { text }
         }
       }
     }
+  }
+}
+"""
+
+
+PUBLISHED_QUERY = """
+query Published($partition: String!) {
+  assetOrError(assetKey: {path: ["published_shards"]}) {
+    ... on Asset { assetMaterializations(partitions: [$partition]) { metadataEntries { label } } }
   }
 }
 """
@@ -193,11 +203,13 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         ]
         assert [m["runId"] for m in materializations] == [run_id]
         metadata = {
-            entry["label"]: entry.get("intValue", entry.get("floatValue"))
-            for entry in materializations[0]["metadataEntries"]
+            entry["label"]: entry.get("intValue", entry.get("text")) for entry in materializations[0]["metadataEntries"]
         }
         assert (metadata["trial_dirs"], metadata["scored"], metadata["exported"]) == (36, 34, 28)
-        assert metadata["export_ratio"] == round(28 / 34, 6)
+        assert metadata["export_ratio"] == "82.35% of scored"
+        published = client._execute(PUBLISHED_QUERY, {"partition": SAMPLE_RUN})["assetOrError"]
+        published_labels = {e["label"] for e in published["assetMaterializations"][0]["metadataEntries"]}
+        assert {"dagster/row_count", "dagster/column_schema"} <= published_labels
 
         screenshot, dom = render_page(chromium, webserver.url + PARTITION_PAGE, tmp_path)
     ARTIFACTS.mkdir(exist_ok=True)
@@ -209,5 +221,8 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
     assert (table.rows.get("trial_dirs"), table.rows.get("exported"), table.rows.get("export_ratio")) == (
         "36",
         "28",
-        "0.823529",
+        "82.35% of scored",
     ), f"partition page metadata: {table.rows}"
+    # The exclusion table with each reason's meaning, and the excluded trials with their reasons.
+    assert "were scored but have no agent/trajectory.json" in dom, "no reason meanings on the partition page"
+    assert "excluded_trials" in dom

@@ -69,3 +69,21 @@ def test_listing_workers_start_on_the_standard_library():
     for relative in sorted(STDLIB_ONLY):
         heavy = sorted(name for name in _imports(PACKAGE / relative) if name.split(".")[0] in HEAVY)
         assert heavy == [], relative
+
+
+def test_the_cli_parses_arguments_without_importing_dagster():
+    """`--help` and argument errors answer in a fraction of a second: Dagster loads only to run."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, contextlib, io\n"
+        "from trace_assets import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    cli.main(['--help'])\n"
+        "with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    cli.main(['materialize'])\n"
+        "print(sorted(m for m in ('dagster', 'pyarrow', 'fsspec') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

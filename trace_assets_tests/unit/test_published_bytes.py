@@ -1,7 +1,8 @@
 """The bundled sample, published, is byte for byte what the version before the package layout
 published (`data/published_sample/`, made by `trace-assets materialize rl-sample-run` then), plus
 the deliberate additions since: the session files (`sessions/`), their card section and config, and
-the session counts in `coverage.json`."""
+the session counts in `coverage.json`, and the full card (issue 15: provenance, fields, usage,
+rewards and turns, the `trials` config, `versions.json` and the two SVG plots)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pyarrow.parquet as pq
 
 from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
+from trace_assets.publishing.card import CardContext
+from trace_assets.publishing.card_facts import gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import ScanOptions
@@ -28,6 +31,25 @@ CLONE_DEPENDENT_COLUMNS = ["source_fingerprint"]
 ADDED_COLUMNS = ["skipped", "repaired"]
 
 
+def publish_sample(out, staging, coverage, report, sessions):
+    """As `published_shards` does, less the date and the location (which vary)."""
+    rows = staging.require_rows()
+    card = CardContext(facts=gather_facts(staging, rows), plots=True)
+    build_run_folder(
+        out,
+        rows,
+        staging.statuses,
+        coverage,
+        report,
+        DEFAULT_ROWS_PER_SHARD,
+        None,
+        None,
+        sessions,
+        card,
+        staging.scope.source_prefix,
+    )
+
+
 def test_sample_publishes_the_same_bytes_as_before(tmp_path):
     store = TraceStore(str(SAMPLE_TRACES))
     staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
@@ -39,9 +61,7 @@ def test_sample_publishes_the_same_bytes_as_before(tmp_path):
     )
     report = scan_run(staging.require_rows(), SAMPLE_RUN, ScanOptions(), sessions)
     out = tmp_path / "published"
-    build_run_folder(
-        out, staging.require_rows(), staging.statuses, coverage, report, DEFAULT_ROWS_PER_SHARD, None, None, sessions
-    )
+    publish_sample(out, staging, coverage, report, sessions)
 
     published = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     golden = sorted(p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*") if p.is_file())

@@ -1,0 +1,149 @@
+"""What the card says from the data: provenance, source size, rewards and turns, read from staging.
+
+Every figure comes from the staged files of the same run (listing, scored trials, statuses, rows),
+so the card describes exactly the version it is published with.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pyarrow.compute as pc
+
+from trace_assets.accounting import SCORED, TrialStatus
+from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
+from trace_assets.steps.staged_rows import RowParts, iter_rows
+from trace_assets.steps.staging import RunStaging, open_parquet
+
+# A training step in a trial's folder path, e.g. `trace_jobs/step-25/<trial>/` or `global_step_25/`.
+_STEP = re.compile(r"(?:^|/)(?:global_)?step[-_]?(\d+)/")
+HISTOGRAM_BINS = 10
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A few order statistics of a list of numbers, for one line of prose."""
+
+    count: int = 0
+    mean: float = 0.0
+    minimum: float = 0.0
+    median: float = 0.0
+    maximum: float = 0.0
+    positive: int = 0  # values above 0: Harbor's success
+
+    @classmethod
+    def of(cls, values: list[float]) -> Distribution:
+        if not values:
+            return cls()
+        return cls(
+            count=len(values),
+            mean=statistics.fmean(values),
+            minimum=min(values),
+            median=statistics.median(values),
+            maximum=max(values),
+            positive=sum(1 for v in values if v > 0),
+        )
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """The run's figures the card states; empty defaults when a staged file is absent."""
+
+    objects: int = 0  # every object listed under the scope's prefix
+    bytes: int = 0
+    agents: dict[str, int] = field(default_factory=dict)  # exported trials per value
+    models: dict[str, int] = field(default_factory=dict)
+    providers: dict[str, int] = field(default_factory=dict)
+    steps: list[int] = field(default_factory=list)  # training steps named in the trial folders' paths
+    rewards: list[float] = field(default_factory=list)  # exported trials with a numeric reward
+    exceptions: dict[str, int] = field(default_factory=dict)  # exported trials with no reward: exception -> n
+    excluded_rewards: list[float] = field(default_factory=list)  # scored but excluded trials' rewards
+    turns: list[int] = field(default_factory=list)  # assistant messages per main row
+
+    @property
+    def reward_stats(self) -> Distribution:
+        return Distribution.of(self.rewards)
+
+    @property
+    def excluded_reward_stats(self) -> Distribution:
+        return Distribution.of(self.excluded_rewards)
+
+    @property
+    def turn_stats(self) -> Distribution:
+        return Distribution.of([float(t) for t in self.turns])
+
+
+def _counts(values: list[str | None]) -> dict[str, int]:
+    return dict(Counter(v for v in values if v).most_common())
+
+
+def gather_facts(staging: RunStaging, rows: RowParts) -> CardFacts:
+    """The facts from the run's staged listing, scored trials, statuses and rows."""
+    listing = open_parquet(staging.listing).read(columns=["trial_dir", "objects", "bytes"])
+    scored = open_parquet(staging.scored).read(
+        columns=["trial_dir", "status", "reward", "exception_type", "agent", "model", "model_provider"]
+    )
+    statuses = open_parquet(staging.statuses).read(columns=["trial_dir", "status"])
+    exported = {
+        d
+        for d, s in zip(statuses["trial_dir"].to_pylist(), statuses["status"].to_pylist())
+        if s == TrialStatus.EXPORTED
+    }
+    records = [r for r in scored.to_pylist() if r["status"] == SCORED]
+    mine = [r for r in records if r["trial_dir"] in exported]
+    others = [r for r in records if r["trial_dir"] not in exported]
+    steps = {int(m.group(1)) for d in listing["trial_dir"].to_pylist() if (m := _STEP.search(d + "/"))}
+    return CardFacts(
+        objects=int(pc.sum(listing["objects"]).as_py() or 0),
+        bytes=int(pc.sum(listing["bytes"]).as_py() or 0),
+        agents=_counts([r["agent"] for r in mine]),
+        models=_counts([r["model"] for r in mine]),
+        providers=_counts([r["model_provider"] for r in mine]),
+        steps=sorted(steps),
+        rewards=[float(r["reward"]) for r in mine if r["reward"] is not None],
+        exceptions=_counts([r["exception_type"] for r in mine if r["reward"] is None]),
+        excluded_rewards=[float(r["reward"]) for r in others if r["reward"] is not None],
+        turns=_assistant_turns(rows),
+    )
+
+
+def _assistant_turns(rows: RowParts) -> list[int]:
+    """Assistant messages in each main row's `conversations`, in row order."""
+    turns: list[int] = []
+    for table in iter_rows(rows):
+        if TRACE_SOURCE_COLUMN in table.column_names:
+            table = table.filter(pc.equal(table[TRACE_SOURCE_COLUMN], MAIN_TRACE_SOURCE))
+        conversations = table["conversations"].combine_chunks()
+        roles = pc.struct_field(pc.list_flatten(conversations), "role")
+        parents = pc.list_parent_indices(conversations)
+        assistant = pc.equal(roles, "assistant")
+        per_row = Counter(pc.filter(parents, assistant).to_pylist())
+        turns.extend(per_row.get(i, 0) for i in range(len(conversations)))
+    return turns
+
+
+def histogram(values: list[float], bins: int = HISTOGRAM_BINS) -> list[tuple[float, float, int]]:
+    """(low, high, count) for `bins` equal bins over the values' range (one bin when all are equal)."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if low == high:
+        return [(low, high, len(values))]
+    width = (high - low) / bins
+    counts = [0] * bins
+    for value in values:
+        counts[min(int((value - low) / width), bins - 1)] += 1
+    return [(low + i * width, low + (i + 1) * width, n) for i, n in enumerate(counts)]
+
+
+def size_category(rows: int) -> str:
+    """The Hub's `size_categories` value for a row count."""
+    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")]
+    bounds += [(10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
+    for bound, name in bounds:
+        if rows < bound:
+            return name
+    return "n>1T" if rows >= 10**12 else "1B<n<10B" if rows < 10**10 else "10B<n<100B" if rows < 10**11 else "100B<n<1T"

@@ -1,0 +1,31 @@
+"""Small bar charts as SVG text, written by hand: the card's plots without a plotting library."""
+
+from __future__ import annotations
+
+from html import escape
+
+WIDTH, HEIGHT, MARGIN = 480, 220, 30
+
+
+def bar_chart_svg(title: str, bars: list[tuple[str, int]]) -> str:
+    """Bars with their labels under them and counts over them; deterministic text for the same input."""
+    top = max((count for _, count in bars), default=0) or 1
+    slot = (WIDTH - 2 * MARGIN) / max(len(bars), 1)
+    plot_height = HEIGHT - 3 * MARGIN
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="10">',
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<text x="{WIDTH / 2:.0f}" y="16" text-anchor="middle" font-size="13">{escape(title)}</text>',
+    ]
+    for index, (label, count) in enumerate(bars):
+        height = plot_height * count / top
+        x = MARGIN + index * slot
+        y = HEIGHT - 2 * MARGIN - height
+        parts.append(f'<rect x="{x + 2:.1f}" y="{y:.1f}" width="{slot - 4:.1f}" height="{height:.1f}" fill="#4f7fbf"/>')
+        parts.append(f'<text x="{x + slot / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle">{count}</text>')
+        parts.append(
+            f'<text x="{x + slot / 2:.1f}" y="{HEIGHT - 2 * MARGIN + 14}" text-anchor="middle">{escape(label)}</text>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,77 @@
+"""A scope's version history: one entry per publish, kept in `versions.json` across publishes.
+
+The previous entries are read through the publish target before it is replaced; each new entry
+says why its figures differ from the one before (the source changed, the options changed, or the
+same source read under changed rules), so the card can say "an earlier version had 255 rows from a
+partial listing; rebuilt".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trace_assets.accounting import Coverage
+from trace_assets.harbor.options import ExportOptions
+from trace_assets.publishing.card_facts import CardFacts
+from trace_assets.publishing.shards import ShardSet
+
+FIGURES = ("trial_dirs", "scored", "exported", "rows", "objects", "bytes")
+
+
+def version_entry(
+    coverage: Coverage, facts: CardFacts, shards: ShardSet, options: ExportOptions, published_at: str | None
+) -> dict[str, Any]:
+    return {
+        "version": shards.version,
+        "published_at": published_at,
+        "trial_dirs": coverage.trial_dirs,
+        "scored": coverage.scored,
+        "exported": coverage.exported,
+        "rows": coverage.rows,
+        "objects": facts.objects,
+        "bytes": facts.bytes,
+        "options": options.harbor_flags(),
+    }
+
+
+def earlier_versions(published_versions: Any, published_coverage: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The published history; a version published before histories existed is one undated entry."""
+    if isinstance(published_versions, dict) and isinstance(published_versions.get("versions"), list):
+        return [v for v in published_versions["versions"] if isinstance(v, dict)]
+    if published_coverage:
+        return [{"version": None, "published_at": None, **{k: published_coverage.get(k) for k in FIGURES[:4]}}]
+    return []
+
+
+def why_changed(previous: dict[str, Any] | None, entry: dict[str, Any]) -> str:
+    """One phrase on what differs from the previous version, most telling cause first."""
+    if previous is None:
+        return "first published version"
+    changes = []
+    if previous.get("objects") is not None and (previous.get("objects"), previous.get("bytes")) != (
+        entry["objects"],
+        entry["bytes"],
+    ):
+        changes.append(
+            f"the source changed ({previous['objects']:,} -> {entry['objects']:,} objects, "
+            f"{previous['trial_dirs']:,} -> {entry['trial_dirs']:,} trial folders)"
+        )
+    elif previous.get("trial_dirs") != entry["trial_dirs"]:
+        changes.append(f"trial folders {previous.get('trial_dirs')} -> {entry['trial_dirs']:,}")
+    if previous.get("options") is not None and previous["options"] != entry["options"]:
+        changes.append("export options changed (" + " ".join(entry["options"]) + ")")
+    if not changes and previous.get("rows") != entry["rows"]:
+        changes.append("the same source read again under changed export rules")
+    if not changes:
+        return "republished; same figures" if previous.get("version") != entry["version"] else "republished unchanged"
+    return "; ".join(changes)
+
+
+def history(earlier: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The earlier entries then this one, each with its `why` against the one before. Republishing
+    the same shards under the same options keeps the history as it was (and the card's bytes)."""
+    if earlier and all(earlier[-1].get(k) == entry[k] for k in ("version", "options", *FIGURES)):
+        return earlier
+    entries = [*earlier, entry]
+    entries[-1] = {**entry, "why": why_changed(earlier[-1] if earlier else None, entry)}
+    return entries

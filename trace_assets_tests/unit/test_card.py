@@ -1,0 +1,94 @@
+"""The dataset card: the Hub's card parser and `datasets` read it, its configuration shows, and its
+version history survives publishes of a scope through a real folder target."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from trace_assets.harbor.options import ExportOptions
+from trace_assets.publishing.card import CardContext, CardSettings
+from trace_assets.publishing.card_facts import gather_facts, size_category
+from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
+from trace_assets.publishing.targets import FolderTarget
+from trace_assets.publishing.versions import earlier_versions
+from trace_assets.scope import RunScope
+from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps.scan import scan_run
+from trace_assets.steps.staging import RunStaging
+from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, load_published, run_steps
+
+GOLDEN = DATA / "published_sample"
+
+
+def test_the_hub_parses_the_card_and_datasets_loads_both_configs(tmp_path):
+    card = DatasetCard.load(GOLDEN / "README.md", ignore_metadata_errors=False)
+    assert isinstance(card.data, DatasetCardData)
+    data = card.data.to_dict()
+    assert data["license"] == "unknown"
+    assert data["pretty_name"] == f"Harbor traces: {SAMPLE_RUN}"
+    assert data["size_categories"] == ["n<1K"]
+    assert [c["config_name"] for c in data["configs"]] == ["default", "sessions", "trials"]
+    for section in ("## Provenance", "## Fields", "## Usage", "## Rewards and turns", "## Version history"):
+        assert section in card.text
+    assert "`result` | string | the trial's reward as text, or" in card.text
+    assert "(plots/rewards.svg)" in card.text and (GOLDEN / "plots" / "rewards.svg").read_text().startswith("<svg")
+
+    rows = load_published(GOLDEN, tmp_path / "rows")
+    trials = load_published(GOLDEN, tmp_path / "trials", "trials")
+    assert rows.num_rows == 28
+    assert trials.num_rows == 36 and set(trials["status"]) == {"exported", "excluded"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "category"), [(0, "n<1K"), (999, "n<1K"), (1000, "1K<n<10K"), (2_500_000, "1M<n<10M")]
+)
+def test_size_categories(rows, category):
+    assert size_category(rows) == category
+
+
+def _publish(tmp_path, target, options, published_at, settings=None):
+    store = TraceStore(str(SAMPLE_TRACES))
+    scope = RunScope(SAMPLE_RUN)
+    staging_root = tmp_path / f"staging-{published_at}"
+    _, coverage, _ = run_steps(store, SAMPLE_RUN, staging_root, options=options)
+    staging = RunStaging(staging_root, scope)
+    report = scan_run(staging.require_rows(), SAMPLE_RUN, ScanOptions())
+    earlier = earlier_versions(target.published_json(scope, VERSIONS_FILE), target.published_coverage(scope))
+    card = CardContext(settings or CardSettings(), gather_facts(staging, staging.require_rows()), earlier, published_at)
+    build = tmp_path / f"build-{published_at}"
+    build_run_folder(build, staging.require_rows(), staging.statuses, coverage, report, 2000, None, options, None, card)
+    target.publish(build, scope)
+    return tmp_path / "published" / SAMPLE_RUN
+
+
+def test_version_history_is_kept_across_publishes_and_says_why(tmp_path):
+    target = FolderTarget(str(tmp_path / "published"))
+    settings = CardSettings(license="mit", framework="SkyRL", task_source="pymethods2test", intro="Made for tests.")
+    folder = _publish(tmp_path, target, ExportOptions(), "2025-01-01 00:00 UTC", settings)
+    first = (folder / "README.md").read_text()
+    assert "license: mit" in first and "Made for tests." in first and "**Framework**: SkyRL" in first
+
+    _publish(tmp_path, target, ExportOptions(), "2025-01-02 00:00 UTC", settings)
+    assert (folder / "README.md").read_text() == first  # same shards, same options: the history is unchanged
+
+    _publish(tmp_path, target, ExportOptions(success_filter="success"), "2025-01-03 00:00 UTC", settings)
+    versions = json.loads((folder / VERSIONS_FILE).read_text())["versions"]
+    assert [v["published_at"] for v in versions] == ["2025-01-01 00:00 UTC", "2025-01-03 00:00 UTC"]
+    assert [v["rows"] for v in versions] == [28, 14]
+    assert versions[0]["why"] == "first published version"
+    assert versions[1]["why"].startswith("export options changed")
+    card = (folder / "README.md").read_text()
+    history = card[card.index("## Version history") :]
+    assert history.index("2025-01-03") < history.index("2025-01-01")  # newest first
+    assert "export options changed" in history
+
+
+def test_a_version_published_before_histories_counts_as_one_undated_entry():
+    earlier = earlier_versions(None, {"trial_dirs": 255, "scored": 250, "exported": 240, "rows": 240})
+    assert earlier == [
+        {"version": None, "published_at": None, "trial_dirs": 255, "scored": 250, "exported": 240, "rows": 240}
+    ]
