@@ -504,7 +504,7 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
             continue
         staging = trace_config.staging(scope)
         with staging.locked(_say, holder=f"trace-assets forget {run_id}"):
-            shutil.rmtree(staging.folder, ignore_errors=True)
+            staging.remove()
             if run_id in known:
                 instance.delete_dynamic_partition(TRACE_RUNS, run_id)
         staging.lock_file.unlink(missing_ok=True)

@@ -40,7 +40,7 @@ def raw_trial_listing(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
     """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
-    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:
+    with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
         stats = build_listing(trace_config.store(object_storage), staging)
     context.log.info(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
     return dg.MaterializeResult(
@@ -60,7 +60,7 @@ def scored_trials(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
     """Each folder's result.json read as a TrialResult: task, reward, exception, agent, model."""
-    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:
+    with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
         stats = score_trials(trace_config.store(object_storage), staging, trace_config.batch_size, context.log.info)
     return dg.MaterializeResult(
         metadata={
@@ -77,7 +77,7 @@ def last_episode_rows(
     context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
 ) -> dg.MaterializeResult:
     """Harbor's `export --episodes last` row for every scored trial, and a status for every folder."""
-    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:
+    with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
         coverage, stats = export_rows(
             trace_config.store(object_storage),
             staging,
@@ -109,7 +109,7 @@ def secret_scan_report(
 ) -> dg.MaterializeResult:
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
     scope = scope_of(context)
-    with trace_config.staging(scope).locked(context.log.info) as staging:
+    with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:
         report = scan_run(
             staging.require_rows(), scope.key, trace_config.scan_options(), trace_config.sessions_folder(staging)
         )
@@ -140,7 +140,7 @@ def published_shards(
     """
     scope = scope_of(context)
     target = trace_config.publish_target(object_storage, hub)
-    with trace_config.staging(scope).locked(context.log.info) as staging:
+    with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:
         coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
         report = staging.read_json(staging.scan_report, "secret_scan_report")
         published = target.published_coverage(scope)

@@ -16,8 +16,8 @@ warnings.filterwarnings(
 
 
 def _coverage(trace_config: TraceAssetsConfig, context: dg.AssetCheckExecutionContext) -> Coverage:
-    staging = trace_config.staging(scope_of(context))
-    return Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
+    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:  # pulls mirrored staging
+        return Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
 
 
 @dg.asset_check(asset=last_episode_rows, blocking=True, partitions_def=trace_runs)
@@ -59,8 +59,8 @@ def export_ratio_above_threshold(
 def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig) -> dg.AssetCheckResult:
     """Blocks publishing while the rows hold a credential the policy blocks on: live ones under
     on_secret=block (the default), unverified ones under on_unverified=block."""
-    staging = trace_config.staging(scope_of(context))
-    report = staging.read_json(staging.scan_report, "secret_scan_report")
+    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:  # pulls mirrored staging
+        report = staging.read_json(staging.scan_report, "secret_scan_report")
     policy = trace_config.scan_policy()
     blocking = policy.blocking(report)
     live = {kind: v["live"] for kind, v in report.get("kinds", {}).items() if v.get("live")}

@@ -20,5 +20,8 @@ export_trace_run = dg.define_asset_job(
     "export_trace_run",
     selection=dg.AssetSelection.assets(*ASSETS),
     tags=STORE_READ_TAG,
+    # The steps are a strictly linear chain: one process per step (the multiprocess default) only adds
+    # a Python start-up and definitions load per step. The run launcher is what scales out, a run per scope.
+    executor_def=dg.in_process_executor,
     description="List, score, export, scan and publish one RL run",
 )

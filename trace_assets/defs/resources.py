@@ -28,6 +28,7 @@ from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
 from trace_assets.steps.scan import scan_options
 from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging
+from trace_assets.steps.staging_mirror import DEFAULT_LEASE_SECONDS, StagingMirror, staging_scratch
 from trace_assets.store.trace_store import DEFAULT_BATCH_BYTES, TraceStore
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
@@ -88,7 +89,12 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         min_length=1, description="fsspec URL datasets are published under, as <publish_root>/<run_id>/"
     )
     staging_root: str = Field(
-        min_length=1, description="Local folder for the intermediate Parquet files between assets"
+        min_length=1,
+        description="Folder or fsspec URL (s3://bucket/staging) for the intermediate files between assets; "
+        "a URL is mirrored from a local scratch folder at each step's start and end",
+    )
+    staging_lease_seconds: float = Field(
+        default=DEFAULT_LEASE_SECONDS, gt=0, description="Staging URL: how long a dead holder's lease blocks its scope"
     )
     episodes: Episodes = Field(default="last", description="Harbor's --episodes: last, or all (a row per episode)")
     sharegpt: bool = Field(default=False, description="Harbor's --sharegpt: add a conversations_sharegpt column")
@@ -137,8 +143,6 @@ class TraceAssetsConfig(dg.ConfigurableResource):
 
     @model_validator(mode="after")
     def _roots_are_sane(self) -> TraceAssetsConfig:
-        if "://" in self.staging_root:
-            raise ValueError(f"staging_root={self.staging_root!r}: must be a local folder, not a URL")
         refuse_overlapping_roots(
             {"traces_root": self.traces_root, "staging_root": self.staging_root, "publish_root": self.publish_root}
         )
@@ -167,8 +171,16 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     def scan_policy(self) -> ScanPolicy:
         return ScanPolicy(self.on_secret, self.on_unverified)
 
-    def staging(self, scope: RunScope) -> RunStaging:
-        return RunStaging(Path(self.staging_root), scope)
+    def staging(self, scope: RunScope, storage: ObjectStorage | None = None) -> RunStaging:
+        """Local staging, or a scratch folder mirrored to the staging URL (see `staging_mirror`)."""
+        if "://" not in self.staging_root:
+            return RunStaging(Path(self.staging_root), scope)
+        options = (storage or ObjectStorage()).storage_options(self.staging_root)
+        return RunStaging(
+            staging_scratch(self.staging_root),
+            scope,
+            StagingMirror(self.staging_root, options, self.staging_lease_seconds),
+        )
 
     def store(self, storage: ObjectStorage) -> TraceStore:
         return TraceStore(
@@ -197,6 +209,7 @@ CONFIG_SOURCES = {
     "traces_root": "TRACE_ASSETS_TRACES_ROOT (--traces-root)",
     "publish_root": "TRACE_ASSETS_PUBLISH_ROOT (--publish-root)",
     "staging_root": "TRACE_ASSETS_STAGING_ROOT",
+    "staging_lease_seconds": "TRACE_ASSETS_STAGING_LEASE_SECONDS",
     "episodes": "TRACE_ASSETS_EPISODES (--episodes)",
     "sharegpt": "TRACE_ASSETS_SHAREGPT (--sharegpt)",
     "success_filter": "TRACE_ASSETS_FILTER (--filter)",
@@ -230,6 +243,7 @@ _FLOAT_VARS = {
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
     "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
     "shrink_threshold": "TRACE_ASSETS_SHRINK_THRESHOLD",
+    "staging_lease_seconds": "TRACE_ASSETS_STAGING_LEASE_SECONDS",
 }
 _FLAG_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from trace_assets.atomic_files import remove_leftovers, remove_path, replaced_atomically
 from trace_assets.scope import RunScope
 from trace_assets.steps.staged_rows import RowParts, read_row_parts
+from trace_assets.steps.staging_mirror import LOCAL_RECORDS, StagingMirror
 
 LOCKS_DIR = ".locks"  # under the staging root; hidden, so never a scope's folder
 LOCK_WAIT_LOG_SECONDS = 60
@@ -36,10 +37,12 @@ _held_locks: dict[Path, int] = {}  # lock files this process holds, with their n
 
 @dataclass(frozen=True)
 class RunStaging:
-    """Where one scope's intermediate files live between assets."""
+    """Where one scope's intermediate files live between assets: `root` is local; with a `mirror`
+    it is a scratch copy, synced with the object store whenever the scope is locked."""
 
     root: Path
     scope: RunScope
+    mirror: StagingMirror | None = None
 
     @property
     def folder(self) -> Path:
@@ -78,20 +81,45 @@ class RunStaging:
     def lock_file(self) -> Path:
         return self.root / LOCKS_DIR / f"{self.scope.key}.lock"
 
+    @property
+    def mirror_records(self) -> Path:
+        return self.root / LOCAL_RECORDS / f"{self.scope.key}.json"
+
     @contextmanager
     def locked(self, log: Callable[[str], None], holder: str = "") -> Iterator[RunStaging]:
         """Hold the scope's lock (across processes; waits, logging who holds it), then tidy the folder.
 
         Re-entrant within a process, so the CLI can hold it for a whole run while each step takes it
         again. The lock is an flock: the kernel drops it when its process dies, even by kill -9.
+        With a mirror, the outermost hold also takes the object store's lease, and every hold pulls
+        the scope's files before and pushes them after a successful block (a step boundary).
         """
-        with hold_lock(self.lock_file, self.scope.key, log, holder):
+        with ExitStack() as held:
+            outermost = self.lock_file.absolute() not in _held_locks
+            held.enter_context(hold_lock(self.lock_file, self.scope.key, log, holder))
+            if self.mirror is not None and outermost:
+                held.enter_context(self.mirror.leased(self.scope.key, _holder_line(holder).strip(), log))
+            if self.mirror is not None:
+                downloaded, removed_stale = self.mirror.pull(self.scope.key, self.folder, self.mirror_records)
+                if downloaded or removed_stale:
+                    log(f"staging: pulled {downloaded} file(s), removed {removed_stale} from {self.mirror.url}")
             removed = remove_leftovers(self.folder)
             if removed:
                 log(f"removed {len(removed)} leftover temp file(s) of interrupted attempts in {self.folder}")
             for path in self.discard_unreadable():
                 log(f"discarded unreadable staged file {path}; it will be rebuilt")
             yield self
+            if self.mirror is not None:
+                uploaded = self.mirror.push(self.scope.key, self.folder, self.mirror_records)
+                if uploaded:
+                    log(f"staging: pushed {uploaded} changed file(s) to {self.mirror.url}")
+
+    def remove(self) -> None:
+        """The scope's staged files, locally and in the mirror."""
+        remove_path(self.folder)
+        remove_path(self.mirror_records)
+        if self.mirror is not None:
+            self.mirror.remove(self.scope.key)
 
     def discard_unreadable(self) -> list[Path]:
         """Remove staged files that do not read back; each is rebuilt by the asset that makes it."""

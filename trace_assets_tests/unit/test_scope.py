@@ -71,7 +71,10 @@ def test_roots_must_be_disjoint(tmp_path):
             "TRACE_ASSETS_SUBAGENTS must be one of none, merged, separate, not 'maybe'",
         ),
         ({"TRACE_ASSETS_ON_SECRET": "blokc"}, "on_secret must be one of block, redact, allow, not 'blokc'"),
-        ({"TRACE_ASSETS_STAGING_ROOT": "s3://b/staging"}, "must be a local folder"),
+        (  # a staging URL is fine, but not inside the traces root
+            {"TRACE_ASSETS_TRACES_ROOT": "s3://b/traces", "TRACE_ASSETS_STAGING_ROOT": "s3://b/traces/staging"},
+            "overlaps staging_root='s3://b/traces/staging'",
+        ),
         ({"TRACE_ASSETS_PUBLISH_ROOT": "{traces}/published"}, "publish_root"),
         ({"TRACE_ASSETS_PUBLISH_ROOT": "{traces}"}, "is the same folder as publish_root"),
     ],

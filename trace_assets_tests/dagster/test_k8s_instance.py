@@ -1,0 +1,66 @@
+"""deploy/k8s/dagster.yaml: every section validates against its class's schema, and the instance
+loads with its run queue (storage swapped for SQLite, the launcher for a local one: no cluster)."""
+
+from __future__ import annotations
+
+import importlib
+
+import dagster as dg
+import pytest
+from dagster._config import process_config, resolve_to_config_type
+from dagster._core.instance.ref import InstanceRef
+
+from trace_assets.defs.jobs import export_trace_run
+from trace_assets_tests.support.helpers import PROJECT_DIR
+
+pytestmark = pytest.mark.dagster
+K8S_DIR = PROJECT_DIR / "deploy" / "k8s"
+ENVIRONMENT = {
+    "DAGSTER_PG_HOST": "postgres",
+    "DAGSTER_PG_PORT": "5432",
+    "DAGSTER_PG_USERNAME": "dagster",
+    "DAGSTER_PG_PASSWORD": "unused",
+    "DAGSTER_PG_DB": "dagster",
+    "DAGSTER_COMPUTE_LOG_BUCKET": "trace-assets-logs",
+    "DAGSTER_K8S_NAMESPACE": "trace-assets",
+    "TRACE_ASSETS_IMAGE": "registry.example/trace-assets:1",
+}
+
+
+def test_k8s_instance_validates_and_queues_runs_per_sweep(tmp_path, monkeypatch):
+    for name, value in ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    ref = InstanceRef.from_dir(str(tmp_path), config_dir=str(K8S_DIR))
+    sections = {
+        "storage": ref.storage_data,
+        "compute_logs": ref.compute_logs_data,
+        "run_launcher": ref.run_launcher_data,
+        "run_coordinator": ref.run_coordinator_data,
+    }
+    for section, class_data in sections.items():
+        configurable = getattr(importlib.import_module(class_data.module_name), class_data.class_name)
+        result = process_config(resolve_to_config_type(configurable.config_type()), class_data.config_dict)
+        assert result.success, f"{section}: {[error.message for error in result.errors]}"
+    launcher = ref.run_launcher_data
+    assert (launcher.module_name, launcher.class_name) == ("dagster_k8s", "K8sRunLauncher")
+    assert launcher.config_dict["job_image"] == {"env": "TRACE_ASSETS_IMAGE"}
+
+    local_only = {
+        "storage": {"sqlite": {"base_dir": str(tmp_path / "storage")}},
+        "run_launcher": {"module": "dagster", "class": "DefaultRunLauncher"},
+        "compute_logs": {"module": "dagster", "class": "LocalComputeLogManager", "config": {"base_dir": str(tmp_path)}},
+    }
+    ref = InstanceRef.from_dir(str(tmp_path), config_dir=str(K8S_DIR), overrides=local_only)
+    with dg.DagsterInstance.from_ref(ref) as instance:
+        assert isinstance(instance.run_coordinator, dg.QueuedRunCoordinator)
+        queue = instance.run_coordinator.get_run_queue_config()
+        limits = {(limit["key"], str(limit["value"])): limit["limit"] for limit in queue.tag_concurrency_limits}
+        assert limits == {
+            ("trace_assets/store", "read"): 16,
+            ("trace_assets/sweep", "{'applyLimitPerUniqueValue': True}"): 4,
+            ("dagster/partition", "{'applyLimitPerUniqueValue': True}"): 1,
+        }
+
+
+def test_the_job_runs_its_steps_in_one_process():
+    assert export_trace_run.executor_def is dg.in_process_executor
