@@ -15,11 +15,13 @@ import yaml
 from trace_assets_tests.support.cli_processes import cli_env, start_cli
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
-# Publishing 34 rows (with subagents) over 28, 10 rows a shard: 4 new shards, 3 other files, the
-# card (operation 7), then 3 stale shards. Points: before anything, mid shards, just before the
-# card, mid clean-up (after the card).
-KILL_POINTS = [0, 3, 7, 9]
-CARD_OPERATION = 7
+
+def _kill_points(operations: list[str]) -> tuple[list[int], int]:
+    """From a recorded publish of 34 rows over 28 (new shards, the other files, the card, stale
+    files): before anything, mid shards, just before the card, mid clean-up; and the card's index."""
+    card = next(i for i, path in enumerate(operations) if path.endswith("/README.md"))
+    assert 2 <= card < len(operations) - 1, operations  # new shards before it, stale ones after
+    return [0, 1, card, card + 1], card
 
 
 def _card(fs, folder: str) -> dict:
@@ -67,15 +69,23 @@ def test_a_publish_killed_anywhere_leaves_a_whole_version(tmp_path, root_kind, s
     assert code == 0, err
     assert _whole_version(fs, folder) == 28
 
-    for kill_at in KILL_POINTS:
+    # A reference publish of the 34-row version, recording its operations; then back to 28 rows.
+    operations_log = tmp_path / "operations.log"
+    code, _, err = _run([*args, "--subagents"], {**env, "TRACE_ASSETS_TEST_OPERATIONS_LOG": str(operations_log)}, 10**6)
+    assert code == 0, err
+    kill_points, card_operation = _kill_points(operations_log.read_text().splitlines())
+    code, _, err = _run([*args, "--allow-shrink"], env)
+    assert code == 0, err
+
+    for kill_at in kill_points:
         card_before = fs.cat_file(f"{folder}/README.md")
         code, _, _ = _run([*args, "--subagents"], env, killed_at=kill_at)
         assert code == -9
         fs.invalidate_cache()
         rows = _whole_version(fs, folder)  # the folder is there, and its card's version whole
-        if kill_at <= CARD_OPERATION:
+        if kill_at <= card_operation:
             assert fs.cat_file(f"{folder}/README.md") == card_before
-        assert rows == (28 if kill_at <= CARD_OPERATION else 34)
+        assert rows == (28 if kill_at <= card_operation else 34)
         # back to the 28-row version (a shrink: allowed), so the next kill interrupts a real change
         code, out, err = _run([*args, "--allow-shrink"], env)
         assert code == 0, err

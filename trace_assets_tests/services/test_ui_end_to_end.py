@@ -41,8 +41,6 @@ CHROMIUM_FLAGS = [
 ]  # fmt: skip
 RUN_TIMEOUT_SECONDS = 180
 # The whole run in its worker process: a subprocess per step re-imports the code, doubling the test's time.
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
-
 # dagster_graphql's client calls gql the old way, once per request.
 pytestmark = pytest.mark.filterwarnings("ignore:Using variable_values:DeprecationWarning")
 
@@ -189,7 +187,6 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
             JOB,
             repository_location_name=repository["repositoryLocationName"],
             repository_name=repository["repositoryName"],
-            run_config=IN_PROCESS,
             tags={"dagster/partition": SAMPLE_RUN},
         )
         assert client.get_run_status(run_id) == dg.DagsterRunStatus.QUEUED  # nothing dequeues it yet

@@ -1,5 +1,7 @@
 """`python killed_cli.py N ARGS...`: the real CLI, kill -9'd (its whole process group) at the N-th
-file operation of a publish (0: before the first), on a local or an S3 publish root.
+file operation of a publish (0: before the first), on a local or an S3 publish root. With
+`TRACE_ASSETS_TEST_OPERATIONS_LOG` set, each counted operation's target path is appended to that
+file, so a test can find where in a publish the card is flipped.
 
 The operations counted are the ones `publishing.targets.replace_folder` makes: each file put in
 place (a local copy-and-rename, an S3 PUT) and each stale file removed.
@@ -19,6 +21,7 @@ from trace_assets.publishing import targets
 
 kill_at = int(sys.argv[1])
 done = 0
+operations_log = os.environ.get("TRACE_ASSETS_TEST_OPERATIONS_LOG")
 publishing = False  # counting starts in replace_folder, not in the pre-flight's write probe
 
 
@@ -29,6 +32,9 @@ def _counted(operation):
             if done >= kill_at:
                 os.killpg(os.getpgid(0), signal.SIGKILL)
             done += 1
+            if operations_log:
+                with open(operations_log, "a") as log:
+                    log.write(f"{args[-1]}\n")  # the destination (put) or the path (rm)
         return operation(*args, **kwargs)
 
     return wrapper
