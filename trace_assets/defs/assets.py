@@ -146,6 +146,7 @@ def published_shards(
                 redactor,
                 trace_config.export_options(),
                 trace_config.sessions_folder(staging),
+                scope.step,
             )
             published_to = target.publish(build, scope)
         finally:

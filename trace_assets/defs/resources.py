@@ -19,7 +19,7 @@ from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, 
 from trace_assets.publishing.shrink_guard import DEFAULT_SHRINK_THRESHOLD
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target
 from trace_assets.roots import refuse_overlapping_roots
-from trace_assets.scope import RunScope
+from trace_assets.scope import RunScope, ScopeUnit
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import OnSecret, OnUnverified, ScanPolicy, parse_on_secret, parse_on_unverified
 from trace_assets.secret_scan.scanner import ScanOptions
@@ -115,6 +115,10 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     )
     sessions: bool = Field(default=True, description="Also publish each trial's whole trajectory as session files")
     session_harness: str = Field(default="", description="Session files' harness id; default: the trial's agent")
+    scope_unit: ScopeUnit = Field(
+        default=ScopeUnit.STEP,
+        description="A partition per step folder (step) where a run's trace_jobs/ holds only step-N folders, or per run (run)",
+    )
     settle_seconds: float = Field(default=600, ge=0, description="Sensor: how long a run's listing must stay unchanged")
     allow_shrink: bool = Field(
         default=False, description="Publish even when the run has 0 rows or shrank past shrink_threshold"
@@ -155,6 +159,10 @@ class TraceAssetsConfig(dg.ConfigurableResource):
             batch_bytes=self.batch_bytes,
         )
 
+    def run_scopes(self, storage: ObjectStorage, run_id: str) -> list[RunScope]:
+        """The run's scopes under `scope_unit`: its step folders, or the run as one."""
+        return self.store(storage).scopes(run_id, self.scope_unit)
+
     def sessions_folder(self, staging: RunStaging) -> Path | None:
         return staged_sessions(staging) if self.sessions else None
 
@@ -189,6 +197,7 @@ CONFIG_SOURCES = {
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
     "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
     "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
+    "scope_unit": "TRACE_ASSETS_SCOPE (--scope)",
     "allow_shrink": "TRACE_ASSETS_ALLOW_SHRINK (--allow-shrink)",
     "shrink_threshold": "TRACE_ASSETS_SHRINK_THRESHOLD",
 }
@@ -240,6 +249,7 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "on_unverified": env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact",
         "sessions": parse_flag("TRACE_ASSETS_SESSIONS", env.get("TRACE_ASSETS_SESSIONS") or "on"),
         "session_harness": env.get("TRACE_ASSETS_SESSION_HARNESS", ""),
+        "scope_unit": env.get("TRACE_ASSETS_SCOPE") or ScopeUnit.STEP,
     }
     for field_name, variable in _INT_VARS.items():
         if env.get(variable):

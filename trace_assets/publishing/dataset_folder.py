@@ -7,6 +7,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
@@ -33,10 +36,12 @@ def build_run_folder(
     redactor: Redactor | None = None,
     options: ExportOptions | None = None,
     sessions: Path | None = None,
+    step: str | None = None,
 ) -> ShardSet:
     """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced.
 
-    `sessions` is the staged session files' folder, published under `sessions/` when given.
+    `sessions` is the staged session files' folder, published under `sessions/` when given;
+    `step` (a step scope's step folder) is added to `trials.parquet` as a `step` column.
     """
     options = options or ExportOptions()
     if out_dir.exists():
@@ -54,7 +59,13 @@ def build_run_folder(
         session_counts = copy_sessions(sessions, out_dir, redactor)
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)
-    shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
+    if step is None:
+        shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
+    else:
+        statuses = pq.read_table(statuses_path)
+        pq.write_table(
+            statuses.append_column("step", pa.array([step] * statuses.num_rows, pa.string())), out_dir / TRIALS_FILE
+        )
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
     card = dataset_card(coverage, scan_report, shards, schema, options, subsets, session_counts)
