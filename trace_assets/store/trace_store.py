@@ -189,6 +189,15 @@ class TraceStore:
                 runs.append(name)
         return sorted(runs)
 
+    def run_folders(self) -> list[str]:
+        """Every folder right under the root, from one delimiter listing (a request per 1,000 on S3);
+        unlike `run_ids`, no folder is checked for a trace_jobs/ folder."""
+        if isinstance(self.fs, LocalFileSystem):
+            with os.scandir(self.root) as entries:
+                return sorted(entry.name for entry in entries if entry.is_dir())
+        entries = self.fs.ls(self.root, detail=True, refresh=True)
+        return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
+
     def scopes(self, run_id: str, unit: ScopeUnit = ScopeUnit.STEP) -> list[RunScope]:
         """The run's scopes (see `scope.run_scopes`), from one delimiter listing of its trace_jobs/."""
         base = f"{self.root}/{run_id}/{TRACE_JOBS}"
