@@ -1,9 +1,10 @@
 """Which scopes to export, tick by tick, at a cost that follows what changed, not the sweep's size.
 
 A tick lists the traces root with a delimiter (one request per 1,000 runs); lists a run's
-`trace_jobs/` with a delimiter (its step folders) only when the run is new, still has a scope
-that is not exported, or is due a re-check; and lists a scope in full only while it is growing
-or settling, or when its re-check is due. A scope exported and unchanged is re-checked on a
+`trace_jobs/` with a delimiter (its step folders, one request) when the run is new, still has a
+scope that is not exported, or every `run_recheck` seconds (spread over runs), so a new step of a
+settled run is found within that time; and lists a scope in full only while it is growing or
+settling, or when its re-check is due. A scope exported and unchanged is re-checked on a
 back-off (doubling from `BACKOFF_START` to `BACKOFF_MAX`); deleting the sensor's cursor re-checks
 every scope at once, and re-exports none that is already published.
 
@@ -13,7 +14,7 @@ published (by the CLI or a backfill: `published_at` reads the asset's materializ
 written since is taken as exported, never exported twice.
 
 The cursor maps each scope to `[fingerprint, quiet_since, fingerprint_requested, next_check,
-backoff]` and each run to `[next_check, backoff]`: a few dozen bytes a scope. Pure: the sensor
+backoff]` and each run to `[next_check]`: a few dozen bytes a scope. Pure: the sensor
 hands in the listings, the publish times and the clock. One bad run or scope never hides the
 others: its error is reported, its cursor entry kept, and it is listed again on the next tick.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -34,6 +36,7 @@ from trace_assets.store.trace_store import EPOCH
 CURSOR_VERSION = 2
 BACKOFF_START = 3600.0  # an exported scope's first re-check, an hour after its export
 BACKOFF_MAX = 7 * 86400.0  # then doubling up to a week
+RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this (a request a run)
 
 
 def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None]:
@@ -74,6 +77,12 @@ def _load(cursor: str | None) -> tuple[dict[str, list], dict[str, list]]:
     return data.get("runs", {}), data.get("scopes", {})
 
 
+def _spread(key: str, seconds: float) -> float:
+    """Between half and all of `seconds`, fixed per key: re-checks of scopes exported in one tick
+    do not all fall due in one later tick."""
+    return seconds * (0.5 + (zlib.crc32(key.encode()) % 1000) / 2000)
+
+
 def _minutes(seconds: float) -> int:
     return max(1, math.ceil(seconds / 60))
 
@@ -87,6 +96,7 @@ def plan_tick(
     known: Iterable[str],
     now: float,
     settle: float,
+    run_recheck: float = RUN_RECHECK,
 ) -> TickPlan:
     """One tick over the runs under the root (see the module's docstring)."""
     runs, scopes = _load(cursor)
@@ -99,7 +109,7 @@ def plan_tick(
             plan.errors[escaped_name(run_id)] = "the run folder's name is not UTF-8"
             continue
         ours = {k: v for k, v in scopes.items() if k == run_id or k.startswith(run_id + "/")}
-        run_check, run_backoff = runs.get(run_id, [0.0, 0.0])
+        [run_check] = runs.get(run_id, [0.0])
         pending = run_id not in runs or any(entry[2] != entry[0] for entry in ours.values())
         keys = sorted(ours)
         if pending or now >= run_check:
@@ -109,7 +119,7 @@ def plan_tick(
             except Exception as err:  # this run's listing, not the tick's: the other runs go on
                 plan.errors[run_id] = f"{type(err).__name__}: {err}"
                 next_scopes.update(ours)
-                next_runs[run_id] = [run_check, run_backoff]
+                next_runs[run_id] = [run_check]
                 continue
         for key in keys:
             planned = _plan_scope(key, scopes.get(key), listing, published_at, now, settle, plan)
@@ -117,13 +127,10 @@ def plan_tick(
                 next_scopes[key] = planned
         plan.new_keys += [key for key in keys if key not in known and key in next_scopes]
         settled = all(key in next_scopes and next_scopes[key][2] == next_scopes[key][0] for key in keys)
-        if not keys:  # no trace_jobs/ (yet): looked at again on the back-off
-            next_runs[run_id] = [now + BACKOFF_START, BACKOFF_START]
-        elif settled:
-            run_backoff = min(max(run_backoff * 2, BACKOFF_START), BACKOFF_MAX) if now >= run_check else run_backoff
-            next_runs[run_id] = [run_check if now < run_check else now + run_backoff, run_backoff]
+        if settled:  # (or no trace_jobs/ yet)
+            next_runs[run_id] = [run_check if now < run_check else now + _spread(run_id, run_recheck)]
         else:
-            next_runs[run_id] = [now, 0.0]
+            next_runs[run_id] = [now]
     plan.cursor = json.dumps(
         {"v": CURSOR_VERSION, "runs": next_runs, "scopes": next_scopes}, separators=(",", ":"), sort_keys=True
     )
@@ -156,7 +163,7 @@ def _plan_scope(
     if requested == current:
         backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
         plan.skipped[key] = "published and unchanged"
-        return [current, since, requested, now + backoff, backoff]
+        return [current, since, requested, now + _spread(key, backoff), backoff]
     if now - since < settle:
         plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
         return [current, since, requested, now, 0.0]
@@ -165,4 +172,4 @@ def _plan_scope(
         plan.skipped[key] = "already published (by the CLI or a backfill) and unchanged since"
     else:
         plan.requests.append((key, current))
-    return [current, since, current, now + BACKOFF_START, BACKOFF_START]
+    return [current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START]

@@ -109,7 +109,9 @@ def test_settled_scopes_are_listed_again_only_on_their_back_off():
     assert len(listed) == 10 and due.skipped["run-3"].startswith("settling")
     settled = tick(due.cursor, 2000.0 + BACKOFF_START + 700)
     assert [key for key, _ in settled.requests] == ["run-3"] and listed == ["run-3"]
-    later = tick(settled.cursor, 2000.0 + 2 * BACKOFF_START)  # the others' back-off has doubled
+    later = tick(
+        settled.cursor, 2000.0 + 1.5 * BACKOFF_START + 699
+    )  # before any re-check is due  # the others' back-off has doubled
     assert listed == [] and later.requests == []
 
 
