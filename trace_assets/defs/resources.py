@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 from dagster_aws.s3 import S3Resource
@@ -115,8 +115,8 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     )
     sessions: bool = Field(default=True, description="Also publish each trial's whole trajectory as session files")
     session_harness: str = Field(default="", description="Session files' harness id; default: the trial's agent")
-    scope_unit: ScopeUnit = Field(
-        default=ScopeUnit.STEP,
+    scope_unit: Literal["step", "run"] = Field(  # a scope.ScopeUnit value: Dagster run config takes strings
+        default="step",
         description="A partition per step folder (step) where a run's trace_jobs/ holds only step-N folders, or per run (run)",
     )
     settle_seconds: float = Field(default=600, ge=0, description="Sensor: how long a run's listing must stay unchanged")
@@ -161,7 +161,7 @@ class TraceAssetsConfig(dg.ConfigurableResource):
 
     def run_scopes(self, storage: ObjectStorage, run_id: str) -> list[RunScope]:
         """The run's scopes under `scope_unit`: its step folders, or the run as one."""
-        return self.store(storage).scopes(run_id, self.scope_unit)
+        return self.store(storage).scopes(run_id, ScopeUnit(self.scope_unit))
 
     def sessions_folder(self, staging: RunStaging) -> Path | None:
         return staged_sessions(staging) if self.sessions else None
@@ -249,7 +249,7 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "on_unverified": env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact",
         "sessions": parse_flag("TRACE_ASSETS_SESSIONS", env.get("TRACE_ASSETS_SESSIONS") or "on"),
         "session_harness": env.get("TRACE_ASSETS_SESSION_HARNESS", ""),
-        "scope_unit": env.get("TRACE_ASSETS_SCOPE") or ScopeUnit.STEP,
+        "scope_unit": env.get("TRACE_ASSETS_SCOPE") or ScopeUnit.STEP.value,
     }
     for field_name, variable in _INT_VARS.items():
         if env.get(variable):

@@ -30,7 +30,7 @@ def new_trace_runs_sensor(
 
     def run_scopes(run_id: str) -> list[str]:
         try:
-            return [scope.key for scope in store.scopes(run_id, trace_config.scope_unit)]
+            return [scope.key for scope in trace_config.run_scopes(object_storage, run_id)]
         except FileNotFoundError:  # no trace_jobs/ folder: not a run (yet)
             return []
 
