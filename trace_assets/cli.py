@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trace_assets.harbor.options import add_export_arguments, export_overrides
-from trace_assets.scope import InvalidScopeKey, RunScope, validate_scope_key
+from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, validate_scope_key
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES
 
 # Dagster and the resources take seconds to import: only the commands that run import them, so
@@ -64,8 +64,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="publish even a run with 0 rows or one that shrank past the threshold (env TRACE_ASSETS_ALLOW_SHRINK=1)",
     )
+    common.add_argument(
+        "--scope",
+        choices=[unit.value for unit in ScopeUnit],
+        help="a dataset per step folder (step, the default) or per run (env TRACE_ASSETS_SCOPE)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("runs", parents=[common], help="list the run ids under the traces root")
+    commands.add_parser("runs", parents=[common], help="list the scopes (runs, or runs' steps) under the traces root")
     materialize = commands.add_parser("materialize", parents=[common], help="materialize the asset graph for runs")
     materialize.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     materialize.add_argument(
@@ -94,6 +99,7 @@ def _config(args: argparse.Namespace) -> TraceAssetsConfig:
         traces_root=args.traces_root,
         publish_root=args.publish_root,
         on_secret=args.on_secret,
+        scope_unit=args.scope,
         **export_overrides(args),
         allow_shrink=args.allow_shrink,
     )
@@ -113,7 +119,7 @@ def _validated(run_ids: list[str]) -> list[str]:
 
 
 def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
-    """Run ids under the traces root; folders whose names cannot be run ids are named and skipped."""
+    """Scope keys under the traces root; folders whose names cannot be run ids are named and skipped."""
     from trace_assets.defs.resources import ObjectStorage
 
     found = []
@@ -122,7 +128,22 @@ def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
             found.append(validate_scope_key(run_id))
         except InvalidScopeKey as error:
             _say(f"skipping {error}")
-    return found
+    return _scopes(found, trace_config)
+
+
+def _scopes(keys: list[str], trace_config: TraceAssetsConfig) -> list[str]:
+    """Each run id given as the keys of its scopes (its steps, under `--scope step`); step keys,
+    and runs not found (preflight names them), as they are."""
+    from trace_assets.defs.resources import ObjectStorage
+
+    expanded = []
+    for key in keys:
+        scope = RunScope.from_key(key)
+        if scope.step is None and _run_exists(trace_config, scope):
+            expanded += [s.key for s in trace_config.run_scopes(ObjectStorage(), key)]
+        else:
+            expanded.append(key)
+    return list(dict.fromkeys(expanded))
 
 
 def _run_exists(trace_config: TraceAssetsConfig, scope: RunScope) -> bool:
@@ -259,7 +280,7 @@ def _preflight(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Hugging
     target = trace_config.publish_target(ObjectStorage(), hub)
     problems = {}
     for run_id in run_ids:
-        scope = RunScope(run_id)
+        scope = RunScope.from_key(run_id)
         if not _run_exists(trace_config, scope):
             problems[run_id] = f"no trace_jobs/ folder for run {run_id!r} under {trace_config.traces_root}"
             continue
@@ -355,7 +376,7 @@ def materialize_runs(
             _say(f"{run_id}: {problems[run_id]}")
             print(json.dumps({"run_id": run_id, "status": "failed", "reason": problems[run_id]}), flush=True)
             continue
-        staging = trace_config.staging(RunScope(run_id))
+        staging = trace_config.staging(RunScope.from_key(run_id))
         _say(f"materializing {run_id} from {trace_config.traces_root}")
         dagster_run_id = make_new_run_id()
         with (
@@ -491,9 +512,11 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
 
     instance = _instance()
     known = set(instance.get_dynamic_partitions(TRACE_RUNS))
+    steps = {key: sorted(k for k in known if k.startswith(key + "/")) for key in run_ids if key not in known}
+    run_ids = [step for key in run_ids for step in (steps.get(key) or [key])]  # a run: its step partitions
     failures = 0
     for run_id in run_ids:
-        scope = RunScope(run_id)
+        scope = RunScope.from_key(run_id)
         if _run_exists(trace_config, scope):
             failures += 1
             reason = (
@@ -524,16 +547,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "forget":
             return forget_runs(_validated(args.run_ids), trace_config)
         if args.command == "backfill":
-            run_ids = _run_ids(trace_config) if args.all else _validated(args.run_ids)
+            run_ids = _run_ids(trace_config) if args.all else _scopes(_validated(args.run_ids), trace_config)
             if not run_ids:
                 raise ValueError(f"no runs under {trace_config.traces_root}")
-            missing = [run_id for run_id in run_ids if not _run_exists(trace_config, RunScope(run_id))]
+            missing = [run_id for run_id in run_ids if not _run_exists(trace_config, RunScope.from_key(run_id))]
             if missing:
                 raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
             return backfill_runs(run_ids, _as_run_config(trace_config), args.wait)
+        scopes = _scopes(_validated(args.run_ids), trace_config)
         if args.dry_run:
-            return dry_run_runs(_validated(args.run_ids), trace_config)
-        return materialize_runs(_validated(args.run_ids), trace_config, args.verbose)
+            return dry_run_runs(scopes, trace_config)
+        return materialize_runs(scopes, trace_config, args.verbose)
     except Exception as error:  # one line for the operator; -v for the trace
         if args.verbose:
             traceback.print_exc()

@@ -1,8 +1,13 @@
 """`RunScope`: what one partition key denotes, and every path derived from it, in one place.
 
-Today a scope is one RL run (`<traces_root>/<run_id>/trace_jobs/`). Its traces prefix, staging
-folder and publish path are all derived here, so a new kind of scope (a run's step) or the
-validation of partition keys changes this module and nothing that uses it.
+A scope is one RL run (`<traces_root>/<run_id>/trace_jobs/`), or one training step of a run
+(`<traces_root>/<run_id>/trace_jobs/step-N/`, key `<run_id>/step-N`). Its traces prefix, staging
+folder, publish path and config name are all derived here, and nowhere else.
+
+Which one a run gets is configuration (`ScopeUnit`): by default a run whose `trace_jobs/` holds
+step folders and no other folder is one scope per step, and any other run is one scope. A key whose
+last segment is a step folder's name (`step-N`) is a step scope; so a run that has step scopes is
+never a scope itself (the key `x` would nest with `x/step-1`, which `refuse_nesting` refuses).
 
 A key is validated when a scope is made, so no path is ever derived from an unchecked key: it is
 relative, `/`-separated segments (a run's step will be `run/step`) of a safe character set, each
@@ -15,11 +20,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 TRACE_JOBS = "trace_jobs"
 MAX_KEY_LENGTH = 200  # leaves room under NAME_MAX (255) for the temp names beside a folder
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+STEP_FOLDER = re.compile(r"step-[0-9]+")
+CONFIG_SEPARATOR = "--"  # stands for `/` in config names: `datasets` refuses `/` in a config name
+
+
+class ScopeUnit(StrEnum):
+    """What one partition (one published dataset) holds."""
+
+    STEP = "step"  # a step folder of a run whose trace_jobs/ holds only step folders; else the run
+    RUN = "run"  # the whole run, step folders and all
 
 
 class InvalidScopeKey(ValueError):
@@ -77,29 +92,63 @@ def refuse_nesting(keys: Iterable[str], known: Iterable[str]) -> None:
 
 @dataclass(frozen=True)
 class RunScope:
-    """One run's trials: the unit that is listed, staged and published as one dataset."""
+    """One run's trials, or one step's: the unit that is listed, staged and published as one dataset."""
 
     run_id: str
+    step: str | None = None  # a step folder's name under the run's trace_jobs/, e.g. "step-25"
 
     def __post_init__(self) -> None:
-        validate_scope_key(self.run_id)
+        validate_scope_key(self.key)
+        parent, _, last = self.run_id.rpartition("/")
+        if parent and STEP_FOLDER.fullmatch(last):  # its key would name a step of `parent`
+            raise InvalidScopeKey(f"run id {self.run_id!r} ends in a step folder's name: it names a step of {parent!r}")
+        if self.step is not None and not STEP_FOLDER.fullmatch(self.step):
+            raise InvalidScopeKey(f"step {self.step!r} of run {self.run_id!r} is not a step folder (step-N)")
+
+    @classmethod
+    def from_key(cls, key: str) -> RunScope:
+        """The scope a partition key names: `run/step-N` is a step of `run`, any other key a run."""
+        run_id, _, last = validate_scope_key(key).rpartition("/")
+        return cls(run_id, last) if run_id and STEP_FOLDER.fullmatch(last) else cls(key)
 
     @property
     def key(self) -> str:
         """The partition key naming this scope."""
-        return self.run_id
+        return f"{self.run_id}/{self.step}" if self.step else self.run_id
+
+    @property
+    def config_name(self) -> str:
+        """The scope's config in a card listing many scopes: its key with `/` as `--`."""
+        return self.key.replace("/", CONFIG_SEPARATOR)
 
     @property
     def source_prefix(self) -> str:
         """The scope's trial folders, relative to the traces root."""
-        return f"{self.run_id}/{TRACE_JOBS}"
+        return "/".join(part for part in (self.run_id, TRACE_JOBS, self.step) if part)
 
     def staging_folder(self, staging_root: Path) -> Path:
-        return staging_root / self.run_id
+        return staging_root / self.key
 
     def publish_url(self, publish_root: str) -> str:
-        return f"{publish_root.rstrip('/')}/{self.run_id}"
+        return f"{publish_root.rstrip('/')}/{self.key}"
 
     def hub_path(self, path_in_repo: str) -> str:
         """Where the scope goes inside a Hub repo shared by many scopes."""
-        return "/".join(part for part in (path_in_repo, self.run_id) if part)
+        return "/".join(part for part in (path_in_repo, self.key) if part)
+
+
+def run_scopes(
+    run_id: str, subfolders: Iterable[str], unit: ScopeUnit = ScopeUnit.STEP, keep_whole: bool = False
+) -> list[RunScope]:
+    """A run's scopes, from the names of the folders right under its trace_jobs/: one per step
+    folder when `unit` is STEP and every folder there is a step folder, else the run as one.
+    Folders of any other name beside step folders keep the run whole, so no trial is left out;
+    so does `keep_whole` (the store saw a link there, which must stay inside a walked folder)."""
+    names = sorted(set(subfolders), key=_step_order)
+    if unit is ScopeUnit.STEP and not keep_whole and names and all(STEP_FOLDER.fullmatch(name) for name in names):
+        return [RunScope(run_id, name) for name in names]
+    return [RunScope(run_id)]
+
+
+def _step_order(name: str) -> tuple[int, str]:
+    return (int(name[5:]), name) if STEP_FOLDER.fullmatch(name) else (-1, name)

@@ -169,6 +169,7 @@ def published_shards(
                 trace_config.sessions_folder(staging),
                 card,
                 scope.source_prefix,
+                scope.step,
             )
             schema = pq.read_schema(build / shards.files[0])
             published_to = target.publish(build, scope)

@@ -15,7 +15,7 @@ trace_runs = dg.DynamicPartitionsDefinition(name=TRACE_RUNS)
 def scope_of(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> RunScope:
     """The scope a materialization or check is about; a key added past the checks (the UI's
     "add partition") is refused here, before any file is written."""
-    scope = RunScope(context.partition_key)
+    scope = RunScope.from_key(context.partition_key)
     refuse_nesting([scope.key], context.instance.get_dynamic_partitions(TRACE_RUNS))
     return scope
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 from dagster_aws.s3 import S3Resource
@@ -20,7 +20,7 @@ from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.shrink_guard import DEFAULT_SHRINK_THRESHOLD
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target
 from trace_assets.roots import refuse_overlapping_roots
-from trace_assets.scope import RunScope
+from trace_assets.scope import RunScope, ScopeUnit
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import OnSecret, OnUnverified, ScanPolicy, parse_on_secret, parse_on_unverified
 from trace_assets.secret_scan.scanner import ScanOptions
@@ -122,6 +122,10 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     )
     sessions: bool = Field(default=True, description="Also publish each trial's whole trajectory as session files")
     session_harness: str = Field(default="", description="Session files' harness id; default: the trial's agent")
+    scope_unit: Literal["step", "run"] = Field(  # a scope.ScopeUnit value: Dagster run config takes strings
+        default="step",
+        description="A partition per step folder (step) where a run's trace_jobs/ holds only step-N folders, or per run (run)",
+    )
     settle_seconds: float = Field(default=600, ge=0, description="Sensor: how long a run's listing must stay unchanged")
     allow_shrink: bool = Field(
         default=False, description="Publish even when the run has 0 rows or shrank past shrink_threshold"
@@ -190,6 +194,10 @@ class TraceAssetsConfig(dg.ConfigurableResource):
             batch_bytes=self.batch_bytes,
         )
 
+    def run_scopes(self, storage: ObjectStorage, run_id: str) -> list[RunScope]:
+        """The run's scopes under `scope_unit`: its step folders, or the run as one."""
+        return self.store(storage).scopes(run_id, ScopeUnit(self.scope_unit))
+
     def sessions_folder(self, staging: RunStaging) -> Path | None:
         return staged_sessions(staging) if self.sessions else None
 
@@ -225,6 +233,7 @@ CONFIG_SOURCES = {
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
     "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
     "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
+    "scope_unit": "TRACE_ASSETS_SCOPE (--scope)",
     "allow_shrink": "TRACE_ASSETS_ALLOW_SHRINK (--allow-shrink)",
     "shrink_threshold": "TRACE_ASSETS_SHRINK_THRESHOLD",
     "card_plots": "TRACE_ASSETS_CARD_PLOTS",
@@ -284,6 +293,7 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "session_harness": env.get("TRACE_ASSETS_SESSION_HARNESS", ""),
         "card_plots": parse_flag("TRACE_ASSETS_CARD_PLOTS", env.get("TRACE_ASSETS_CARD_PLOTS") or "on"),
         **{name: env[CONFIG_SOURCES[name]] for name in _CARD_TEXT if env.get(CONFIG_SOURCES[name])},
+        "scope_unit": env.get("TRACE_ASSETS_SCOPE") or ScopeUnit.STEP.value,
     }
     for field_name, variable in _INT_VARS.items():
         if env.get(variable):

@@ -8,6 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
@@ -41,12 +44,14 @@ def build_run_folder(
     sessions: Path | None = None,
     card: CardContext | None = None,
     source_prefix: str = "",
+    step: str | None = None,
 ) -> ShardSet:
     """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced.
 
     `sessions` is the staged session files' folder, published under `sessions/` when given. `card`
     holds the card's facts, settings and version history (see `versions`), whose list is written
-    as `versions.json` with this version last, and its plots when it asks for them.
+    as `versions.json` with this version last, and its plots when it asks for them. `step` (a step
+    scope's step folder) is added to `trials.parquet` as a `step` column.
     """
     options = options or ExportOptions()
     if out_dir.exists():
@@ -65,7 +70,13 @@ def build_run_folder(
         session_counts = replace(session_counts, version=version_folder(out_dir / SESSIONS_DIR))
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)
-    shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
+    if step is None:
+        shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
+    else:
+        statuses = pq.read_table(statuses_path)
+        pq.write_table(
+            statuses.append_column("step", pa.array([step] * statuses.num_rows, pa.string())), out_dir / TRIALS_FILE
+        )
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
     card = card or CardContext()

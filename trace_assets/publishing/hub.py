@@ -169,6 +169,7 @@ def publish_run_folder(
     endpoint: str | None = None,
     max_files_per_commit: int = MAX_FILES_PER_COMMIT,
     retry: RetryPolicy | None = None,
+    shared_file: SharedFile | None = None,
 ) -> PublishedCommit:
     """Upload every file of `local_dir` to a dataset repo and drop stale shards, all in one commit.
 
@@ -183,6 +184,10 @@ def publish_run_folder(
     requires `private=False`, so traces are never made public by accident. If another commit lands
     on the branch while this one is being prepared, the Hub rejects it (HTTP 412) and nothing
     changes; publishing again plans against the new head.
+
+    `shared_file` (the root card of a repo holding many scopes) is read at the head the commit is
+    planned against and its merge goes into the same commit, so the Hub's parent-commit check keeps
+    a concurrent publish of another scope from losing either's change.
 
     `token=None` lets `huggingface_hub` find a token itself (HF_TOKEN, then the login cache);
     `endpoint=None` means `HF_ENDPOINT`, else https://huggingface.co.
@@ -200,9 +205,19 @@ def publish_run_folder(
 
     api = HfApi(endpoint=endpoint, token=token)
     try:
-        return _publish(
-            api, uploads, repo_id, revision, private, stale_folders, commit_message, max_files_per_commit, retry
-        )
+        with tempfile.TemporaryDirectory() as scratch:
+            return _publish(
+                api,
+                uploads,
+                repo_id,
+                revision,
+                private,
+                stale_folders,
+                commit_message,
+                max_files_per_commit,
+                retry,
+                (shared_file, Path(scratch)) if shared_file else None,
+            )
     except HfHubHTTPError as error:
         failure = _describe_hub_failure(error, repo_id, revision, token)
     # Raised outside the except block so the Hub error, whose request still carries the
@@ -220,8 +235,23 @@ def _publish(
     commit_message: str,
     max_files_per_commit: int = MAX_FILES_PER_COMMIT,
     retry: RetryPolicy | None = None,
+    shared: tuple[SharedFile, Path] | None = None,
 ) -> PublishedCommit:
     head = _prepare_revision(api, repo_id, revision, private)
+    if shared:
+        (shared_file, scratch), existing = shared, None
+        if head is not None:
+            try:
+                existing = Path(
+                    api.hf_hub_download(
+                        repo_id, shared_file.path, repo_type=REPO_TYPE, revision=head, cache_dir=scratch
+                    )
+                ).read_text()
+            except (EntryNotFoundError, RemoteEntryNotFoundError):
+                pass
+        merged = scratch / "shared-file"
+        merged.write_text(shared_file.merge(existing))
+        uploads = {**uploads, shared_file.path: merged}
     remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head or revision)
     stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
     if len(uploads) + len(stale_shards) > max_files_per_commit:
@@ -292,6 +322,14 @@ def check_hub_access(repo_id: str, *, token: str | None, endpoint: str | None) -
     else:
         return
     raise HubPublishError(failure)
+
+
+class SharedFile(NamedTuple):
+    """A file many publishes to one repo each change a part of: its path, and the merge of one
+    publish's part into the text at the head (None when there is none)."""
+
+    path: str
+    merge: Callable[[str | None], str]
 
 
 def _prepare_revision(api: HfApi, repo_id: str, revision: str, private: bool) -> str | None:

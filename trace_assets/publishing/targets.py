@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,12 +30,14 @@ from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
 from trace_assets.publishing.hub import (
     PUBLISH_ROOT_PREFIX,
+    SharedFile,
     check_hub_access,
     parse_publish_root,
     publish_run_folder,
     read_published_json,
     render_repo_id,
 )
+from trace_assets.publishing.root_card import ROOT_CARD, merged_root_card, update_folder_root_card
 from trace_assets.publishing.shards import DATA_DIR
 from trace_assets.scope import RunScope
 
@@ -78,8 +81,16 @@ class FolderTarget:
         return scope.publish_url(self.root_url)
 
     def publish(self, local_dir: Path, scope: RunScope) -> str:
+        """The scope's folder, then, after its card is flipped and before its old shards go, the
+        root card (one config per scope, see `publishing.root_card`)."""
         target = self.location(scope)
-        replace_folder(local_dir, target, self.storage_options)
+        card = (local_dir / CARD_FILE).read_text() if (local_dir / CARD_FILE).exists() else ""
+        replace_folder(
+            local_dir,
+            target,
+            self.storage_options,
+            after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, scope, card),
+        )
         return target
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
@@ -109,7 +120,12 @@ class FolderTarget:
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
         with tempfile.TemporaryDirectory() as folder:
             shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
-            replace_folder(Path(folder), self.location(scope), self.storage_options)
+            replace_folder(
+                Path(folder),
+                self.location(scope),
+                self.storage_options,
+                after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, scope, ""),
+            )
 
 
 @dataclass(frozen=True)
@@ -155,7 +171,14 @@ class HubTarget:
             path_in_repo=path,
             commit_message=f"Publish traces of run {scope.key}",
             endpoint=self.settings.endpoint,
+            shared_file=None if self.settings.repo_id_template else self._root_card(local_dir, scope),
         ).commit_url
+
+    def _root_card(self, local_dir: Path, scope: RunScope) -> SharedFile:
+        """The shared repo's root card, merged with the scope's configs in the scope's own commit."""
+        card = (local_dir / CARD_FILE).read_text()
+        path = "/".join(part for part in (self.shared_path, ROOT_CARD) if part)
+        return SharedFile(path, lambda existing: merged_root_card(existing, scope, card))
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
         return self.published_json(scope, COVERAGE_FILE)
@@ -188,8 +211,14 @@ def choose_target(publish_root: str, storage_options: dict[str, Any], hub: HubSe
     return FolderTarget(publish_root, storage_options)
 
 
-def replace_folder(local_dir: Path, target_url: str, storage_options: dict[str, Any] | None = None) -> None:
-    """Make `target_url` hold exactly the files of `local_dir`, in the order the module describes."""
+def replace_folder(
+    local_dir: Path,
+    target_url: str,
+    storage_options: dict[str, Any] | None = None,
+    after_flip: Callable[[], None] | None = None,
+) -> None:
+    """Make `target_url` hold exactly the files of `local_dir`, in the order the module describes;
+    `after_flip` runs once the card is flipped, while the old shards are still there."""
     fs, target = fsspec.core.url_to_fs(target_url, **dict(storage_options or {}))
     target = target.rstrip("/")
     local = isinstance(fs, LocalFileSystem)
@@ -211,6 +240,8 @@ def replace_folder(local_dir: Path, target_url: str, storage_options: dict[str, 
             put(name)
     if CARD_FILE in new_files:
         put(CARD_FILE)  # the flip: from here on readers load the new shards
+    if after_flip is not None:
+        after_flip()
     stale = sorted(set(old_files) - set(new_files), key=lambda name: (name == CARD_FILE, name))
     for name in stale:
         fs.rm_file(old_files[name])

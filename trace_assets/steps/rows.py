@@ -186,7 +186,7 @@ def _export_batch(
         sources[trial.trial_dir] = fingerprint(
             listed_objects(trial, [*keys, RESULT_JSON]),
             options.include_subagents,
-            scope.key,
+            scope.run_id,  # the rows' run_id column: Harbor's run, a step scope's run
             *options.cache_salt(),
             *trial.skipped,
         )
@@ -215,7 +215,7 @@ def _export_batch(
         }
         if trial.trial_dir in wanted:
             files = {key: blobs.pop(f"{trial.trial_dir}/{key}") for key in wanted[trial.trial_dir]}
-            result = _exported(record, files, scope.key, options, sessions, trial.trial_dir)
+            result = _exported(record, files, scope.run_id, options, sessions, trial.trial_dir)
             del files
             reason = result.exclusion.reason.value if result.exclusion else None
             status.update(

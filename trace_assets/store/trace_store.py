@@ -30,7 +30,7 @@ from fsspec.asyn import AsyncFileSystem, _run_coros_in_chunks, sync
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.accounting import Exclusion, Reason
-from trace_assets.scope import TRACE_JOBS, RunScope
+from trace_assets.scope import TRACE_JOBS, RunScope, ScopeUnit, run_scopes
 from trace_assets.store.local_walk import Columns, walk_folder, walk_folders
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.process_pool import ordered_map
@@ -188,6 +188,27 @@ class TraceStore:
             if self.fs.isdir(f"{self.root}/{name}/{TRACE_JOBS}"):
                 runs.append(name)
         return sorted(runs)
+
+    def run_folders(self) -> list[str]:
+        """Every folder right under the root, from one delimiter listing (a request per 1,000 on S3);
+        unlike `run_ids`, no folder is checked for a trace_jobs/ folder."""
+        if isinstance(self.fs, LocalFileSystem):
+            with os.scandir(self.root) as entries:
+                return sorted(entry.name for entry in entries if entry.is_dir())
+        entries = self.fs.ls(self.root, detail=True, refresh=True)
+        return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
+
+    def scopes(self, run_id: str, unit: ScopeUnit = ScopeUnit.STEP) -> list[RunScope]:
+        """The run's scopes (see `scope.run_scopes`), from one delimiter listing of its trace_jobs/."""
+        base = f"{self.root}/{run_id}/{TRACE_JOBS}"
+        if isinstance(self.fs, LocalFileSystem):
+            with os.scandir(base) as entries:
+                found = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in entries]
+            folders = [name for name, is_dir, _ in found if is_dir]
+            return run_scopes(run_id, folders, unit, keep_whole=any(link for _, _, link in found))
+        entries = self.fs.ls(base, detail=True, refresh=True)
+        folders = [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"]
+        return run_scopes(run_id, folders, unit)
 
     def iter_run(self, scope: RunScope) -> Iterator[ObjectBatch]:
         """Every object under the run's trace_jobs/, keys relative to it, in pages as listed.

@@ -61,26 +61,27 @@ def test_bad_run_ids_and_roots_are_refused_before_anything_is_written(tmp_path):
 
 def test_a_missing_run_is_not_registered_and_nesting_runs_are_refused(tmp_path):
     traces = tmp_path / "traces"
-    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN / "trace_jobs", traces / "sweep" / "step-1" / "trace_jobs")
+    # a run id inside another run's folder (`sweep/part-1`; a `step-N` last segment would name a step)
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN / "trace_jobs", traces / "sweep" / "part-1" / "trace_jobs")
     (traces / "sweep" / "trace_jobs").mkdir()
     roots = ["--traces-root", str(traces), "--publish-root", str(tmp_path / "published")]
 
-    done = run_cli(["materialize", "sweep/step-1", "no-such-run", *roots], tmp_path, TRACE_ASSETS_ON_SECRET="allow")
+    done = run_cli(["materialize", "sweep/part-1", "no-such-run", *roots], tmp_path, TRACE_ASSETS_ON_SECRET="allow")
     assert done.returncode == 1
     lines = {line["run_id"]: line for line in map(json.loads, done.stdout.splitlines())}
-    assert lines["sweep/step-1"]["status"] == "published" and lines["sweep/step-1"]["rows"] == 28
+    assert lines["sweep/part-1"]["status"] == "published" and lines["sweep/part-1"]["rows"] == 28
     assert lines["no-such-run"] == {
         "run_id": "no-such-run",
         "status": "failed",
         "reason": f"no trace_jobs/ folder for run 'no-such-run' under {traces}",
     }
-    assert _partitions(tmp_path) == ["sweep/step-1"]
+    assert _partitions(tmp_path) == ["sweep/part-1"]
     published = _snapshot(tmp_path / "published")
 
     done = run_cli(["materialize", "sweep", *roots], tmp_path)
     assert done.returncode == 2
-    assert "run id 'sweep' nests with run id 'sweep/step-1'" in _one_line_error(done)
-    assert _snapshot(tmp_path / "published") == published and _partitions(tmp_path) == ["sweep/step-1"]
+    assert "run id 'sweep' nests with run id 'sweep/part-1'" in _one_line_error(done)
+    assert _snapshot(tmp_path / "published") == published and _partitions(tmp_path) == ["sweep/part-1"]
 
 
 def test_an_emptied_run_never_replaces_its_good_dataset(tmp_path):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import dagster as dg
 import pytest
 
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.resources import config_from_env
-from trace_assets.discovery import dump_cursor, plan_requests
+from trace_assets.discovery import BACKOFF_START, plan_tick
+from trace_assets.store.objects import ObjectBatch
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
 
@@ -45,48 +45,87 @@ def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None
     return result
 
 
-def test_ticks_new_growing_settled_and_unchanged_runs(traces_root):
-    defs = _defs(traces_root, settle_seconds=1)
+def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
+    defs = _defs(traces_root, settle_seconds=60)
     run = traces_root / "run-a"
-    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, run)
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, run)  # copied with its files' old times: settled long ago
 
     with dg.instance_for_test() as instance:
-        first = _tick(defs, instance, None)  # new run: a partition, but no export before it settles
+        first = _tick(defs, instance, None)  # a finished run is requested at once
         assert [list(r.partition_keys) for r in first.dynamic_partitions_requests] == [["run-a"]]
-        assert first.run_requests == []
-        assert instance.get_dynamic_partitions("trace_runs") == ["run-a"]
+        assert [r.partition_key for r in first.run_requests] == ["run-a"]
 
-        (run / "trace_jobs" / "late-trial__x").mkdir()
-        (run / "trace_jobs" / "late-trial__x" / "trial.log").write_text("still running")
-        growing = _tick(defs, instance, first.cursor)  # still being written: wait
-        assert growing.run_requests == [] and not growing.dynamic_partitions_requests
+        unchanged = _tick(defs, instance, first.cursor)
+        assert unchanged.run_requests == [] and "published and unchanged; re-checked in" in unchanged.skip_message
 
-        time.sleep(1.2)
-        settled = _tick(defs, instance, growing.cursor)
-        assert [r.partition_key for r in settled.run_requests] == ["run-a"]
-        assert settled.run_requests[0].run_key.startswith("run-a:")
+        stepped = traces_root / "run-b" / "trace_jobs"
+        for step in ("step-1", "step-2"):
+            shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN / "trace_jobs", stepped / step)
+        (stepped / "step-2" / "late-trial__x").mkdir()
+        (stepped / "step-2" / "late-trial__x" / "trial.log").write_text("still running")  # written now
+        steps = _tick(defs, instance, unchanged.cursor)
+        assert [r.partition_key for r in steps.run_requests] == ["run-b/step-1"]
+        assert sorted(k for r in steps.dynamic_partitions_requests for k in r.partition_keys) == [
+            "run-b/step-1",
+            "run-b/step-2",
+        ]
+        assert "'run-b/step-2': settling, 1 min left" in _tick(defs, instance, steps.cursor).skip_message
 
-        unchanged = _tick(defs, instance, settled.cursor)
-        assert unchanged.run_requests == []
+        # a scope the CLI or a backfill published after its newest object is never exported again
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="published_shards", partition="run-c"))
+        shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-c")
+        published = _tick(defs, instance, steps.cursor)
+        assert "run-c" not in [r.partition_key for r in published.run_requests]
+        afresh = _tick(defs, instance, None)  # a deleted cursor re-checks all, re-exports only the unpublished
+        assert sorted(r.partition_key for r in afresh.run_requests) == ["run-a", "run-b/step-1"]
 
-        defs = _defs(traces_root, settle_seconds=0)
-        shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-b")
-        seen_at_once = _tick(defs, instance, unchanged.cursor)
-        assert [r.partition_key for r in seen_at_once.run_requests] == ["run-b"]
-
-        (run / "trace_jobs" / "late-trial__x" / "result.json").write_text("{}")
-        regrown = _tick(defs, instance, seen_at_once.cursor)  # grew after its export: exported again
-        assert [r.partition_key for r in regrown.run_requests] == ["run-a"]
-        assert regrown.run_requests[0].run_key != settled.run_requests[0].run_key
-
-        cursor = json.loads(regrown.cursor)
-        assert set(cursor["runs"]) == {"run-a", "run-b"} and len(regrown.cursor) < 200
+        cursor = json.loads(published.cursor)
+        assert set(cursor["scopes"]) == {"run-a", "run-b/step-1", "run-b/step-2", "run-c"}
+        assert len(published.cursor) < 600
 
 
-def test_cursor_stays_small_for_thousands_of_runs():
-    fingerprints = {f"sweep-run-{i:05d}": f"{i:016x}" for i in range(5000)}
-    to_request, state = plan_requests({}, fingerprints, now=1000.0, settle=0)
-    assert len(to_request) == 5000
-    assert len(dump_cursor(state)) / len(fingerprints) < 70  # bytes per run
-    again, _ = plan_requests(state, fingerprints, now=2000.0, settle=0)
-    assert again == []
+def _pages(count: int, newest_us: int) -> list[ObjectBatch]:
+    return [ObjectBatch([f"t{i}/result.json" for i in range(count)], [1] * count, [None] * count, [newest_us] * count)]
+
+
+def test_settled_scopes_are_listed_again_only_on_their_back_off():
+    listed: list[str] = []
+    sizes = {f"run-{i}": 3 for i in range(10)}
+
+    def listing(key):
+        listed.append(key)
+        return _pages(sizes[key], 1_000_000_000)
+
+    def tick(cursor, now):
+        listed.clear()
+        return plan_tick(cursor, sizes, lambda run: [run], listing, lambda key: None, [], now, settle=600)
+
+    first = tick(None, 2000.0)
+    assert len(first.requests) == 10 and len(listed) == 10
+    quiet = tick(first.cursor, 2060.0)
+    assert quiet.requests == [] and listed == [] and quiet.listed_runs == 0
+    sizes["run-3"] = 4  # grows after its export: seen at its re-check, exported once it settles
+    due = tick(quiet.cursor, 2000.0 + BACKOFF_START + 1)
+    assert len(listed) == 10 and due.skipped["run-3"].startswith("settling")
+    settled = tick(due.cursor, 2000.0 + BACKOFF_START + 700)
+    assert [key for key, _ in settled.requests] == ["run-3"] and listed == ["run-3"]
+    later = tick(
+        settled.cursor, 2000.0 + 1.5 * BACKOFF_START + 699
+    )  # before any re-check is due  # the others' back-off has doubled
+    assert listed == [] and later.requests == []
+
+
+def test_cursor_stays_small_for_thousands_of_scopes():
+    runs = [f"sweep-run-{i:05d}" for i in range(1000)]
+    plan = plan_tick(
+        None,
+        runs,
+        lambda run: [f"{run}/step-{s}" for s in (1, 2)],
+        lambda key: _pages(2, 1_000_000),
+        lambda key: None,
+        [],
+        now=1e6,
+        settle=0,
+    )
+    assert len(plan.requests) == 2000
+    assert len(plan.cursor) / 2000 < 130  # bytes per scope, the run's entry included

@@ -54,7 +54,7 @@ def test_a_run_whose_listing_fails_beside_a_good_one(tmp_path, s3_endpoint, s3_a
 
         quiet = _tick(defs, instance, first.cursor)
         assert quiet.skip_reason is not None and quiet.run_requests == []
-        assert "run 'run-bad': listing failed" in quiet.skip_reason.skip_message
+        assert "'run-bad': listing failed" in quiet.skip_reason.skip_message
         assert set(load_cursor(quiet.cursor)) == {"run-good"}
 
         fault_proxy.clear_faults()

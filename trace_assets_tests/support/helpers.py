@@ -38,7 +38,7 @@ def run_steps(
 
     `options` defaults to ours, with subagent rows merged when `include_subagents`; with `sessions`
     the rows step also writes session files (`staged_sessions(staging)`)."""
-    staging = RunStaging(staging_root, RunScope(run_id))
+    staging = RunStaging(staging_root, RunScope.from_key(run_id))
     build_listing(store, staging)
     score_trials(store, staging, batch_size, lambda _: None)
     options = options or ExportOptions(subagents="merged" if include_subagents else "none")

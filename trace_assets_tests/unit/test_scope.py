@@ -13,7 +13,7 @@ from trace_assets.scope import InvalidScopeKey, RunScope, nesting_conflicts, ref
 
 @pytest.mark.parametrize("key", ["rl-sample-run", "run_1.2", "sweep/step-25", "A/b/c"])
 def test_good_keys_make_scopes(key):
-    assert RunScope(key).key == key
+    assert RunScope.from_key(key).key == key
 
 
 @pytest.mark.parametrize(

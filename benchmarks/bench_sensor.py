@@ -1,0 +1,128 @@
+"""S3 requests and wall time per sensor tick for a sweep: 39 runs x 5 steps + 5 growing steps = 200 scopes.
+
+    .venv/bin/python benchmarks/bench_sensor.py [--runs 39] [--steps 5] [--growing 5] [--ticks 10] [--json out.json]
+
+A moto S3 server behind the counting FaultProxy (`trace_assets_tests/support/fault_proxy.py`);
+each tick is `discovery.plan_tick` over a real `TraceStore`, as the sensor runs it (no Dagster:
+the published-materialization lookup is a database read, not an S3 request). Tick 1 sees the
+whole finished sweep for the first time (every scope listed once and requested; moto stamps objects
+with the time of upload, so this tick runs with settle 0, as for a sweep written long ago); then a
+new step starts in `--growing` runs, and each steady tick writes one object into each of them. The steady ticks include the settled
+runs' step-folder re-checks (a request a run every 5-10 min). A re-check tick (the clock past the
+first back-off) lists every settled scope again; spread over that back-off (an hour, doubling to a
+week, at a 60 s interval) it is the amortised scope re-check cost per tick.
+Target: steady requests per tick <= ceil(scopes / 1000) + the growing scopes' own listings
+(+ their runs' step listings) + the amortised re-checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trace_assets.discovery import BACKOFF_START, plan_tick
+from trace_assets.scope import RunScope
+from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.fault_proxy import FaultProxy
+
+INTERVAL = 60.0
+SETTLE = 600.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=39)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--growing", type=int, default=5)
+    parser.add_argument("--trials", type=int, default=3, help="trial folders per scope")
+    parser.add_argument("--ticks", type=int, default=9, help="steady ticks, 60 s apart (under the settle period)")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    creds = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": "us-east-1"}
+    s3 = boto3.client("s3", endpoint_url=endpoint, **creds)
+    bucket = f"sweep-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    scopes = [f"run-{r:03d}/step-{s}" for r in range(args.runs) for s in range(1, args.steps + 1)]
+    for key in scopes:
+        scope = RunScope.from_key(key)
+        for t in range(args.trials):
+            for name in ("result.json", "agent/trajectory.json"):
+                s3.put_object(Bucket=bucket, Key=f"traces/{scope.source_prefix}/task-{t}__x/{name}", Body=b"{}")
+    growing = [f"run-{i * args.runs // args.growing:03d}/step-{args.steps + 1}" for i in range(args.growing)]
+
+    results: dict[str, object] = {"scopes": len(scopes) + len(growing), "growing": len(growing)}
+    with FaultProxy(endpoint) as proxy:
+        options = {"endpoint_url": proxy.url, "key": "testing", "secret": "testing", "skip_instance_cache": True}
+        store = TraceStore(f"s3://{bucket}/traces", options)
+
+        def tick(cursor: str | None, now: float, settle: float = SETTLE) -> tuple[object, int, float]:
+            proxy.reset_stats()
+            started = time.perf_counter()
+            plan = plan_tick(
+                cursor,
+                store.run_folders(),
+                lambda run: [s.key for s in store.scopes(run)],
+                lambda key: store.iter_run(RunScope.from_key(key)),
+                lambda key: None,
+                [],
+                now,
+                settle,
+            )
+            return plan, proxy.stats["requests"], time.perf_counter() - started
+
+        start = time.time()
+        plan, first_requests, first_time = tick(None, start, settle=0)
+        results["first_tick"] = {
+            "requests": first_requests,
+            "seconds": round(first_time, 3),
+            "requested": len(plan.requests),
+        }  # type: ignore[attr-defined]
+        cursor = plan.cursor  # type: ignore[attr-defined]
+        steady_requests, steady_times = [], []
+        for n in range(args.ticks):
+            for key in growing:
+                s3.put_object(
+                    Bucket=bucket, Key=f"traces/{RunScope.from_key(key).source_prefix}/late-{n}__x/trial.log", Body=b"x"
+                )
+            plan, requests, seconds = tick(cursor, start + (n + 1) * INTERVAL)  # the clock a tick apart
+            cursor = plan.cursor  # type: ignore[attr-defined]
+            steady_requests.append(requests)
+            steady_times.append(seconds)
+        results["steady_ticks"] = {
+            "requests_per_tick": statistics.mean(steady_requests),
+            "max_requests": max(steady_requests),
+            "mean_seconds": round(statistics.mean(steady_times), 3),
+        }
+        plan, recheck_requests, recheck_time = tick(cursor, start + BACKOFF_START + 1)
+        results["recheck_tick"] = {"requests": recheck_requests, "seconds": round(recheck_time, 3)}
+        amortised = recheck_requests / (BACKOFF_START / INTERVAL)
+        target = math.ceil((len(scopes) + len(growing)) / 1000) + 2 * len(growing) + amortised
+        results["amortised_recheck_per_tick"] = round(amortised, 2)
+        results["target_per_tick"] = round(target, 2)
+        results["within_target"] = results["steady_ticks"]["requests_per_tick"] + amortised <= target  # type: ignore[index]
+    server.stop()
+    print(json.dumps(results, indent=2))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()

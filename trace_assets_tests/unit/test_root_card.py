@@ -1,0 +1,54 @@
+"""Many scopes in one publish root: a root card with a config per scope, loaded per scope."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from trace_assets.accounting import Coverage
+from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.publishing.root_card import ConfigNameClash, card_header, merged_root_card
+from trace_assets.publishing.targets import FolderTarget
+from trace_assets.scope import RunScope
+from trace_assets.steps.staging import RunStaging
+from trace_assets_tests.support.helpers import load_published
+from trace_assets_tests.support.scopes import build_scope_folders
+
+
+def test_a_folder_of_scopes_loads_per_scope(tmp_path):
+    built = build_scope_folders(tmp_path)
+    target = FolderTarget(str(tmp_path / "published"))
+    threads = [threading.Thread(target=target.publish, args=(folder, scope)) for scope, (folder, _) in built.items()]
+    for thread in threads:  # concurrent publishes into one root lose no scope's config
+        thread.start()
+    for thread in threads:
+        thread.join()
+    card = (tmp_path / "published" / "README.md").read_text()
+    names = [c["config_name"] for c in card_header(card)["configs"]]
+    assert {"stepped--step-1", "stepped--step-2", "flat"} <= set(names)
+    for scope, (_, rows) in built.items():
+        loaded = load_published(tmp_path / "published", tmp_path / "cache" / scope.config_name, scope.config_name)
+        assert len(loaded) == rows
+        assert {row["run_id"] for row in loaded} == {scope.run_id}
+
+    # republishing one scope with other rows points the root card at its new version only
+    scope = RunScope.from_key("stepped/step-1")
+    folder = built[scope][0]
+    version_before = card_header(card)["configs"][names.index("stepped--step-1")]["data_files"][0]["path"]
+    staging = RunStaging(tmp_path / "staging", scope)
+    coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
+    build_run_folder(folder, staging.require_rows(), staging.statuses, coverage, {"verdict": "clean"}, 2, step="step-1")
+    target.publish(folder, scope)
+    after = card_header((tmp_path / "published" / "README.md").read_text())["configs"]
+    path = next(c for c in after if c["config_name"] == "stepped--step-1")["data_files"][0]["path"]
+    assert path != version_before and (tmp_path / "published" / path.rsplit("/", 1)[0]).is_dir()
+    assert len(after) == len(names)
+
+
+def test_config_names_that_clash_are_refused():
+    card = "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/v/train-*\n---\n"
+    root = merged_root_card(None, RunScope.from_key("a--b/step-1"), card)
+    with pytest.raises(ConfigNameClash, match="a--b--step-1"):
+        merged_root_card(root, RunScope.from_key("a/b--step-1"), card)
