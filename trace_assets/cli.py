@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     chosen.add_argument("--all", action="store_true", help="every run under the traces root")
     chosen.add_argument("run_ids", nargs="*", metavar="RUN_ID", default=[])
     backfill.add_argument("--wait", action="store_true", help="wait until the daemon has finished the backfill")
+    commands.add_parser(
+        "status", help="the sweep view: one line per published scope, from the instance (no staging needed)"
+    )
     forget = commands.add_parser(
         "forget", parents=[common], help="remove the partitions and staging of runs gone from the traces root"
     )
@@ -513,9 +516,20 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
     return 1 if failures else 0
 
 
+def print_status() -> int:
+    """The same table as the `sweep_coverage` asset, read from the instance's latest publishes."""
+    from trace_assets.defs.sweep import published_records
+    from trace_assets.sweep import text_table
+
+    print(text_table(published_records(_instance())), end="", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "status":
+            return print_status()
         trace_config = _config(args)
         if args.command == "runs":
             for run_id in _run_ids(trace_config):
