@@ -84,7 +84,18 @@ def _parser() -> argparse.ArgumentParser:
     chosen = backfill.add_mutually_exclusive_group(required=True)
     chosen.add_argument("--all", action="store_true", help="every run under the traces root")
     chosen.add_argument("run_ids", nargs="*", metavar="RUN_ID", default=[])
-    backfill.add_argument("--wait", action="store_true", help="wait until the daemon has finished the backfill")
+    backfill.add_argument(
+        "--wait", action="store_true", help="wait until the daemon has finished; one line per run, exit 1 if any failed"
+    )
+    backfill.add_argument(
+        "--webserver",
+        metavar="URL",
+        default=os.environ.get("TRACE_ASSETS_DAGSTER_URL"),
+        help="a running Dagster webserver for the GraphQL API (env TRACE_ASSETS_DAGSTER_URL); default: start one",
+    )
+    commands.add_parser(
+        "status", help="the sweep view: one line per published scope, from the instance (no staging needed)"
+    )
     forget = commands.add_parser(
         "forget", parents=[common], help="remove the partitions and staging of runs gone from the traces root"
     )
@@ -428,41 +439,66 @@ def _result_line(run_id: str, result: dg.ExecuteInProcessResult, coverage_path: 
     return line
 
 
-def backfill_runs(run_ids: list[str], run_config: dict[str, Any], wait: bool, poll_seconds: float = 2.0) -> int:
-    """A real asset backfill, shown in the UI's backfill page; the daemon launches its runs."""
+def backfill_runs(
+    run_ids: list[str], run_config: dict[str, Any], wait: bool, url: str | None = None, poll_seconds: float = 2.0
+) -> int:
+    """A real asset backfill, shown in the UI's backfill page, launched through Dagster's GraphQL API;
+    the daemon launches its runs. With `wait`, one line per run (status, reason, coverage)."""
     import time
 
-    from dagster._core.execution.backfill import BULK_ACTION_TERMINAL_STATUSES, BulkActionStatus, PartitionBackfill
-    from dagster._core.utils import make_new_backfill_id
-
-    from trace_assets.definitions import defs
+    from trace_assets.backfill_api import TERMINAL, backfill_status, launch_backfill, webserver
     from trace_assets.defs.jobs import ASSETS, STORE_READ_TAG
     from trace_assets.defs.partitions import register_scopes
+    from trace_assets.defs.resources import PROJECT_DIR
 
     instance = _instance()
     register_scopes(instance, run_ids)
-    backfill = PartitionBackfill.from_asset_partitions(
-        backfill_id=make_new_backfill_id(),
-        asset_graph=defs.resolve_asset_graph(),
-        partition_names=run_ids,
-        asset_selection=[key for asset in ASSETS for key in asset.keys],
-        backfill_timestamp=time.time(),
-        tags=STORE_READ_TAG,
-        dynamic_partitions_store=instance,
-        all_partitions=False,
-        title=f"trace-assets backfill of {len(run_ids)} run(s)",
-        description=", ".join(run_ids[:20]),
-        run_config=run_config,
-    )
-    instance.add_backfill(backfill)
-    _say(f"backfill {backfill.backfill_id} queued for {len(run_ids)} run(s)")
-    status = backfill.status
-    while wait and status not in BULK_ACTION_TERMINAL_STATUSES:
-        time.sleep(poll_seconds)
-        current = instance.get_backfill(backfill.backfill_id)
-        status = current.status if current else BulkActionStatus.FAILED
-    print(json.dumps({"backfill_id": backfill.backfill_id, "run_ids": run_ids, "status": status.value}), flush=True)
-    return 0 if status in (BulkActionStatus.REQUESTED, BulkActionStatus.COMPLETED_SUCCESS) else 1
+    paths = [list(key.path) for asset in ASSETS for key in asset.keys]
+    with webserver(url, PROJECT_DIR / "workspace.yaml", _say) as base:
+        title = f"trace-assets backfill of {len(run_ids)} run(s)"
+        backfill_id = launch_backfill(base, paths, run_ids, STORE_READ_TAG, run_config, title)
+        _say(f"backfill {backfill_id} queued for {len(run_ids)} run(s)")
+        status = "REQUESTED"
+        while wait and status not in TERMINAL:
+            time.sleep(poll_seconds)
+            status = backfill_status(base, backfill_id)
+        failed = _report_runs(instance, base, backfill_id) if wait else 0
+    print(json.dumps({"backfill_id": backfill_id, "run_ids": run_ids, "status": status}), flush=True)
+    return 0 if status in ("REQUESTED", "COMPLETED_SUCCESS") and not failed else 1
+
+
+def _report_runs(instance: dg.DagsterInstance, url: str, backfill_id: str) -> int:
+    """One JSON line per run of the backfill (and a sentence on stderr); returns how many failed."""
+    import dagster as dg
+
+    from trace_assets.backfill_api import failure_reason
+    from trace_assets.defs.assets import last_episode_rows
+
+    failed = 0
+    runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+    for run in sorted(runs, key=lambda r: r.tags.get("dagster/partition", "")):
+        partition = run.tags.get("dagster/partition", "")
+        line: dict[str, Any] = {"run_id": partition, "dagster_run_id": run.run_id, "status": run.status.value}
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=last_episode_rows.key, asset_partitions=[partition]), limit=20
+        ).records
+        for record in records:
+            if record.run_id == run.run_id and record.asset_materialization is not None:
+                figures = record.asset_materialization.metadata
+                line.update({k: figures[k].value for k in ("trial_dirs", "scored", "exported", "rows") if k in figures})
+                line["export_ratio"] = line["exported"] / line["scored"] if line.get("scored") else 0.0
+        if run.status != dg.DagsterRunStatus.SUCCESS:
+            failed += 1
+            line["reason"] = failure_reason(url, run.run_id)
+        coverage = (
+            f"{line['trial_dirs']} trial folders, {line['scored']} scored, {line['exported']} exported "
+            f"({line['export_ratio']:.2%} of scored)"
+            if "scored" in line
+            else "no coverage (the rows step did not finish)"
+        )
+        _say(f"{partition}: {line['status']}; {coverage}" + (f"; {line['reason']}" if "reason" in line else ""))
+        print(json.dumps(line), flush=True)
+    return failed
 
 
 def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub | None = None) -> int:
@@ -536,9 +572,20 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
     return 1 if failures else 0
 
 
+def print_status() -> int:
+    """The same table as the `sweep_coverage` asset, read from the instance's latest publishes."""
+    from trace_assets.defs.sweep import published_records
+    from trace_assets.sweep import text_table
+
+    print(text_table(published_records(_instance())), end="", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "status":
+            return print_status()
         trace_config = _config(args)
         if args.command == "runs":
             for run_id in _run_ids(trace_config):
@@ -553,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
             missing = [run_id for run_id in run_ids if not _run_exists(trace_config, RunScope.from_key(run_id))]
             if missing:
                 raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
-            return backfill_runs(run_ids, _as_run_config(trace_config), args.wait)
+            return backfill_runs(run_ids, _as_run_config(trace_config), args.wait, args.webserver)
         scopes = _scopes(_validated(args.run_ids), trace_config)
         if args.dry_run:
             return dry_run_runs(scopes, trace_config)

@@ -9,6 +9,7 @@ from trace_assets.defs.jobs import ASSETS, export_trace_run
 from trace_assets.defs.partitions import trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
 from trace_assets.defs.sensors import new_trace_runs_sensor
+from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_publish
 
 CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets]
 __all__ = ["build_definitions", "defs", "export_trace_run", "trace_runs"]
@@ -22,10 +23,10 @@ def build_definitions(
 ) -> dg.Definitions:
     """The code location; `loggers` lets the CLI print one line per message instead of Dagster's."""
     return dg.Definitions(
-        assets=ASSETS,
+        assets=[*ASSETS, sweep_coverage],
         asset_checks=CHECKS,
-        jobs=[export_trace_run],
-        sensors=[new_trace_runs_sensor],
+        jobs=[export_trace_run, refresh_sweep_coverage],
+        sensors=[new_trace_runs_sensor, sweep_coverage_after_publish],
         resources={
             "trace_config": trace_config,
             "object_storage": object_storage or ObjectStorage(),

@@ -15,6 +15,7 @@ from trace_assets.defs.metadata import (
     coverage_metadata,
     dataset_metadata,
     excluded_trials_metadata,
+    reward_metadata,
     scan_metadata,
     size_text,
 )
@@ -185,6 +186,7 @@ def published_shards(
             "download_size": size_text(shards.download_size),
             "redacted": dg.MetadataValue.json(redactor.counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(report["verdict"]),
+            **reward_metadata(card.facts.reward_stats),
             "published_to": dg.MetadataValue.url(published_to)
             if "://" in published_to
             else dg.MetadataValue.path(published_to),

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason, TrialStatus
 from trace_assets.publishing.card import COLUMN_MEANINGS, type_name
+from trace_assets.publishing.card_facts import Distribution
 
 SCAN_COUNTS = ("patterns", "matches", "rows", "trials", "tasks", "live", "unverified", "placeholder")
 FINDING_COLUMNS = ("kind", "verdict", "fingerprint", "trial_name", "task", "framing")
@@ -100,6 +101,11 @@ def dataset_metadata(rows: int, schema: pa.Schema) -> dict[str, dg.MetadataValue
             )
         ),
     }
+
+
+def reward_metadata(rewards: Distribution) -> dict[str, dg.MetadataValue]:
+    """The mean reward of the exported trials, as a number the sweep view reads back (none without rewards)."""
+    return {"mean_reward": dg.MetadataValue.float(rewards.mean)} if rewards.count else {}
 
 
 def scan_metadata(report: dict[str, Any], path: Path) -> dict[str, dg.MetadataValue]:

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
 WIDTH, HEIGHT, MARGIN = 480, 220, 30
 
 
-def bar_chart_svg(title: str, bars: list[tuple[str, int]]) -> str:
-    """Bars with their labels under them and counts over them; deterministic text for the same input."""
+def bar_chart_svg(title: str, bars: Sequence[tuple[str, float]], width: int = WIDTH) -> str:
+    """Bars with their labels under them and values over them; deterministic text for the same input.
+    `width` grows for many bars (a sweep's scopes)."""
     top = max((count for _, count in bars), default=0) or 1
-    slot = (WIDTH - 2 * MARGIN) / max(len(bars), 1)
+    slot = (width - 2 * MARGIN) / max(len(bars), 1)
     plot_height = HEIGHT - 3 * MARGIN
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="10">',
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
-        f'<text x="{WIDTH / 2:.0f}" y="16" text-anchor="middle" font-size="13">{escape(title)}</text>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" '
+        f'viewBox="0 0 {width} {HEIGHT}" font-family="sans-serif" font-size="10">',
+        f'<rect width="{width}" height="{HEIGHT}" fill="white"/>',
+        f'<text x="{width / 2:.0f}" y="16" text-anchor="middle" font-size="13">{escape(title)}</text>',
     ]
     for index, (label, count) in enumerate(bars):
         height = plot_height * count / top

@@ -71,6 +71,10 @@ class PublishTarget(Protocol):
         """A blocked scope's published folder holds the scan report and nothing else."""
         ...
 
+    def publish_root_file(self, local_file: Path) -> str | None:
+        """A file about every scope (the sweep view) beside their folders; where it went, or None if skipped."""
+        ...
+
 
 @dataclass(frozen=True)
 class FolderTarget:
@@ -126,6 +130,16 @@ class FolderTarget:
                 self.storage_options,
                 after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, scope, ""),
             )
+
+    def publish_root_file(self, local_file: Path) -> str | None:
+        fs, root = fsspec.core.url_to_fs(self.root_url, **self.storage_options)
+        target = f"{root.rstrip('/')}/{local_file.name}"
+        if isinstance(fs, LocalFileSystem):
+            Path(root).mkdir(parents=True, exist_ok=True)
+            copy_atomically(local_file, Path(target))  # a rename: readers see the old file or the new
+        else:
+            fs.put_file(str(local_file), target)  # one PUT
+        return f"{self.root_url.rstrip('/')}/{local_file.name}"
 
 
 @dataclass(frozen=True)
@@ -199,6 +213,11 @@ class HubTarget:
 
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
         """Nothing is committed for a blocked scope: its report stays in the staging folder."""
+
+    def publish_root_file(self, local_file: Path) -> str | None:
+        """Skipped: a commit per refresh would double the commits of a sweep and queue behind the
+        `hub_commits` pool, and the repo's root belongs to its card; the UI and `status` show the view."""
+        return None
 
 
 def choose_target(publish_root: str, storage_options: dict[str, Any], hub: HubSettings) -> PublishTarget:

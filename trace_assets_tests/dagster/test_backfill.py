@@ -1,4 +1,5 @@
-"""`trace-assets backfill` makes a real Dagster backfill that the real daemon runs, one run per partition."""
+"""`trace-assets backfill` makes a real Dagster backfill, through the GraphQL API of a webserver it
+starts, that the real daemon runs, one run per partition; `--wait` prints a line per run."""
 
 from __future__ import annotations
 
@@ -48,19 +49,38 @@ def test_backfill_across_a_sweep_runs_one_run_per_partition(tmp_path):
             env=env,
             timeout=420,
         )
+        blocked = subprocess.run(  # the sample's live keys block publishing under the default policy
+            [str(BIN / "trace-assets"), "backfill", "sweep-run-2", "--wait"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=420,
+        )
     finally:
         os.killpg(daemon.pid, signal.SIGTERM)
         daemon.wait(timeout=60)
     assert done.returncode == 0, done.stderr + (tmp_path / "daemon.log").read_text()[-3000:]
-    result = json.loads(done.stdout.splitlines()[-1])
+    *run_lines, result = [json.loads(line) for line in done.stdout.splitlines()]
     assert result["status"] == "COMPLETED_SUCCESS"
     assert result["run_ids"] == ["sweep-run-1", "sweep-run-2"]
+    assert [(r["run_id"], r["status"], r["exported"], r["scored"]) for r in run_lines] == [
+        ("sweep-run-1", "SUCCESS", 28, 34),
+        ("sweep-run-2", "SUCCESS", 28, 34),
+    ]
+    assert "sweep-run-1: SUCCESS; 36 trial folders, 34 scored, 28 exported (82.35% of scored)" in done.stderr
+
+    assert blocked.returncode == 1, blocked.stderr
+    [run_line, summary] = [json.loads(line) for line in blocked.stdout.splitlines()]
+    assert (run_line["run_id"], run_line["status"], run_line["exported"]) == ("sweep-run-2", "FAILURE", 28)
+    assert "no_live_secrets" in run_line["reason"], run_line
+    assert summary["run_ids"] == ["sweep-run-2"]
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": result["backfill_id"]}))
         assert sorted(run.tags["dagster/partition"] for run in runs) == result["run_ids"]
         assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
         assert all(run.tags["trace_assets/store"] == "read" for run in runs)
-    for run in result["run_ids"]:
-        coverage = json.loads((tmp_path / "published" / run / "coverage.json").read_text())
-        assert coverage["run_id"] == run and coverage["exported"] == 28
+    coverage = json.loads((tmp_path / "published" / "sweep-run-1" / "coverage.json").read_text())
+    assert coverage["run_id"] == "sweep-run-1" and coverage["exported"] == 28
+    blocked_folder = tmp_path / "published" / "sweep-run-2"  # the blocked republish left only its scan report
+    assert sorted(p.name for p in blocked_folder.iterdir()) == ["secret_scan.json"]

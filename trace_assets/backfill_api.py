@@ -1,0 +1,176 @@
+"""Asset backfills through Dagster's GraphQL API, the interface its UI uses and the one public way
+to launch one (the Python classes behind it are `dagster._core` internals that break on upgrades).
+
+GraphQL needs a webserver: a given URL (the team's, or `make dev`'s), else a private
+`dagster-webserver` on 127.0.0.1 for the command's duration, stopped with its process group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import requests
+
+START_SECONDS = 180.0
+
+LAUNCH = """
+mutation($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on Error { message }
+  }
+}
+"""
+STATUS = """
+query($id: String!) {
+  partitionBackfillOrError(backfillId: $id) {
+    __typename
+    ... on PartitionBackfill { status }
+    ... on Error { message }
+  }
+}
+"""
+FAILURE = """
+query($runId: ID!) {
+  runOrError(runId: $runId) {
+    __typename
+    ... on Run {
+      eventConnection {
+        events {
+          __typename
+          ... on ExecutionStepFailureEvent { stepKey error { message cause { message } } }
+          ... on RunFailureEvent { message }
+        }
+      }
+    }
+  }
+}
+"""
+TERMINAL = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
+
+
+class GraphQLError(RuntimeError):
+    """The webserver answered with an error: the message is Dagster's."""
+
+
+def query(url: str, document: str, variables: dict[str, Any]) -> dict[str, Any]:
+    response = requests.post(f"{url}/graphql", json={"query": document, "variables": variables}, timeout=120)
+    response.raise_for_status()
+    body = response.json()
+    if body.get("errors"):
+        raise GraphQLError("; ".join(e.get("message", "?") for e in body["errors"]))
+    return body["data"]
+
+
+def launch_backfill(
+    url: str,
+    asset_paths: list[list[str]],
+    partitions: list[str],
+    tags: dict[str, str],
+    run_config: dict[str, Any],
+    title: str,
+) -> str:
+    """Queue an asset backfill of `partitions`; returns its id (the daemon launches the runs)."""
+    params = {
+        "assetSelection": [{"path": path} for path in asset_paths],
+        "partitionNames": partitions,
+        "tags": [{"key": k, "value": v} for k, v in tags.items()],
+        "runConfigData": run_config,
+        "title": title,
+        "description": ", ".join(partitions[:20]),
+    }
+    result = query(url, LAUNCH, {"params": params})["launchPartitionBackfill"]
+    if result["__typename"] != "LaunchBackfillSuccess":
+        raise GraphQLError(f"{result['__typename']}: {result.get('message', '')}")
+    return str(result["backfillId"])
+
+
+def backfill_status(url: str, backfill_id: str) -> str:
+    """The BulkActionStatus name: REQUESTED while running, then COMPLETED_SUCCESS, COMPLETED_FAILED, ..."""
+    result = query(url, STATUS, {"id": backfill_id})["partitionBackfillOrError"]
+    if result["__typename"] != "PartitionBackfill":
+        raise GraphQLError(f"{result['__typename']}: {result.get('message', '')}")
+    return str(result["status"])
+
+
+def failure_reason(url: str, run_id: str) -> str:
+    """The first failed step's root error (a blocking check names itself there), else the run's message."""
+    result = query(url, FAILURE, {"runId": run_id})["runOrError"]
+    events = result.get("eventConnection", {}).get("events", [])
+    for event in events:
+        if event["__typename"] == "ExecutionStepFailureEvent":
+            error = event["error"] or {}
+            while error.get("cause"):
+                error = error["cause"]
+            first_line = (error.get("message") or "failed").strip().splitlines()[0]
+            return f"step {event['stepKey']} failed: {first_line}"
+    for event in events:
+        if event["__typename"] == "RunFailureEvent":
+            return str(event["message"])
+    return "run failed"
+
+
+@contextmanager
+def webserver(url: str | None, workspace: Path, say: Any) -> Iterator[str]:
+    """`url` as given, or a private `dagster-webserver` on the workspace (same environment and
+    DAGSTER_HOME as this process) until the block ends."""
+    if url:
+        yield url.rstrip("/")
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    command = [str(Path(sys.executable).with_name("dagster-webserver")), "-h", "127.0.0.1", "-p", str(port)]
+    say(f"starting dagster-webserver on {base} for the GraphQL API (--webserver URL uses a running one)")
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(
+            [*command, "-w", str(workspace)],
+            cwd=workspace.parent,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
+        try:
+            _wait_until_up(base, process, log)
+            yield base
+        finally:
+            _stop(process)
+
+
+def _wait_until_up(base: str, process: subprocess.Popen, log: Any) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"dagster-webserver exited with {process.returncode}: {log.read()[-2000:]}")
+        try:
+            if requests.get(f"{base}/server_info", timeout=2).ok:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"dagster-webserver did not answer on {base} within {START_SECONDS:.0f}s")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM the webserver's process group (it has code-server children), SIGKILL after a grace."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        return
