@@ -156,6 +156,7 @@ def test_publishing_to_s3_replaces_the_runs_files(tmp_path, s3_traces, s3_endpoi
             published = sorted(p.rsplit("/", 1)[-1] for p in found if "/sessions/" not in p)
             assert sum("/sessions/" in p for p in found) == 34  # the sample's session files, main and subagent
             assert published == sorted(
-                ["README.md", "coverage.json", "secret_scan.json", "trials.parquet"]
+                ["README.md", "coverage.json", "rewards.svg", "secret_scan.json", "trials.parquet", "turns.svg"]
+                + ["versions.json"]
                 + [f"train-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
             )

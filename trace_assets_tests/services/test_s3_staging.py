@@ -4,6 +4,7 @@ publishes the same bytes as a run on local staging; a killed step and a rerun ke
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,8 +28,19 @@ DAGSTER = str(Path(sys.executable).with_name("dagster"))
 STEPS = [asset.key.to_user_string() for asset in ASSETS]
 
 
+# What differs between two publishes of the same rows: when they happened (the card's version
+# history) and the folder the card's usage snippet names.
+_PUBLISHED_AT = re.compile(rb"\d{4}-\d\d-\d\d[ T]\d\d:\d\d[^|\"]*")
+
+
 def _tree(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): _PUBLISHED_AT.sub(
+            b"<when>", p.read_bytes().replace(bytes(folder), b"<folder>")
+        )
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _step(step: str, environment: dict[str, str], scratch: Path) -> subprocess.Popen:
