@@ -102,7 +102,8 @@ class ProgressReporter:
         return text
 
     def line(self) -> str:
-        return f"{self.step}: {self.figures()}" + (f"; {self.note}" if self.note else "")
+        """The log line; the step is not named, as Dagster's log and the CLI name it already."""
+        return self.figures() + (f"; {self.note}" if self.note else "")
 
     def bar_text(self) -> str:
         filled = BAR_WIDTH * min(self.done, self.total) // self.total if self.total else 0
