@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=300)
     parser.add_argument("--latencies", default="0,50,200", help="milliseconds added per request; 0 first")
     parser.add_argument("--repeats", type=int, default=2, help="runs per setting, the fastest counts")
+    parser.add_argument(
+        "--no-episode-prompts", action="store_true", help="about 7 objects a trial, the shape of the real run measured"
+    )
     parser.add_argument("--work-dir", help="keep the generated tree here (default: a temp dir, removed)")
     args = parser.parse_args(argv)
     latencies = sorted({0, *(int(ms) for ms in args.latencies.split(","))})
@@ -68,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
 
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-latency-"))
-    shape = TreeShape(DEFAULT_PROMPT_SCALE, True)
+    shape = TreeShape(DEFAULT_PROMPT_SCALE, not args.no_episode_prompts)
     started = time.perf_counter()
     manifest = ensure_tree(work / "traces", args.trials, shape)
     run_id = run_id_for(args.trials, shape)
