@@ -84,7 +84,7 @@ def run_steps_child(args: argparse.Namespace) -> None:
         storage_options = ObjectStorage(endpoint_url=args.endpoint, region_name=S3_REGION).storage_options(
             args.traces_root
         )
-    store = TraceStore(args.traces_root, storage_options, MAX_CONCURRENCY)
+    store = TraceStore(args.traces_root, storage_options, MAX_CONCURRENCY, fetch_ahead=args.fetch_ahead)
     staging = RunStaging(Path(args.staging_root), RunScope(args.run_id))
     seconds: dict[str, float] = {}
     peak_rss_after: dict[str, float] = {}  # says which step sets the process's peak
@@ -723,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("staging_root")
     run.add_argument("--steps", choices=("all", "listing", "after-listing"), default="all")
     run.add_argument("--endpoint", help="S3 endpoint URL for s3:// traces roots")
+    run.add_argument("--fetch-ahead", type=int, default=1, help="batches fetched while one is parsed (0: none)")
     run.add_argument("--result", required=True)
 
     harbor = commands.add_parser("_harbor", help="child: run Harbor's export_traces on one trace_jobs/ folder")

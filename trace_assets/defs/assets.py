@@ -42,7 +42,7 @@ def raw_trial_listing(
 ) -> dg.MaterializeResult:
     """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
     with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
-        stats = build_listing(trace_config.store(object_storage), staging)
+        stats = build_listing(trace_config.store(object_storage), staging, context.log.info)
     context.log.info(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
     return dg.MaterializeResult(
         metadata={
@@ -112,7 +112,11 @@ def secret_scan_report(
     scope = scope_of(context)
     with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:
         report = scan_run(
-            staging.require_rows(), scope.key, trace_config.scan_options(), trace_config.sessions_folder(staging)
+            staging.require_rows(),
+            scope.key,
+            trace_config.scan_options(),
+            trace_config.sessions_folder(staging),
+            context.log.info,
         )
         write_json_atomically(staging.scan_report, report)
         context.log.info(f"secret scan verdict: {report['verdict']}")

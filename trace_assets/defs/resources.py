@@ -29,7 +29,7 @@ from trace_assets.steps.scan import scan_options
 from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.steps.staging_mirror import DEFAULT_LEASE_SECONDS, StagingMirror, staging_scratch
-from trace_assets.store.trace_store import DEFAULT_BATCH_BYTES, TraceStore
+from trace_assets.store.trace_store import DEFAULT_BATCH_BYTES, DEFAULT_FETCH_AHEAD, TraceStore
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 SAMPLE_TRACES = PROJECT_DIR / "sample_traces"
@@ -107,6 +107,9 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     batch_size: int = Field(default=256, gt=0, description="Trials fetched and parsed per batch")
     batch_bytes: int = Field(default=DEFAULT_BATCH_BYTES, gt=0, description="Listed bytes fetched and parsed per batch")
     max_concurrency: int = Field(default=64, gt=0, description="Object reads in flight at once")
+    fetch_ahead: int = Field(
+        default=DEFAULT_FETCH_AHEAD, ge=0, description="Batches fetched while one is parsed; batch_bytes covers all"
+    )
     max_rows_per_shard: int = Field(
         default=DEFAULT_ROWS_PER_SHARD, gt=0, description="Rows per published Parquet shard"
     )
@@ -192,6 +195,7 @@ class TraceAssetsConfig(dg.ConfigurableResource):
             storage.storage_options(self.traces_root),
             self.max_concurrency,
             batch_bytes=self.batch_bytes,
+            fetch_ahead=self.fetch_ahead,
         )
 
     def run_scopes(self, storage: ObjectStorage, run_id: str) -> list[RunScope]:
@@ -229,6 +233,7 @@ CONFIG_SOURCES = {
     "sessions": "TRACE_ASSETS_SESSIONS",
     "batch_size": "TRACE_ASSETS_BATCH_SIZE",
     "batch_bytes": "TRACE_ASSETS_BATCH_BYTES",
+    "fetch_ahead": "TRACE_ASSETS_FETCH_AHEAD",
     "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
     "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
@@ -247,6 +252,7 @@ _INT_VARS = {
     "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
     "secret_wrap_width": "TRACE_ASSETS_SECRET_WRAP_WIDTH",
     "batch_bytes": "TRACE_ASSETS_BATCH_BYTES",
+    "fetch_ahead": "TRACE_ASSETS_FETCH_AHEAD",
 }
 _FLOAT_VARS = {
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",

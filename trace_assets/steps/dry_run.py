@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from trace_assets.harbor.options import ExportOptions
+from trace_assets.progress import Progress
 from trace_assets.publishing.shards import shard_count
 from trace_assets.publishing.shrink_guard import ShrinkRefused, refuse_worse_version
 from trace_assets.publishing.targets import PublishTarget
@@ -15,7 +16,7 @@ from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run
-from trace_assets.steps.scoring import Progress, score_trials
+from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
@@ -35,12 +36,14 @@ def dry_run(
 ) -> dict[str, Any]:
     """The scope's JSON line: its coverage, the scan verdict, and `would_publish`."""
     scan_options, policy = scan
-    build_listing(store, staging)
+    build_listing(store, staging, progress)
     score_trials(store, staging, batch_size, progress)
     coverage, _ = export_rows(
         store, staging, options, batch_size, progress, max_rows_per_shard, sessions[0] if sessions else None
     )
-    report = scan_run(staging.require_rows(), staging.scope.key, scan_options, sessions[1] if sessions else None)
+    report = scan_run(
+        staging.require_rows(), staging.scope.key, scan_options, sessions[1] if sessions else None, progress
+    )
     where = target.location(staging.scope)
     blocking = policy.blocking(report)
     refused = None

@@ -21,9 +21,10 @@ import pyarrow.parquet as pq
 
 from trace_assets.accounting import Exclusion, Reason
 from trace_assets.harbor.trial_files import ROW_SOURCE_PREFIXES, stands_for_row_source
+from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_atomically
 from trace_assets.store.local_walk import EntryKind
-from trace_assets.store.objects import StoredObject
+from trace_assets.store.objects import ObjectBatch, StoredObject
 from trace_assets.store.trace_store import TraceStore
 from trace_assets.store.trial_folders import LISTING_SCHEMA, group_trials, trial_name_of, whole_folder_batches
 
@@ -41,8 +42,11 @@ LISTING_BATCH_OBJECTS = 20_000  # objects grouped at once (whole top-level folde
 LISTING_WRITE_BATCH = 512  # trial folders per row group
 
 
-def build_listing(store: TraceStore, staging: RunStaging) -> ListingStats:
+def build_listing(store: TraceStore, staging: RunStaging, progress: Progress | None = None) -> ListingStats:
     """Stream the run's listing into Parquet, a batch of top-level folders at a time.
+
+    How many objects there are is known only at the end; the last listing's count, when there
+    is one, stands in as the total for `progress`.
 
     Trials arrive in listing order; when that differs from (trial_name, trial_dir) order (S3's
     key order in some names, nested step folders), the file is reordered at the end from its
@@ -51,14 +55,17 @@ def build_listing(store: TraceStore, staging: RunStaging) -> ListingStats:
     unsorted = staging.listing.with_name(f".{staging.listing.name}.unsorted")
     written = []  # name, folder and has_result_json of each trial written: the small part of the listing
     objects = total_bytes = stray = 0
+    reporter = ProgressReporter("raw_trial_listing", "objects", _last_count(staging), progress or quiet, bar=terminal())
     with staged_writers((unsorted, LISTING_SCHEMA)) as [writer]:
-        for batch in whole_folder_batches(store.iter_run(staging.scope), LISTING_BATCH_OBJECTS):
+        for batch in whole_folder_batches(_counted(store.iter_run(staging.scope), reporter), LISTING_BATCH_OBJECTS):
             groups = group_trials(batch)
             objects += groups.total_objects
             total_bytes += groups.total_bytes
             stray += groups.stray_objects
             written.append(groups.trials.select(["trial_name", "trial_dir", "has_result_json"]))
             writer.write_table(groups.trials, row_group_size=LISTING_WRITE_BATCH)
+    reporter.total = reporter.done  # known now
+    reporter.finish()
     trials = pa.concat_tables(written) if written else LISTING_SCHEMA.empty_table()
     unscored = pc.sum(pc.invert(trials["has_result_json"])).as_py() or 0
     positions = pc.sort_indices(trials, [("trial_name", "ascending"), ("trial_dir", "ascending")])
@@ -71,6 +78,21 @@ def build_listing(store: TraceStore, staging: RunStaging) -> ListingStats:
     return ListingStats(
         trial_dirs=trials.num_rows, objects=objects, bytes=total_bytes, stray_objects=stray, unscored=unscored
     )
+
+
+def _last_count(staging: RunStaging) -> int | None:
+    """Objects in the last listing of the scope, if there is one: the likely total of this one."""
+    if not staging.listing.exists():
+        return None
+    return int(pc.sum(pq.read_table(staging.listing, columns=["objects"])["objects"]).as_py() or 0)
+
+
+def _counted(pages: Iterable[ObjectBatch], reporter: ProgressReporter) -> Iterator[ObjectBatch]:
+    listed_bytes = 0
+    for page in pages:
+        listed_bytes += sum(page.sizes)
+        reporter.advance(len(page), f"{listed_bytes / 2**20:,.1f} MiB listed")
+        yield page
 
 
 @dataclass(frozen=True)

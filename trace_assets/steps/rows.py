@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,15 @@ from trace_assets.accounting import SCORED, Coverage, Exclusion, Reason, TrialSt
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, TrialExport, export_trial, rows_schema
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
+from trace_assets.progress import Progress, ProgressReporter, terminal
 from trace_assets.scope import RunScope
 from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_objects, previous_records
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
-from trace_assets.steps.scoring import Progress, StepStats, encode_per_trial, summary_from_scored
+from trace_assets.steps.scoring import StepStats, encode_per_trial, summary_from_scored
 from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
+from trace_assets.store.fetch_ahead import fetched_ahead
 from trace_assets.store.trace_store import TraceStore
 
 DEFAULT_ROWS_PER_SHARD = 2000
@@ -82,17 +85,19 @@ def export_rows(
     stats = StepStats()
     excluded: Counter = Counter()
     trial_rows: list[tuple[str, int]] = []
+    total = open_parquet(listing_path).metadata.num_rows
+    reporter = ProgressReporter("last_episode_rows", "trials", total, progress, bar=terminal())
     with (
         staged_row_parts(staging.rows, schema, rows_per_part) as rows_out,
         staged_writers((staging.statuses, STATUS_SCHEMA)) as [status_out],
     ):
         listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
         records = (record for scored in _iter_scored(scored_path, batch_size) for record in scored)
-        for batch in bounded_batches(zip(listed, records, strict=True), _held_bytes, batch_size, store.batch_bytes):
-            trials = [trial for trial, _ in batch]
-            scored = [record for _, record in batch]
+        batches = bounded_batches(zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes)
+        planned = (_plan_batch(staging.scope, batch, options, previous_statuses, sessions) for batch in batches)
+        for plan, blobs in fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
             table, statuses = _export_batch(
-                store, staging.scope, trials, scored, options, previous_statuses, previous_rows, stats, sessions
+                staging.scope, plan, blobs, options, previous_statuses, previous_rows, stats, sessions
             )
             for status in statuses:
                 trial_rows.append((status["trial_dir"], status["rows"]))
@@ -108,10 +113,8 @@ def export_rows(
                 )
             rows_out.write(table)
             status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
-            progress(
-                f"last_episode_rows: {coverage.trial_dirs} trial folders, {coverage.exported} exported, "
-                f"{stats.cached} unchanged"
-            )
+            reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
+        reporter.finish()
         rows_out.statuses_digest = trial_rows_digest(trial_rows)
         if sessions is not None:
             counts = sessions.close()
@@ -165,17 +168,29 @@ def _repaired_note(repaired: int) -> str | None:
     return f"{repaired} lone surrogate(s) replaced with U+FFFD" if repaired else None
 
 
-def _export_batch(
-    store: TraceStore,
+@dataclass(frozen=True)
+class _Batch:
+    """Trials with their scored records, and which objects must be read, decided before fetching."""
+
+    trials: list[ListedTrial]
+    scored: list[dict[str, Any]]
+    wanted: dict[str, list[str]]  # trial_dir -> keys to read (trials not taken from the cache)
+    sources: dict[str, str]  # trial_dir -> fingerprint of the objects its status comes from
+
+    @property
+    def keys(self) -> list[str]:
+        return [f"{trial_dir}/{key}" for trial_dir, keys in self.wanted.items() for key in keys]
+
+
+def _plan_batch(
     scope: RunScope,
-    trials: list[ListedTrial],
-    scored: list[dict[str, Any]],
+    batch: list[tuple[ListedTrial, dict[str, Any]]],
     options: ExportOptions,
     previous_statuses: dict[str, dict[str, Any]],
-    previous_rows: PreviousRows,
-    stats: StepStats,
-    sessions: SessionWriter | None = None,
-) -> tuple[pa.Table, list[dict[str, Any]]]:
+    sessions: SessionWriter | None,
+) -> _Batch:
+    trials = [trial for trial, _ in batch]
+    scored = [record for _, record in batch]
     wanted: dict[str, list[str]] = {}
     sources: dict[str, str] = {}
     for trial, record in zip(trials, scored):
@@ -196,8 +211,20 @@ def _export_batch(
             unchanged = unchanged and sessions.has(trial.trial_dir)
         if record["status"] == SCORED and not unchanged:
             wanted[trial.trial_dir] = keys
-    blobs = store.fetch(scope, [f"{d}/{key}" for d, keys in wanted.items() for key in keys])
+    return _Batch(trials, scored, wanted, sources)
 
+
+def _export_batch(
+    scope: RunScope,
+    plan: _Batch,
+    blobs: dict[str, bytes | Exclusion],
+    options: ExportOptions,
+    previous_statuses: dict[str, dict[str, Any]],
+    previous_rows: PreviousRows,
+    stats: StepStats,
+    sessions: SessionWriter | None = None,
+) -> tuple[pa.Table, list[dict[str, Any]]]:
+    trials, scored, wanted, sources = plan.trials, plan.scored, plan.wanted, plan.sources
     rows: list[tuple[str, list[dict[str, Any]]]] = []
     statuses: list[dict[str, Any]] = []
     for trial, record in zip(trials, scored):

@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import ScanPolicy
@@ -27,11 +28,16 @@ def scan_options(pattern_spec: str, allowlist_spec: str, wrap_width: int = DEFAU
     return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width)
 
 
-def scan_run(rows: RowParts, run_id: str, options: ScanOptions, sessions: Path | None = None) -> dict[str, Any]:
+def scan_run(
+    rows: RowParts, run_id: str, options: ScanOptions, sessions: Path | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
     """Scan every text column of every row, a batch at a time, then every text of the session files."""
     scanner = SecretScanner(run_id, options)
+    reporter = ProgressReporter("secret_scan_report", "rows", rows.rows, progress or quiet, bar=terminal())
     for table in iter_rows(rows, SCAN_BATCH_ROWS):
         scanner.scan(pl.DataFrame(table))
+        reporter.advance(table.num_rows)
+    reporter.finish()
     sessions_scanned = scan_sessions(scanner, sessions) if sessions is not None else None
     report = scanner.report()
     return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}

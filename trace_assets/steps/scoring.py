@@ -7,7 +7,6 @@ ends as that trial's status with a detail naming the file and the problem; the r
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,12 +15,12 @@ import pyarrow as pa
 from trace_assets.accounting import SCORED, Exclusion, Reason
 from trace_assets.harbor.result import TrialSummary, parse_trial_result
 from trace_assets.harbor.trial_files import RESULT_JSON
+from trace_assets.progress import Progress, ProgressReporter, terminal
 from trace_assets.steps.incremental import fingerprint, listed_objects, previous_records
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
-from trace_assets.steps.staging import RunStaging, staged_writers
+from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers
+from trace_assets.store.fetch_ahead import fetched_ahead
 from trace_assets.store.trace_store import TraceStore
-
-Progress = Callable[[str], None]
 
 SCORED_SCHEMA = pa.schema(
     [
@@ -130,19 +129,16 @@ def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progre
     listing_path = staging.require(staging.listing, "raw_trial_listing")
     previous = previous_records(staging.scored, "source_fingerprint")
     stats = StepStats()
+    total = open_parquet(listing_path).metadata.num_rows
+    reporter = ProgressReporter("scored_trials", "trials", total, progress, bar=terminal())
     listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
+    planned = (
+        _plan(trials, previous)
+        for trials in bounded_batches(listed, _result_bytes, batch_size, store.fetch_batch_bytes)
+    )
     with staged_writers((staging.scored, SCORED_SCHEMA)) as [writer]:
-        for trials in bounded_batches(listed, _result_bytes, batch_size, store.batch_bytes):
-            sources = {t.trial_dir: fingerprint(listed_objects(t, [RESULT_JSON]), *t.skipped) for t in trials}
-            blocked = {t.trial_dir: exclusion for t in trials if (exclusion := t.blocked()) is not None}
-            readable = [t for t in trials if t.has(RESULT_JSON) and t.trial_dir not in blocked]
-            unchanged = {
-                t.trial_dir
-                for t in readable
-                if previous.get(t.trial_dir, {}).get("source_fingerprint") == sources[t.trial_dir]
-            }
-            stale = [t for t in readable if t.trial_dir not in unchanged]
-            blobs = store.fetch(staging.scope, [f"{t.trial_dir}/{RESULT_JSON}" for t in stale])
+        for plan, blobs in fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
+            trials, sources, blocked, unchanged = plan.trials, plan.sources, plan.blocked, plan.unchanged
             records = []
             for trial in trials:
                 source = sources[trial.trial_dir]
@@ -167,8 +163,31 @@ def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progre
                 )
             stats.statuses.update(table.column("status").to_pylist())
             writer.write_table(table)
-            progress(f"scored_trials: {stats.reread + stats.cached} result.json files ({stats.cached} unchanged)")
+            reporter.advance(len(trials), f"{stats.cached} result.json unchanged")
+    reporter.finish()
     return stats
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """A batch of trials and what reading it takes, decided before its objects are fetched."""
+
+    trials: list[ListedTrial]
+    sources: dict[str, str]
+    blocked: dict[str, Exclusion]
+    unchanged: set[str]
+    keys: list[str]
+
+
+def _plan(trials: list[ListedTrial], previous: dict[str, dict[str, Any]]) -> _Batch:
+    sources = {t.trial_dir: fingerprint(listed_objects(t, [RESULT_JSON]), *t.skipped) for t in trials}
+    blocked = {t.trial_dir: exclusion for t in trials if (exclusion := t.blocked()) is not None}
+    readable = [t for t in trials if t.has(RESULT_JSON) and t.trial_dir not in blocked]
+    unchanged = {
+        t.trial_dir for t in readable if previous.get(t.trial_dir, {}).get("source_fingerprint") == sources[t.trial_dir]
+    }
+    keys = [f"{t.trial_dir}/{RESULT_JSON}" for t in readable if t.trial_dir not in unchanged]
+    return _Batch(trials, sources, blocked, unchanged, keys)
 
 
 def _unencodable(error: str) -> Exclusion:

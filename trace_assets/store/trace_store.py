@@ -18,10 +18,12 @@ that expands glob patterns (`[`, `*`, `?`, `{` are ordinary characters in trial 
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import stat
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -74,6 +76,7 @@ def _available_cores() -> int:
 
 
 DEFAULT_BATCH_BYTES = 128 * 2**20  # parsed JSON takes a few times its bytes: well under 1 GB RSS
+DEFAULT_FETCH_AHEAD = 1  # one batch in flight while one is parsed hides a round trip per batch
 PARALLEL_WALK_MIN_FOLDERS = 256  # below this, starting workers costs more than it saves
 WALK_CHUNK_FOLDERS = 64  # top-level folders per request to a listing worker
 
@@ -163,16 +166,30 @@ class TraceStore:
         max_concurrency: int = 64,
         walk_workers: int | None = None,
         batch_bytes: int = DEFAULT_BATCH_BYTES,
+        fetch_ahead: int = DEFAULT_FETCH_AHEAD,
     ):
         """`max_concurrency`: object-store requests in flight; `walk_workers`: processes walking a
         local run (default: one per available core); `batch_bytes`: listed bytes of the trials'
-        files the steps fetch and parse at once (a trial larger than that is a batch of its own)."""
+        files the steps hold fetched at once (a trial larger than that is a batch of its own);
+        `fetch_ahead`: batches fetched while one is parsed (see `fetch_ahead.py`)."""
         self.root_url = root_url.rstrip("/")
-        self.fs, self.root = fsspec.core.url_to_fs(self.root_url, **dict(storage_options or {}))
+        options = dict(storage_options or {})
+        if self.root_url.startswith(("s3://", "s3a://")):
+            # botocore keeps 10 connections by default, which would cap the GETs in flight at 10
+            config = dict(options.get("config_kwargs") or {})
+            config["max_pool_connections"] = max(config.get("max_pool_connections", 0), max_concurrency)
+            options["config_kwargs"] = config
+        self.fs, self.root = fsspec.core.url_to_fs(self.root_url, **options)
         self.root = self.root.rstrip("/")
         self.max_concurrency = max_concurrency
+        self.fetch_ahead = fetch_ahead
         self.walk_workers = walk_workers if walk_workers is not None else _available_cores()
         self.batch_bytes = batch_bytes
+
+    @property
+    def fetch_batch_bytes(self) -> int:
+        """One batch's share of `batch_bytes`: with fetching ahead, that many + 1 batches are held."""
+        return max(1, self.batch_bytes // (self.fetch_ahead + 1))
 
     def scope_path(self, scope: RunScope) -> str:
         return f"{self.root}/{scope.source_prefix}"
@@ -233,25 +250,30 @@ class TraceStore:
             yield page
 
     def _iter_s3(self, folder: str) -> Iterator[ObjectBatch]:
+        """ListObjectsV2 pages in order; each page's successor is requested as soon as its
+        continuation token is known, so it is in flight while the page is grouped and written."""
         bucket, key_prefix, _ = self.fs.split_path(folder)
         key_prefix = key_prefix.rstrip("/") + "/"
-        token = None
-        while True:
-            response = sync(
-                self.fs.loop,
-                self.fs._call_s3,
-                "list_objects_v2",
-                Bucket=bucket,
-                Prefix=key_prefix,
-                **({"ContinuationToken": token} if token else {}),
+
+        def request(token: str | None) -> Future[dict[str, Any]]:
+            call = self.fs._call_s3(
+                "list_objects_v2", Bucket=bucket, Prefix=key_prefix, **({"ContinuationToken": token} if token else {})
             )
+            return asyncio.run_coroutine_threadsafe(call, self.fs.loop)
+
+        pending = request(None)
+        while True:
+            response = pending.result()
+            token = response.get("NextContinuationToken")
+            more = bool(response.get("IsTruncated") and token)
+            if more:
+                pending = request(token)
             page = ObjectBatch()
             for item in response.get("Contents", []):
                 if not item["Key"].endswith("/"):
                     page.append(item["Key"][len(key_prefix) :], int(item["Size"]), _etag(item), _modified_us(item))
             yield page
-            token = response.get("NextContinuationToken")
-            if not response.get("IsTruncated") or not token:
+            if not more:
                 return
 
     def fetch(self, scope: RunScope, keys: list[str]) -> dict[str, bytes | Exclusion]:

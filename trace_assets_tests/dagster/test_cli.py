@@ -48,7 +48,10 @@ def test_materialize_prints_coverage_and_records_the_run(tmp_path):
     [line] = [json.loads(line) for line in done.stdout.splitlines()]
     assert line["run_id"] == "copy-of-sample" and line["status"] == "published"
     assert (line["trial_dirs"], line["scored"], line["exported"]) == (36, 34, 28)
-    assert "last_episode_rows" in done.stderr  # progress goes to stderr
+    assert "last_episode_rows" in done.stderr  # progress goes to stderr, with done/total and rate
+    for step, unit in [("raw_trial_listing", "objects"), ("scored_trials", "trials"), ("last_episode_rows", "trials")]:
+        assert re.search(rf"{step}: ([\d,]+)/\1 {unit} \(100%\), [\d.,]+ {unit}/s, took", done.stderr), step
+    assert re.search(r"secret_scan_report: ([\d,]+)/\1 rows \(100%\)", done.stderr)
     assert (tmp_path / "out" / "copy-of-sample" / "coverage.json").exists()
 
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:

@@ -4,7 +4,8 @@ Object stores fail in ways moto never does: throttling (503 SlowDown), transient
 500s and connections that die mid-request. The proxy forwards every request to
 the upstream endpoint unchanged, except those matching a fault rule, and counts
 requests by kind and response bytes so tests and benchmarks can see how many
-round trips a piece of code really makes. Bodies are buffered whole, which suits
+round trips a piece of code really makes. `latency` delays every request, as a
+distant region does, so benchmarks can see how much of it the pipeline hides. Bodies are buffered whole, which suits
 trace files (kilobytes to a few megabytes), not multi-gigabyte objects.
 """
 
@@ -16,6 +17,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -133,13 +135,15 @@ class FaultProxy:
     Use as a context manager: ``with FaultProxy(upstream) as proxy: proxy.url``.
     """
 
-    def __init__(self, upstream: str, *, upstream_timeout: float = 30.0) -> None:
+    def __init__(self, upstream: str, *, upstream_timeout: float = 30.0, latency: float = 0.0) -> None:
+        """`latency`: seconds added before each request is answered (settable while running)."""
         parts = urlsplit(upstream)
         if parts.scheme != "http" or parts.hostname is None:
             raise ValueError(f"upstream must be a plain http:// URL, got {upstream!r}")
         self.upstream_host = parts.hostname
         self.upstream_port = parts.port or 80
         self.upstream_timeout = upstream_timeout
+        self.latency = latency
         self._lock = threading.Lock()
         self._rules: list[FaultRule] = []
         self._stats = dict.fromkeys(STAT_KEYS, 0)
@@ -297,6 +301,8 @@ class _ProxyHandler(BaseHTTPRequestHandler):
 
     def _relay(self) -> None:
         body = self._read_request_body()
+        if self.server.proxy.latency > 0:
+            time.sleep(self.server.proxy.latency)  # one round trip's worth, per request and connection
         fault = self.server.proxy._admit(self.command, self.path)
         if fault in (Fault.RESET_CONNECTION, Fault.CLOSE_CONNECTION):
             self._drop_connection(reset=fault is Fault.RESET_CONNECTION)

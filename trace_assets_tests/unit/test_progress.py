@@ -1,0 +1,96 @@
+"""The progress reporter's figures, throttling and terminal bar, on an injected clock."""
+
+from __future__ import annotations
+
+import io
+
+from trace_assets.progress import ProgressReporter, duration_text
+from trace_assets.store.fetch_ahead import fetched_ahead
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_figures_give_done_total_rate_and_eta():
+    clock, lines = Clock(), []
+    reporter = ProgressReporter("scored_trials", "trials", 300, lines.append, clock=clock)
+    clock.now += 2
+    reporter.advance(100, "3 unchanged")
+    assert reporter.line() == "100/300 trials (33%), 50 trials/s, ETA 0:04; 3 unchanged"
+    clock.now += 4
+    reporter.advance(200)
+    reporter.finish()
+    assert lines[-1] == "300/300 trials (100%), 50 trials/s, took 0:06"
+
+
+def test_without_a_total_there_is_no_share_or_eta():
+    clock = Clock()
+    reporter = ProgressReporter("raw_trial_listing", "objects", None, lambda _: None, clock=clock)
+    clock.now += 4
+    reporter.advance(2000)
+    assert reporter.figures() == "2,000 objects, 500 objects/s"
+
+
+def test_log_lines_come_every_few_seconds_not_every_batch():
+    clock, lines = Clock(), []
+    reporter = ProgressReporter("last_episode_rows", "trials", 10_000, lines.append, clock=clock, log_every=5)
+    for _ in range(100):  # a batch every 0.2 s for 20 s
+        clock.now += 0.2
+        reporter.advance(100)
+    assert len(lines) == 4
+    assert lines[0].startswith("2,500/10,000 trials (25%), 500 trials/s, ETA 0:15")
+
+
+def test_the_bar_is_redrawn_in_place_and_cleared_for_log_lines():
+    clock, lines, bar = Clock(), [], io.StringIO()
+    reporter = ProgressReporter("secret_scan_report", "rows", 40, lines.append, bar=bar, clock=clock, log_every=5)
+    clock.now += 1
+    reporter.advance(10)
+    assert (
+        bar.getvalue() == "\rsecret_scan_report [######..................] 10/40 rows (25%), 10 rows/s, ETA 0:03\x1b[K"
+    )
+    clock.now += 0.1
+    reporter.advance(1)  # within the redraw interval: nothing drawn
+    assert bar.getvalue().count("\r") == 1
+    reporter.finish()
+    assert bar.getvalue().endswith("\r\x1b[K") and lines == ["11/40 rows (28%), 10.0 rows/s, ETA 0:03"]
+
+
+def test_durations_read_as_clock_times():
+    assert [duration_text(s) for s in (0, 59.6, 61, 3725)] == ["0:00", "1:00", "1:01", "1:02:05"]
+
+
+def test_fetched_ahead_keeps_order_and_holds_at_most_ahead_plus_one_batches():
+    started, finished = [], []
+
+    def fetch(batch: int) -> int:
+        started.append(batch)
+        return batch * 10
+
+    seen = []
+    for batch, fetched in fetched_ahead(range(6), fetch, ahead=1):
+        assert len(started) <= batch + 2  # this batch's and at most the next one's fetch have begun
+        seen.append((batch, fetched))
+        finished.append(batch)
+    assert seen == [(b, b * 10) for b in range(6)]
+    assert list(fetched_ahead(range(3), fetch, ahead=0)) == [(0, 0), (1, 10), (2, 20)]
+
+
+def test_a_failed_fetch_is_raised_at_its_batch():
+    def fetch(batch: int) -> int:
+        if batch == 2:
+            raise OSError("endpoint down")
+        return batch
+
+    seen = []
+    try:
+        for batch, _ in fetched_ahead(range(5), fetch, ahead=2):
+            seen.append(batch)
+    except OSError as error:
+        assert str(error) == "endpoint down"
+    assert seen == [0, 1]
