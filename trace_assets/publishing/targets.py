@@ -265,12 +265,12 @@ def replace_folder(
     for name in stale:
         fs.rm_file(old_files[name])
     if local:
-        for folder in VERSIONED_DIRS:
-            _remove_empty_folders(Path(target) / folder)
+        _remove_empty_folders(Path(target))  # old versions' folders, and any a file no longer fills
         _remove_old_swap_leftovers(Path(target))
 
 
 def _remove_empty_folders(folder: Path) -> None:
+    """Empty folders below `folder` (never `folder` itself: the scope's folder is never missing)."""
     for path in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)) if folder.is_dir() else []:
         if path.is_dir() and not any(path.iterdir()):
             path.rmdir()

@@ -11,6 +11,7 @@ import pytest
 
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.defs.resources import config_from_env
+from trace_assets.publishing.root_card import ROOT_LOCK
 from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, comparable, harbor_rows, load_published
 
 
@@ -95,6 +96,7 @@ def test_rematerializing_replaces_the_run_as_a_whole(instance, tmp_path):
     ).success
     [second] = data.iterdir()  # the old version's folder is gone once the card names the new one
     assert second != first and [p.name for p in second.iterdir()] == ["train-00000-of-00001.parquet"]
-    assert not [p for p in data.parent.parent.iterdir() if p.name.startswith(".")]  # no leftovers
+    leftovers = [p for p in data.parent.parent.iterdir() if p.name.startswith(".") and p.name != ROOT_LOCK]
+    assert not leftovers  # the root card's lock file stays, as a lock file does
     dataset = load_published(data.parent, tmp_path / "hf_cache_2")
     assert dataset.num_rows == 34 and "trace_source" in dataset.features
