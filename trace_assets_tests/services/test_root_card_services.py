@@ -16,6 +16,11 @@ from trace_assets_tests.support.scopes import build_scope_folders
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
 
 
+def _configs(built) -> set[str]:
+    """Each scope's rows, and its `trials` config (every folder with its reason), as `<scope>--trials`."""
+    return {s.config_name for s in built} | {f"{s.config_name}--trials" for s in built}
+
+
 def test_an_s3_root_of_scopes_loads_per_scope(tmp_path, s3_bucket, s3_endpoint):
     built = build_scope_folders(tmp_path)
     options = {
@@ -34,7 +39,7 @@ def test_an_s3_root_of_scopes_loads_per_scope(tmp_path, s3_bucket, s3_endpoint):
         thread.join()
     fs = make_s3fs(s3_endpoint)
     card = card_header(fs.cat_file(f"{s3_bucket}/published/README.md").decode())
-    assert {c["config_name"] for c in card["configs"]} == {s.config_name for s in built}
+    assert {c["config_name"] for c in card["configs"]} == _configs(built)
     fs.get(f"{s3_bucket}/published", str(tmp_path / "copy"), recursive=True)
     for scope, (_, rows) in built.items():
         loaded = datasets.load_dataset(
@@ -51,7 +56,7 @@ def test_a_hub_repo_of_scopes_lists_and_loads_each(tmp_path, hub_server, monkeyp
         target.publish(folder, scope)
     files = hub_server.files("acme/sweep")
     configs = card_header(files["README.md"].decode())["configs"]
-    assert {c["config_name"] for c in configs} == {s.config_name for s in built}
+    assert {c["config_name"] for c in configs} == _configs(built)
     commits = hub_server.commits("acme/sweep")
     assert len(commits) == 1 + len(built)  # the root card went in each scope's own commit
     import huggingface_hub.constants

@@ -120,13 +120,13 @@ def test_five_processes_on_s3_staging_publish_the_local_bytes_and_keep_the_cache
 def test_mirror_round_trip_is_incremental_and_removes_what_went(tmp_path, s3_endpoint, s3_bucket, monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
     mirror = StagingMirror(f"s3://{s3_bucket}/staging", {"skip_instance_cache": True})
-    writer = RunStaging(tmp_path / "a", RunScope("run/step-25"), mirror)
+    writer = RunStaging(tmp_path / "a", RunScope.from_key("run/step-25"), mirror)
     with writer.locked(print):
         writer.folder.mkdir(parents=True)
         (writer.folder / "coverage.json").write_text("{}\n")
         (writer.folder / "last_episode_rows").mkdir()
         (writer.folder / "last_episode_rows" / "part-00000.parquet").write_bytes(b"rows")
-    reader = RunStaging(tmp_path / "b", RunScope("run/step-25"), mirror)
+    reader = RunStaging(tmp_path / "b", RunScope.from_key("run/step-25"), mirror)
     with reader.locked(print):
         assert _tree(reader.folder) == _tree(writer.folder)
         (reader.folder / "coverage.json").unlink()
