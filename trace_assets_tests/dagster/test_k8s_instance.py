@@ -3,15 +3,13 @@ loads with its run queue (storage swapped for SQLite, the launcher for a local o
 
 from __future__ import annotations
 
-import importlib
-
 import dagster as dg
 import pytest
-from dagster._config import process_config, resolve_to_config_type
 from dagster._core.instance.ref import InstanceRef
 
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets_tests.support.helpers import PROJECT_DIR
+from trace_assets_tests.support.instance_config import validated_instance_ref
 
 pytestmark = pytest.mark.dagster
 K8S_DIR = PROJECT_DIR / "deploy" / "k8s"
@@ -30,17 +28,7 @@ ENVIRONMENT = {
 def test_k8s_instance_validates_and_queues_runs_per_sweep(tmp_path, monkeypatch):
     for name, value in ENVIRONMENT.items():
         monkeypatch.setenv(name, value)
-    ref = InstanceRef.from_dir(str(tmp_path), config_dir=str(K8S_DIR))
-    sections = {
-        "storage": ref.storage_data,
-        "compute_logs": ref.compute_logs_data,
-        "run_launcher": ref.run_launcher_data,
-        "run_coordinator": ref.run_coordinator_data,
-    }
-    for section, class_data in sections.items():
-        configurable = getattr(importlib.import_module(class_data.module_name), class_data.class_name)
-        result = process_config(resolve_to_config_type(configurable.config_type()), class_data.config_dict)
-        assert result.success, f"{section}: {[error.message for error in result.errors]}"
+    ref = validated_instance_ref(K8S_DIR, tmp_path)
     launcher = ref.run_launcher_data
     assert (launcher.module_name, launcher.class_name) == ("dagster_k8s", "K8sRunLauncher")
     assert launcher.config_dict["job_image"] == {"env": "TRACE_ASSETS_IMAGE"}

@@ -6,13 +6,11 @@ the daemon and every run. These tests run against a real server (see `services.p
 
 from __future__ import annotations
 
-import importlib
 from contextlib import closing
 from pathlib import Path
 
 import dagster as dg
 import yaml
-from dagster._config import process_config, resolve_to_config_type
 from dagster._core.instance.ref import InstanceRef
 from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
 
@@ -21,6 +19,7 @@ from trace_assets.defs.assets import HUB_COMMIT_POOL
 from trace_assets.defs.resources import config_from_env
 from trace_assets_tests.support import service_processes as services
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.instance_config import validated_instance_ref
 from trace_assets_tests.support.service_processes import PostgresServer
 
 postgres_server = services.postgres_server  # the session-wide server; each test makes its own database
@@ -100,17 +99,7 @@ def test_production_config_validates_and_its_storage_and_run_queue_load(
         "DAGSTER_COMPUTE_LOG_BUCKET": "trace-assets-logs",
     }.items():
         monkeypatch.setenv(name, value)
-    ref = InstanceRef.from_dir(str(tmp_path), config_dir=str(DEPLOY_DIR))
-    sections = {
-        "storage": ref.storage_data,
-        "compute_logs": ref.compute_logs_data,
-        "run_launcher": ref.run_launcher_data,
-        "run_coordinator": ref.run_coordinator_data,
-    }
-    for section, class_data in sections.items():
-        configurable = getattr(importlib.import_module(class_data.module_name), class_data.class_name)
-        result = process_config(resolve_to_config_type(configurable.config_type()), class_data.config_dict)
-        assert result.success, f"{section}: {[error.message for error in result.errors]}"
+    ref = validated_instance_ref(DEPLOY_DIR, tmp_path)
     assert (ref.run_launcher_data.module_name, ref.run_launcher_data.class_name) == (
         "dagster_aws.ecs",
         "EcsRunLauncher",
