@@ -28,6 +28,9 @@ MAX_KEY_LENGTH = 200  # leaves room under NAME_MAX (255) for the temp names besi
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 STEP_FOLDER = re.compile(r"step-[0-9]+")
 CONFIG_SEPARATOR = "--"  # stands for `/` in config names: `datasets` refuses `/` in a config name
+# Files a publish root holds beside its scopes' folders (the root card, the sweep view): no run may
+# be named so, or its folder and the file would collide. `unit/test_scope.py` keeps the list whole.
+PUBLISH_ROOT_FILES = frozenset({"README.md", "sweep_coverage.parquet", "sweep_coverage.svg"})
 
 
 class ScopeUnit(StrEnum):
@@ -49,6 +52,8 @@ def validate_scope_key(key: str) -> str:
         raise InvalidScopeKey(f"run id {key[:40]!r}... is {len(key)} characters long; at most {MAX_KEY_LENGTH}")
     if key.startswith("/"):
         raise InvalidScopeKey(f"run id {key!r} is an absolute path; give it relative to the traces root")
+    if key.split("/")[0] in PUBLISH_ROOT_FILES:
+        raise InvalidScopeKey(f"run id {key!r} is the name of a file the publish root holds")
     for segment in key.split("/"):
         if segment in ("", ".", ".."):
             raise InvalidScopeKey(f"run id {key!r} has an empty, '.' or '..' segment")

@@ -8,7 +8,7 @@ from trace_assets.accounting import Coverage
 from trace_assets.defs.resources import ConfigError, config_from_env
 from trace_assets.publishing.shrink_guard import ShrinkRefused, refuse_worse_version
 from trace_assets.roots import overlapping_roots
-from trace_assets.scope import InvalidScopeKey, RunScope, nesting_conflicts, refuse_nesting
+from trace_assets.scope import InvalidScopeKey, RunScope, nesting_conflicts, refuse_nesting, validate_scope_key
 
 
 @pytest.mark.parametrize("key", ["rl-sample-run", "run_1.2", "sweep/step-25", "A/b/c"])
@@ -97,3 +97,16 @@ def test_shrink_guard_refuses_empty_and_shrunk_versions():
         refuse_worse_version("r", Coverage("r", trial_dirs=12, rows=10), good, 0.1, "there")
     with pytest.raises(ShrinkRefused, match="rows down 22%"):
         refuse_worse_version("r", Coverage("r", trial_dirs=1000, rows=700), good, 0.1, "there")
+
+
+def test_no_run_is_named_like_a_file_of_the_publish_root():
+    from trace_assets.publishing.dataset_folder import CARD_FILE
+    from trace_assets.scope import PUBLISH_ROOT_FILES
+    from trace_assets.sweep import SWEEP_FILE, SWEEP_PLOT
+
+    assert {CARD_FILE, SWEEP_FILE, SWEEP_PLOT} <= PUBLISH_ROOT_FILES
+    for name in PUBLISH_ROOT_FILES:
+        with pytest.raises(InvalidScopeKey, match="a file the publish root holds"):
+            validate_scope_key(name)
+        with pytest.raises(InvalidScopeKey, match="a file the publish root holds"):
+            validate_scope_key(f"{name}/step-1")
