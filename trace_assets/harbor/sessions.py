@@ -202,6 +202,7 @@ def _header(
     harness: str,
     summary: TrialSummary,
     run_id: str,
+    training_step: str | None,
     steps: int,
     files: list[str],
     **extra: Any,
@@ -212,6 +213,7 @@ def _header(
         "id": session_id,
         "name": f"{summary.task}: {summary.result if summary.result is not None else 'no result'}",
         "run_id": run_id,
+        "training_step": training_step,
         "trial_name": summary.trial_name,
         "task": summary.task,
         "reward": summary.reward,
@@ -229,11 +231,13 @@ def trial_sessions(
     chain: list[Trajectory],
     subagents: list[Trajectory],
     run_id: str,
+    training_step: str | None = None,
     harness: str = "",
 ) -> list[Session]:
     """The main session (the continuation chain, in order) and one session per subagent file.
 
-    `harness` overrides the trial's agent name, which is otherwise the harness (`terminus-2` when
+    `training_step` is the RL training step folder the trial came from (`step-25`; None for a run
+    without step folders), as `trials.parquet`'s `step` column names it. `harness` overrides the trial's agent name, which is otherwise the harness (`terminus-2` when
     the trial names none).
     """
     harness = harness or summary.agent or DEFAULT_HARNESS
@@ -255,6 +259,7 @@ def trial_sessions(
                 harness,
                 summary,
                 run_id,
+                training_step,
                 sum(len(t.steps) for t in chain),
                 [t.name for t in chain],
                 trace_source="main",
@@ -272,6 +277,7 @@ def trial_sessions(
             harness,
             summary,
             run_id,
+            training_step,
             len(trajectory.steps),
             [trajectory.name],
             trace_source=source,
@@ -282,7 +288,11 @@ def trial_sessions(
 
 
 def sessions_from_files(
-    summary: TrialSummary, files: Mapping[str, bytes], run_id: str, harness: str = ""
+    summary: TrialSummary,
+    files: Mapping[str, bytes],
+    run_id: str,
+    training_step: str | None = None,
+    harness: str = "",
 ) -> list[Session]:
     """`trial_sessions` from an exported trial's fetched files (paths relative to the trial folder).
 
@@ -307,4 +317,4 @@ def sessions_from_files(
     chain = _continuation_chain(main_files)
     if isinstance(chain, Exclusion):
         return []
-    return trial_sessions(summary, chain, subagents, run_id, harness)
+    return trial_sessions(summary, chain, subagents, run_id, training_step, harness)

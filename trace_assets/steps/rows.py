@@ -141,7 +141,7 @@ def _storable(text: str | None) -> str | None:
 def _exported(
     summary_record: dict[str, Any],
     files: dict[str, bytes | Exclusion],
-    run_id: str,
+    scope: RunScope,
     options: ExportOptions,
     sessions: SessionWriter | None,
     trial_dir: str,
@@ -155,9 +155,9 @@ def _exported(
         blobs[key] = blob
     try:
         summary = summary_from_scored(summary_record)
-        result = export_trial(summary, blobs, run_id, options)
+        result = export_trial(summary, blobs, scope.run_id, options)
         if sessions is not None and result.exclusion is None:
-            sessions.write(trial_dir, summary, blobs, run_id)
+            sessions.write(trial_dir, summary, blobs, scope)
         return result
     except Exception as err:  # a shape no rule foresaw: this trial's problem, not the run's
         detail = f"{type(err).__name__} while building rows from {', '.join(sorted(files))}: {err}"
@@ -242,7 +242,7 @@ def _export_batch(
         }
         if trial.trial_dir in wanted:
             files = {key: blobs.pop(f"{trial.trial_dir}/{key}") for key in wanted[trial.trial_dir]}
-            result = _exported(record, files, scope.run_id, options, sessions, trial.trial_dir)
+            result = _exported(record, files, scope, options, sessions, trial.trial_dir)
             del files
             reason = result.exclusion.reason.value if result.exclusion else None
             status.update(
@@ -282,4 +282,6 @@ def _export_batch(
             detail = f"rows hold values that cannot be stored: {failed[status['trial_dir']]}"
             status.update(status=TrialStatus.EXCLUDED.value, reason=Reason.INVALID_TRAJECTORY.value, rows=0)
             status["detail"] = _storable(detail)
+            if sessions is not None:
+                sessions.drop(status["trial_dir"])
     return table, statuses

@@ -22,6 +22,7 @@ import pyarrow as pa
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import CONVERSATION_TYPE
 from trace_assets.harbor.sessions import SESSIONS_DIR, sessions_from_files
+from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import SecretScanner
 from trace_assets.steps.staging import RunStaging, write_atomically, write_json_atomically
 
@@ -79,12 +80,17 @@ class SessionWriter:
     def keep(self, trial_dir: str) -> None:
         self._current[trial_dir] = self._previous[trial_dir]
 
-    def write(self, trial_dir: str, summary: TrialSummary, files: Mapping[str, bytes], run_id: str) -> None:
+    def write(self, trial_dir: str, summary: TrialSummary, files: Mapping[str, bytes], scope: RunScope) -> None:
         paths = []
-        for session in sessions_from_files(summary, files, run_id, self.harness):
+        for session in sessions_from_files(summary, files, scope.run_id, scope.step, self.harness):
             write_atomically(self._local(session.path), partial(Path.write_bytes, data=session.to_jsonl()))
             paths.append(session.path)
         self._current[trial_dir] = paths
+
+    def drop(self, trial_dir: str) -> None:
+        """Forget a trial written this run that ended excluded after all (its rows could not be
+        stored): `close` then deletes its files, so no session is published without its row."""
+        self._current.pop(trial_dir, None)
 
     def close(self) -> SessionCounts:
         """Delete every file no exported trial owns (gone trials, a failed run's leftovers), then

@@ -295,6 +295,42 @@ def test_a_rerun_keeps_unchanged_sessions_and_drops_gone_trials(tmp_path: Path) 
     assert on_disk == set(after)
 
 
+def test_a_trial_whose_rows_cannot_be_stored_loses_its_session_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session is written before the batch's rows are encoded; a trial excluded then must not
+    leave a session without a row."""
+    import trace_assets.steps.rows as rows_step
+
+    sample = export(SAMPLE_TRACES, SAMPLE_RUN, tmp_path / "before")
+    victim = sorted(read_manifest(staged_sessions(sample)))[0]
+    real_encode = rows_step.encode_per_trial
+
+    def fail_victim(records: list, schema: Any) -> tuple[Any, dict[str, str]]:
+        table, failed = real_encode([(t, rows) for t, rows in records if t != victim], schema)
+        return table, {**failed, **{t: "ArrowInvalid: planted" for t, _ in records if t == victim}}
+
+    monkeypatch.setattr(rows_step, "encode_per_trial", fail_victim)
+    staging = export(SAMPLE_TRACES, SAMPLE_RUN, tmp_path / "after")
+    manifest = read_manifest(staged_sessions(staging))
+    assert victim not in manifest and set(manifest) == set(read_manifest(staged_sessions(sample))) - {victim}
+    folder = staged_sessions(staging)
+    on_disk = {p.relative_to(folder.parent).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert on_disk == {path for paths in manifest.values() for path in paths}
+    coverage = json.loads(staging.coverage.read_text())
+    assert coverage["sessions"] == sum(len(paths) for paths in manifest.values())
+
+
+def test_the_header_names_the_training_step() -> None:
+    prefix = "hello-world-context-summarization"
+    chain = [_golden(f"{prefix}.trajectory.json")]
+    subagents = [_golden(f"{prefix}.trajectory.summarization-1-summary.json")]
+    for session in trial_sessions(_summary(), chain, subagents, "run-1", "step-25"):
+        assert session.header["run_id"] == "run-1" and session.header["training_step"] == "step-25"
+    [main] = trial_sessions(_summary(), [_golden("hello-world-timeout.trajectory.json")], [], "run-1")
+    assert main.header["training_step"] is None
+
+
 # ---------------------------------------------------------------- secrets in earlier episodes
 
 
