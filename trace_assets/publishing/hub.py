@@ -29,6 +29,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, hf
 from huggingface_hub.errors import (
     EntryNotFoundError,
     HfHubHTTPError,
+    LocalTokenNotFoundError,
     RemoteEntryNotFoundError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
@@ -317,6 +318,10 @@ def check_hub_access(repo_id: str, *, token: str | None, endpoint: str | None) -
         api.whoami()
         if api.repo_exists(repo_id, repo_type=REPO_TYPE):
             api.dataset_info(repo_id)
+    except LocalTokenNotFoundError:
+        failure = (
+            f"Reaching dataset {repo_id} failed: no Hugging Face token (set HF_TOKEN, or log in with `hf auth login`)"
+        )
     except HfHubHTTPError as error:
         failure = _describe_hub_failure(error, repo_id, DEFAULT_REVISION, token).replace("Publishing to", "Reaching")
     else:

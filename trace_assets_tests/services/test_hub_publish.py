@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import datasets
+import huggingface_hub.constants
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,6 +19,7 @@ from trace_assets.publishing.hub import (
     HubPublishError,
     PublishedCommit,
     PublishRoot,
+    check_hub_access,
     parse_publish_root,
     publish_run_folder,
     render_repo_id,
@@ -209,6 +211,30 @@ def test_wrong_token_fails_clearly_without_revealing_the_token(
     assert wrong_token not in caplog.text
     assert {request.status for request in hub_server.requests} == {401}
     assert hub_server.requests_to("POST", r"/commit/") == []
+
+
+def test_the_pre_flight_accepts_the_token_and_refuses_a_wrong_one_or_none(
+    hub_server: HubStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check_hub_access(REPO_ID, token=hub_server.token, endpoint=hub_server.url)  # no repo yet: fine
+    publish_run_folder(
+        write_run_folder(tmp_path, "run-1", [2]),
+        REPO_ID,
+        token=hub_server.token,
+        endpoint=hub_server.url,
+        commit_message="Publish run-1",
+    )
+    check_hub_access(REPO_ID, token=hub_server.token, endpoint=hub_server.url)  # the repo, readable
+    assert hub_server.requests_to("GET", r"/api/whoami-v2")
+
+    wrong_token = "hf_wrong_token_that_must_not_leak"
+    with pytest.raises(HubPublishError, match="HTTP 401") as raised:
+        check_hub_access(REPO_ID, token=wrong_token, endpoint=hub_server.url)
+    assert wrong_token not in str(raised.value)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-login"))  # nor a login
+    with pytest.raises(HubPublishError, match="no Hugging Face token"):
+        check_hub_access(REPO_ID, token=None, endpoint=hub_server.url)
 
 
 def test_existing_public_repo_needs_explicit_private_false(hub_server: HubStandIn, tmp_path: Path) -> None:

@@ -304,6 +304,7 @@ class _StandInHTTPServer(ThreadingHTTPServer):
 
 # (method, raw path pattern, handler method of _HubRequestHandler); groups are URL-decoded before the call.
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
+    ("GET", re.compile(r"/api/whoami-v2"), "_whoami"),
     ("POST", re.compile(r"/api/repos/create"), "_create_repo"),
     ("POST", re.compile(r"/api/validate-yaml"), "_validate_yaml"),
     ("GET", re.compile(rf"/api/datasets/{_REPO}"), "_dataset_info"),
@@ -410,6 +411,12 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
                 if metadata is not None and not isinstance(metadata, dict):
                     errors.append({"message": "The YAML header must be a mapping"})
         self._send_json(400 if errors else 200, {"errors": errors, "warnings": []})
+
+    def _whoami(self) -> None:
+        """The token's owner: what `HfApi.whoami` (the CLI's pre-flight) reads."""
+        if not self._caller_is_authenticated():
+            raise _HubError(401, "Invalid username or password.")
+        self._send_json(200, {"type": "user", "name": "stand-in", "auth": {"accessToken": {"role": "write"}}})
 
     def _dataset_info(self, repo_id: str, revision: str = "main") -> None:
         with self.hub._lock:
