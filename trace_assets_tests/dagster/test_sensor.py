@@ -10,7 +10,8 @@ import pytest
 
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.resources import config_from_env
-from trace_assets.discovery import BACKOFF_START, plan_tick
+from trace_assets.discovery import BACKOFF_START, plan_queue_tick, plan_tick
+from trace_assets.queue_events import Touch
 from trace_assets.store.objects import ObjectBatch
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
@@ -129,3 +130,57 @@ def test_cursor_stays_small_for_thousands_of_scopes():
     )
     assert len(plan.requests) == 2000
     assert len(plan.cursor) / 2000 < 130  # bytes per scope, the run's entry included
+
+
+def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
+    steps = {f"run-{i}": [f"run-{i}/step-1", f"run-{i}/step-2"] for i in range(10)}
+    sizes = {key: 3 for keys in steps.values() for key in keys}
+    known = set(sizes)  # the partitions the first tick added
+    listed: list[str] = []
+    runs_listed: list[str] = []
+    broken: set[str] = set()
+
+    def listing(key):
+        listed.append(key)
+        if key in broken:
+            raise OSError("endpoint down")
+        return _pages(sizes[key], 1_000_000_000)
+
+    def run_scopes(run):
+        runs_listed.append(run)
+        return steps[run]
+
+    def tick(cursor, touches, now, recheck=()):
+        listed.clear()
+        runs_listed.clear()
+        return plan_queue_tick(
+            cursor, touches, run_scopes, listing, lambda key: None, known, now, settle=600, recheck=recheck
+        )
+
+    first = plan_tick(None, steps, run_scopes, listing, lambda key: None, [], 2000.0, settle=600)
+    assert len(first.requests) == 20
+    quiet = tick(first.cursor, [], 2060.0)
+    assert listed == [] and runs_listed == [] and quiet.requests == [] and quiet.skipped == {}
+
+    sizes["run-3/step-2"] = 4  # an event for it: listed alone, its run's steps already known
+    touched = tick(quiet.cursor, [Touch("run-3", "step-2")], 2120.0)
+    assert listed == ["run-3/step-2"] and runs_listed == []
+    assert touched.skipped == {"run-3/step-2": "settling, 10 min left"}
+    calm = tick(touched.cursor, [], 2180.0)  # settling and no event since: not listed again
+    assert listed == [] and calm.skipped == {"run-3/step-2": "settling, 9 min left"}
+    settled = tick(calm.cursor, [], 2120.0 + 600)
+    assert [key for key, _ in settled.requests] == ["run-3/step-2"] and listed == []
+
+    steps["run-7"].append("run-7/step-3")  # a new step folder: its run's trace_jobs/ listed too
+    sizes["run-7/step-3"] = 1
+    broken.add("run-7/step-3")
+    failed = tick(settled.cursor, [Touch("run-7", "step-3")], 2800.0)
+    assert runs_listed == ["run-7"] and listed == ["run-7/step-3"] and "run-7/step-3" in failed.errors
+    broken.clear()
+    retried = tick(failed.cursor, [], 2860.0)  # the failed touch is kept in the cursor, visited again
+    assert listed == ["run-7/step-3"] and retried.new_keys == ["run-7/step-3"]
+    assert [key for key, _ in retried.requests] == ["run-7/step-3"]  # its newest object is old
+    assert "retry" not in json.loads(retried.cursor)
+
+    asked = tick(retried.cursor, [], 2920.0, recheck={"run-0/step-1"})  # the operator's re-check
+    assert listed == ["run-0/step-1"] and asked.skipped == {"run-0/step-1": "published and unchanged"}
