@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -12,8 +16,9 @@ from trace_assets.definitions import build_definitions
 from trace_assets.defs.resources import config_from_env
 from trace_assets.discovery import BACKOFF_START, plan_queue_tick, plan_tick
 from trace_assets.queue_events import Touch
+from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.store.objects import ObjectBatch
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
 
 @pytest.fixture
@@ -55,6 +60,7 @@ def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
         first = _tick(defs, instance, None)  # a finished run is requested at once
         assert [list(r.partition_keys) for r in first.dynamic_partitions_requests] == [["run-a"]]
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
+        assert first.run_requests[0].tags[SWEEP_TAG] == "traces"  # the traces root's last segment
 
         unchanged = _tick(defs, instance, first.cursor)
         assert unchanged.run_requests == [] and "published and unchanged; re-checked in" in unchanged.skip_message
@@ -184,3 +190,33 @@ def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
 
     asked = tick(retried.cursor, [], 2920.0, recheck={"run-0/step-1"})  # the operator's re-check
     assert listed == ["run-0/step-1"] and asked.skipped == {"run-0/step-1": "published and unchanged"}
+
+
+def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path):
+    defs = _defs(traces_root, settle_seconds=60)
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
+
+    def recheck(*keys: str) -> subprocess.CompletedProcess:
+        cli = str(Path(sys.executable).with_name("trace-assets"))
+        return subprocess.run(
+            [cli, "recheck", *keys], capture_output=True, text=True, env={**env, "DAGSTER_HOME": str(home)}
+        )
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        first = _tick(defs, instance, None)
+        assert [r.partition_key for r in first.run_requests] == ["run-a"]
+        waiting = _tick(defs, instance, first.cursor)
+        assert "'run-a': published and unchanged; re-checked in" in waiting.skip_message
+
+        asked = recheck("run-a", "run-z")
+        assert asked.returncode == 1 and "'run-z' is not a partition the sensor knows" in asked.stderr
+        assert [json.loads(line)["status"] for line in asked.stdout.splitlines()] == ["recheck_requested", "unknown"]
+        listed = _tick(defs, instance, waiting.cursor)  # listed now, not in an hour
+        assert listed.skip_message == "'run-a': published and unchanged"
+        assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
+        again = _tick(defs, instance, listed.cursor)  # the request is read once
+        assert "'run-a': published and unchanged; re-checked in" in again.skip_message
