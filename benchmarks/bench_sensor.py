@@ -35,9 +35,10 @@ import boto3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trace_assets.discovery import BACKOFF_START, plan_queue_tick, plan_tick
+from trace_assets.discovery import BACKOFF_START, listing_fingerprint, plan_queue_tick, plan_tick
 from trace_assets.queue_events import read_messages
 from trace_assets.scope import RunScope
+from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.fault_proxy import FaultProxy
 
@@ -53,7 +54,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3, help="trial folders per scope")
     parser.add_argument("--ticks", type=int, default=9, help="steady ticks, 60 s apart (under the settle period)")
     parser.add_argument("--json")
+    parser.add_argument("--fingerprint-only", action="store_true", help="only the fingerprint's cost")
     args = parser.parse_args()
+    if args.fingerprint_only:
+        print(json.dumps(_fingerprint_cost(), indent=2))
+        return
 
     from moto.server import ThreadedMotoServer
 
@@ -125,10 +130,41 @@ def main() -> None:
         results["within_target"] = results["steady_ticks"]["requests_per_tick"] + amortised <= target  # type: ignore[index]
         results["queue_ticks"] = _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, cursor, start)
     server.stop()
+    results["fingerprint"] = _fingerprint_cost()
     print(json.dumps(results, indent=2))
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=2)
+
+
+def _fingerprint_cost(objects: int = 154_311, repeats: int = 5) -> dict[str, object]:
+    """Seconds to fingerprint one listing with change tokens and without, and their ratio."""
+
+    def pages(tokens: bool) -> list[ObjectBatch]:
+        keys = [f"task-{i // 7:06d}__x/agent/episode-{i % 7}/response.txt" for i in range(objects)]
+        etags = [f"{1_000_000 + i}:{1_700_000_000_000_000_000 + i}" if tokens else None for i in range(objects)]
+        return [
+            ObjectBatch(
+                keys[at : at + 1000],
+                [1234] * len(keys[at : at + 1000]),
+                etags[at : at + 1000],
+                [1] * len(keys[at : at + 1000]),
+            )
+            for at in range(0, objects, 1000)
+        ]
+
+    listings = {"with_tokens": pages(True), "without_tokens": pages(False)}
+    best = {name: float("inf") for name in listings}
+    for _ in range(repeats):
+        for name, listing in listings.items():
+            started = time.perf_counter()
+            listing_fingerprint(listing)
+            best[name] = min(best[name], time.perf_counter() - started)
+    return {
+        "objects": objects,
+        **{f"{name}_seconds": round(seconds, 4) for name, seconds in best.items()},
+        "ratio": round(best["with_tokens"] / best["without_tokens"], 2),
+    }
 
 
 def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, cursor, start) -> dict[str, object]:

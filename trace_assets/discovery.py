@@ -49,23 +49,29 @@ from trace_assets.store.local_walk import escaped_name
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.trace_store import EPOCH
 
-CURSOR_VERSION = 2
+CURSOR_VERSION = 3  # 3: fingerprints hold the objects' change tokens
 BACKOFF_START = 3600.0  # an exported scope's first re-check, an hour after its export
 BACKOFF_MAX = 7 * 86400.0  # then doubling up to a week
 RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this (a request a run)
 
 
 def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None]:
-    """Object count, total bytes and newest modification time as a fingerprint (what changes while
-    a scope is written), and that newest time in seconds since the epoch (None: no objects)."""
-    count = size = 0
+    """Object count, total bytes, newest modification time (what changes while a scope is written)
+        and each object's change token (S3's ETag; on local disks inode and ctime, which a `cp -p`
+        re-sync of new content cannot keep) as a fingerprint, and that newest time in seconds since the
+        epoch (None: no objects). The tokens' CRCs are summed: the listing's order does not count, and
+    one changed token always changes the sum."""
+    count = size = tokens = 0
     newest = None
     for page in pages:
         count += len(page)
         size += sum(page.sizes)
         newest = max((m for m in [*page.modified, newest] if m is not None), default=None)
+        for key, etag in zip(page.keys, page.etags):
+            if etag:
+                tokens += zlib.crc32(f"{key}|{etag}".encode())
     modified = "" if newest is None else (EPOCH + timedelta(microseconds=newest)).isoformat()
-    return fingerprint([], count, size, modified)[:16], None if newest is None else newest / 1e6
+    return fingerprint([], count, size, modified, tokens)[:16], None if newest is None else newest / 1e6
 
 
 @dataclass
@@ -280,7 +286,9 @@ def _plan_scope(
         plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
         return [current, since, requested, now, 0.0]
     published = published_at(key)
-    if published is not None and newest is not None and published >= newest:
+    # Published after the listing took its current form (`since`: its newest object's time, or when
+    # the sensor saw the change, for a re-sync that kept modification times): nothing to export.
+    if published is not None and published >= since:
         plan.skipped[key] = "already published (by the CLI or a backfill) and unchanged since"
     else:
         plan.requests.append((key, current))

@@ -14,7 +14,8 @@ import pytest
 
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.resources import config_from_env
-from trace_assets.discovery import BACKOFF_START, plan_queue_tick, plan_tick
+from trace_assets.defs.sensors import recheck_observation
+from trace_assets.discovery import BACKOFF_START, listing_fingerprint, plan_queue_tick, plan_tick
 from trace_assets.queue_events import Touch
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.store.objects import ObjectBatch
@@ -220,3 +221,33 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
         again = _tick(defs, instance, listed.cursor)  # the request is read once
         assert "'run-a': published and unchanged; re-checked in" in again.skip_message
+
+
+def test_fingerprint_holds_change_tokens_in_any_order():
+    def page(keys, etags):
+        return ObjectBatch(list(keys), [5] * len(keys), list(etags), [1_000_000] * len(keys))
+
+    listed = listing_fingerprint([page(["a", "b"], ["1:10", "2:20"])])
+    assert listing_fingerprint([page(["b"], ["2:20"]), page(["a"], ["1:10"])]) == listed
+    assert listing_fingerprint([page(["a", "b"], ["1:10", "2:21"])])[0] != listed[0]  # same size and time
+    assert listing_fingerprint([page(["a", "b"], [None, None])])[0] != listed[0]
+
+
+def test_a_cp_p_resync_of_new_content_is_exported_again(traces_root):
+    defs = _defs(traces_root, settle_seconds=0)
+    run = traces_root / "run-a"
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, run)
+    with dg.instance_for_test() as instance:
+        first = _tick(defs, instance, None)
+        assert [r.partition_key for r in first.run_requests] == ["run-a"]
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="published_shards", partition="run-a"))
+        [result] = sorted(run.rglob("result.json"))[:1]
+        before = result.stat()
+        data = result.read_bytes()
+        result.write_bytes(data.replace(b"0", b"1", 1) if b"0" in data else data[::-1])  # same size, new content
+        os.utime(result, ns=(before.st_atime_ns, before.st_mtime_ns))  # as cp -p keeps it
+        assert result.stat().st_size == before.st_size and result.stat().st_mtime_ns == before.st_mtime_ns
+        instance.report_runless_asset_event(recheck_observation("run-a", "test"))
+        resynced = _tick(defs, instance, first.cursor)
+        assert [r.partition_key for r in resynced.run_requests] == ["run-a"]  # published before the change was seen
+        assert resynced.run_requests[0].run_key != first.run_requests[0].run_key
