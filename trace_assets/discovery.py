@@ -82,6 +82,7 @@ class TickPlan:
     new_keys: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # scope key -> why it is not requested
     errors: dict[str, str] = field(default_factory=dict)  # run or scope -> its listing's error
+    gone: list[str] = field(default_factory=list)  # scopes whose folder is gone: dropped from the cursor
     listed_runs: int = 0  # runs whose trace_jobs/ was listed this tick
     listed_scopes: int = 0  # scopes listed in full this tick
     cursor: str = ""
@@ -238,6 +239,9 @@ def plan_queue_tick(
             planned = _plan_scope(
                 key, entry, listing, published_at, now, settle, plan, key in touched or key in asked, trusted
             )
+            if key in plan.gone:
+                next_scopes.pop(key, None)
+                continue
             if planned is None or (key in plan.errors and key in touched):
                 retry |= {touch for touch in by_run[run_id] if _touched_key(touch, keys) == key}
             if planned is not None:
@@ -258,7 +262,8 @@ def _plan_scope(
     force: bool = False,
     unchanged: bool = False,
 ) -> list | None:
-    """The scope's next cursor entry (None: a new scope whose listing failed, tried afresh next tick).
+    """The scope's next cursor entry (None: a new scope whose listing failed, tried afresh next tick,
+    or a scope that is gone).
 
     `force`: list it whatever its back-off; `unchanged`: take the cursor's listing as current
     (queue mode: no event touched the scope since)."""
@@ -271,6 +276,10 @@ def _plan_scope(
     else:
         try:
             current, newest = listing_fingerprint(listing(key))
+        except FileNotFoundError:  # deleted since its run was listed (or since the event that named it)
+            plan.skipped[key] = "gone from the traces root"
+            plan.gone.append(key)
+            return None
         except Exception as err:  # this scope's listing only
             plan.errors[key] = f"{type(err).__name__}: {err}"
             return entry

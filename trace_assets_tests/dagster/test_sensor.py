@@ -151,6 +151,8 @@ def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
         listed.append(key)
         if key in broken:
             raise OSError("endpoint down")
+        if key not in sizes:
+            raise FileNotFoundError(key)
         return _pages(sizes[key], 1_000_000_000)
 
     def run_scopes(run):
@@ -191,6 +193,12 @@ def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
 
     asked = tick(retried.cursor, [], 2920.0, recheck={"run-0/step-1"})  # the operator's re-check
     assert listed == ["run-0/step-1"] and asked.skipped == {"run-0/step-1": "published and unchanged"}
+
+    del sizes["run-9/step-1"]  # deleted: its ObjectRemoved events touch it, its listing finds nothing
+    deleted = tick(asked.cursor, [Touch("run-9", "step-1")], 2980.0)
+    assert deleted.skipped == {"run-9/step-1": "gone from the traces root"} and deleted.errors == {}
+    assert "run-9/step-1" not in json.loads(deleted.cursor)["scopes"] and "retry" not in json.loads(deleted.cursor)
+    assert tick(deleted.cursor, [], 3040.0).skipped == {} and listed == []
 
 
 def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path):
