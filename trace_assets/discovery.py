@@ -28,8 +28,9 @@ The cursor maps each scope to `[fingerprint, quiet_since, fingerprint_requested,
 backoff]` and each run to `[next_check]`: a few dozen bytes a scope; in queue mode it also holds
 touches whose listing failed (`retry`, visited again next tick). The sensor keeps its own state
 beside these (`extra`: the queue's receipt handles to delete, the last re-check request read).
-Pure: the sensor hands in the listings, the publish times and the clock. One bad run or scope never hides the
-others: its error is reported, its cursor entry kept, and it is listed again on the next tick.
+Pure: the sensor hands in the listings, the publish times and the clock. One bad run or scope
+never hides the others: its error is reported, its cursor entry kept, and it is listed again on
+the next tick; a scope whose folder is gone is dropped from the cursor.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this
 
 def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None]:
     """Object count, total bytes, newest modification time (what changes while a scope is written)
-        and each object's change token (S3's ETag; on local disks inode and ctime, which a `cp -p`
-        re-sync of new content cannot keep) as a fingerprint, and that newest time in seconds since the
-        epoch (None: no objects). The tokens' CRCs are summed: the listing's order does not count, and
+    and each object's change token (S3's ETag; on local disks inode and ctime, which a `cp -p`
+    re-sync of new content cannot keep) as a fingerprint, and that newest time in seconds since the
+    epoch (None: no objects). The tokens' CRCs are summed: the listing's order does not count, and
     one changed token always changes the sum."""
     count = size = tokens = 0
     newest = None
