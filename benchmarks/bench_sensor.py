@@ -13,6 +13,11 @@ first back-off) lists every settled scope again; spread over that back-off (an h
 week, at a 60 s interval) it is the amortised scope re-check cost per tick.
 Target: steady requests per tick <= ceil(scopes / 1000) + the growing scopes' own listings
 (+ their runs' step listings) + the amortised re-checks.
+
+Then queue mode on the same sweep: the bucket's S3 event notifications go to an SQS queue on the
+same moto server, and `--ticks` more ticks (the growing steps written to as before) run
+`discovery.plan_queue_tick` over the scopes the events touched; S3 requests counted through the
+proxy as above, SQS requests (receives and deletes, on moto directly) counted apart.
 """
 
 from __future__ import annotations
@@ -30,8 +35,10 @@ import boto3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trace_assets.discovery import BACKOFF_START, plan_tick
+from trace_assets.discovery import BACKOFF_START, listing_fingerprint, plan_queue_tick, plan_tick
+from trace_assets.queue_events import read_messages
 from trace_assets.scope import RunScope
+from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.fault_proxy import FaultProxy
 
@@ -47,7 +54,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3, help="trial folders per scope")
     parser.add_argument("--ticks", type=int, default=9, help="steady ticks, 60 s apart (under the settle period)")
     parser.add_argument("--json")
+    parser.add_argument("--fingerprint-only", action="store_true", help="only the fingerprint's cost")
     args = parser.parse_args()
+    if args.fingerprint_only:
+        print(json.dumps(_fingerprint_cost(), indent=2))
+        return
 
     from moto.server import ThreadedMotoServer
 
@@ -117,11 +128,98 @@ def main() -> None:
         results["amortised_recheck_per_tick"] = round(amortised, 2)
         results["target_per_tick"] = round(target, 2)
         results["within_target"] = results["steady_ticks"]["requests_per_tick"] + amortised <= target  # type: ignore[index]
+        results["queue_ticks"] = _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, cursor, start)
     server.stop()
+    results["fingerprint"] = _fingerprint_cost()
     print(json.dumps(results, indent=2))
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=2)
+
+
+def _fingerprint_cost(objects: int = 154_311, repeats: int = 5) -> dict[str, object]:
+    """Seconds to fingerprint one listing with change tokens and without, and their ratio."""
+
+    def pages(tokens: bool) -> list[ObjectBatch]:
+        keys = [f"task-{i // 7:06d}__x/agent/episode-{i % 7}/response.txt" for i in range(objects)]
+        etags = [f"{1_000_000 + i}:{1_700_000_000_000_000_000 + i}" if tokens else None for i in range(objects)]
+        return [
+            ObjectBatch(
+                keys[at : at + 1000],
+                [1234] * len(keys[at : at + 1000]),
+                etags[at : at + 1000],
+                [1] * len(keys[at : at + 1000]),
+            )
+            for at in range(0, objects, 1000)
+        ]
+
+    listings = {"with_tokens": pages(True), "without_tokens": pages(False)}
+    best = {name: float("inf") for name in listings}
+    for _ in range(repeats):
+        for name, listing in listings.items():
+            started = time.perf_counter()
+            listing_fingerprint(listing)
+            best[name] = min(best[name], time.perf_counter() - started)
+    return {
+        "objects": objects,
+        **{f"{name}_seconds": round(seconds, 4) for name, seconds in best.items()},
+        "ratio": round(best["with_tokens"] / best["without_tokens"], 2),
+    }
+
+
+def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, cursor, start) -> dict[str, object]:
+    """Queue mode's steady ticks from the full mode's last cursor: S3 and SQS requests per tick."""
+    sqs = boto3.client("sqs", endpoint_url=endpoint, **creds)
+    queue_url = sqs.create_queue(QueueName=f"events-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket,
+        NotificationConfiguration={"QueueConfigurations": [{"QueueArn": arn, "Events": ["s3:ObjectCreated:*"]}]},
+    )
+    s3_requests, sqs_requests, times = [], [], []
+    for n in range(args.ticks):
+        for key in growing:
+            s3.put_object(
+                Bucket=bucket, Key=f"traces/{RunScope.from_key(key).source_prefix}/queued-{n}__x/trial.log", Body=b"x"
+            )
+        proxy.reset_stats()
+        started = time.perf_counter()
+        bodies, handles, calls = [], [], 0
+        while True:
+            calls += 1
+            messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
+                "Messages", []
+            )
+            bodies += [m["Body"] for m in messages]
+            handles += [m["ReceiptHandle"] for m in messages]
+            if not messages:
+                break
+        plan = plan_queue_tick(
+            cursor,
+            read_messages(bodies, bucket, "traces/").touches,
+            lambda run: [s.key for s in store.scopes(run)],
+            lambda key: store.iter_run(RunScope.from_key(key)),
+            lambda key: None,
+            [],
+            start + (args.ticks + n + 1) * INTERVAL,
+            SETTLE,
+        )
+        cursor = plan.cursor
+        for first in range(0, len(handles), 10):  # the sensor deletes them at the next tick's start
+            chunk = handles[first : first + 10]
+            sqs.delete_message_batch(
+                QueueUrl=queue_url, Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(chunk)]
+            )
+            calls += 1
+        times.append(time.perf_counter() - started)
+        s3_requests.append(proxy.stats["requests"])
+        sqs_requests.append(calls)
+    return {
+        "s3_requests_per_tick": statistics.mean(s3_requests),
+        "max_s3_requests": max(s3_requests),
+        "sqs_requests_per_tick": statistics.mean(sqs_requests),
+        "mean_seconds": round(statistics.mean(times), 3),
+    }
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """`trace-assets`: list the runs under a traces root, materialize them, queue a backfill of them,
-or forget runs that are gone.
+forget runs that are gone, or ask the sensor to re-check scopes.
 
 Runs go through the same job and instance as the UI (`DAGSTER_HOME`), so they show up there.
 Progress goes to stderr, one line a message (`-v` for Dagster's full log and stack traces);
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trace_assets.harbor.options import add_export_arguments, export_overrides
+from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, validate_scope_key
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES
 
@@ -100,6 +101,12 @@ def _parser() -> argparse.ArgumentParser:
         "forget", parents=[common], help="remove the partitions and staging of runs gone from the traces root"
     )
     forget.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    recheck = commands.add_parser(
+        "recheck", help="make the sensor list these scopes again at its next tick, whatever their back-off"
+    )
+    recheck.add_argument(
+        "run_ids", nargs="+", metavar="SCOPE", help="a scope key (run/step-N), or a run: all its steps"
+    )
     return parser
 
 
@@ -399,7 +406,7 @@ def materialize_runs(
                 partition_key=run_id,
                 raise_on_error=False,
                 run_id=dagster_run_id,
-                tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()},
+                tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), SWEEP_TAG: trace_config.sweep_name()},
                 run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
             )
             line = _result_line(run_id, result, staging.coverage)
@@ -440,10 +447,16 @@ def _result_line(run_id: str, result: dg.ExecuteInProcessResult, coverage_path: 
 
 
 def backfill_runs(
-    run_ids: list[str], run_config: dict[str, Any], wait: bool, url: str | None = None, poll_seconds: float = 2.0
+    run_ids: list[str],
+    run_config: dict[str, Any],
+    wait: bool,
+    url: str | None = None,
+    poll_seconds: float = 2.0,
+    sweep: str = "",
 ) -> int:
     """A real asset backfill, shown in the UI's backfill page, launched through Dagster's GraphQL API;
-    the daemon launches its runs. With `wait`, one line per run (status, reason, coverage)."""
+    the daemon launches its runs, each tagged with the `sweep`. With `wait`, one line per run
+    (status, reason, coverage)."""
     import time
 
     from trace_assets.backfill_api import TERMINAL, backfill_status, launch_backfill, webserver
@@ -456,7 +469,8 @@ def backfill_runs(
     paths = [list(key.path) for asset in ASSETS for key in asset.keys]
     with webserver(url, PROJECT_DIR / "workspace.yaml", _say) as base:
         title = f"trace-assets backfill of {len(run_ids)} run(s)"
-        backfill_id = launch_backfill(base, paths, run_ids, STORE_READ_TAG, run_config, title)
+        tags = {**STORE_READ_TAG, SWEEP_TAG: sweep} if sweep else STORE_READ_TAG
+        backfill_id = launch_backfill(base, paths, run_ids, tags, run_config, title)
         _say(f"backfill {backfill_id} queued for {len(run_ids)} run(s)")
         status = "REQUESTED"
         while wait and status not in TERMINAL:
@@ -572,6 +586,32 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
     return 1 if failures else 0
 
 
+def request_rechecks(keys: list[str]) -> int:
+    """Record, for each scope, a request the sensor reads at its next tick (a runless observation of
+    `published_shards`, visible on the asset's page); a run stands for its step partitions."""
+    import getpass
+
+    from trace_assets.defs.partitions import TRACE_RUNS
+    from trace_assets.defs.sensors import recheck_observation
+
+    instance = _instance()
+    known = set(instance.get_dynamic_partitions(TRACE_RUNS))
+    requested_by = f"trace-assets recheck ({getpass.getuser()}@{socket.gethostname()})"
+    failures = 0
+    for key in keys:
+        scopes = [key] if key in known else sorted(k for k in known if k.startswith(key + "/"))
+        if not scopes:
+            failures += 1
+            reason = f"{key!r} is not a partition the sensor knows; nothing to re-check"
+            _say(reason)
+            print(json.dumps({"run_id": key, "status": "unknown", "reason": reason}), flush=True)
+        for scope in scopes:
+            instance.report_runless_asset_event(recheck_observation(scope, requested_by))
+            _say(f"{scope}: re-check requested; the sensor lists it at its next tick")
+            print(json.dumps({"run_id": scope, "status": "recheck_requested"}), flush=True)
+    return 1 if failures else 0
+
+
 def print_status() -> int:
     """The same table as the `sweep_coverage` asset, read from the instance's latest publishes."""
     from trace_assets.defs.sweep import published_records
@@ -586,6 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "status":
             return print_status()
+        if args.command == "recheck":
+            return request_rechecks(_validated(args.run_ids))
         trace_config = _config(args)
         if args.command == "runs":
             for run_id in _run_ids(trace_config):
@@ -600,7 +642,8 @@ def main(argv: list[str] | None = None) -> int:
             missing = [run_id for run_id in run_ids if not _run_exists(trace_config, RunScope.from_key(run_id))]
             if missing:
                 raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
-            return backfill_runs(run_ids, _as_run_config(trace_config), args.wait, args.webserver)
+            run_config = _as_run_config(trace_config)
+            return backfill_runs(run_ids, run_config, args.wait, args.webserver, sweep=trace_config.sweep_name())
         scopes = _scopes(_validated(args.run_ids), trace_config)
         if args.dry_run:
             return dry_run_runs(scopes, trace_config)

@@ -13,10 +13,24 @@ object's modification time: a sweep finished days ago is requested on first sigh
 published (by the CLI or a backfill: `published_at` reads the asset's materializations) and not
 written since is taken as exported, never exported twice.
 
+An operator's re-check request (`trace-assets recheck SCOPE`) lists a scope at the next tick
+whatever its back-off (`recheck`).
+
+Queue mode (`plan_queue_tick`): when the bucket sends S3 event notifications to an SQS queue, a
+tick visits only the runs and steps the events touched, the scopes still settling and those an
+operator asked to re-check; there is no root listing and no back-off re-check (the events say
+what changed). A settling scope no event touched is not listed again: its listing is the one the
+cursor holds, so it settles on the clock alone. A touched scope already in the cursor costs one
+listing; a new step folder also its run's `trace_jobs/` listing. The first tick (no cursor) plans
+the whole root as `plan_tick` does, so a deleted cursor still re-checks every scope.
+
 The cursor maps each scope to `[fingerprint, quiet_since, fingerprint_requested, next_check,
-backoff]` and each run to `[next_check]`: a few dozen bytes a scope. Pure: the sensor
-hands in the listings, the publish times and the clock. One bad run or scope never hides the
-others: its error is reported, its cursor entry kept, and it is listed again on the next tick.
+backoff]` and each run to `[next_check]`: a few dozen bytes a scope; in queue mode it also holds
+touches whose listing failed (`retry`, visited again next tick). The sensor keeps its own state
+beside these (`extra`: the queue's receipt handles to delete, the last re-check request read).
+Pure: the sensor hands in the listings, the publish times and the clock. One bad run or scope
+never hides the others: its error is reported, its cursor entry kept, and it is listed again on
+the next tick; a scope whose folder is gone is dropped from the cursor.
 """
 
 from __future__ import annotations
@@ -24,32 +38,41 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
+from trace_assets.queue_events import Touch
+from trace_assets.scope import RunScope
 from trace_assets.steps.incremental import fingerprint
 from trace_assets.store.local_walk import escaped_name
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.trace_store import EPOCH
 
-CURSOR_VERSION = 2
+CURSOR_VERSION = 3  # 3: fingerprints hold the objects' change tokens
 BACKOFF_START = 3600.0  # an exported scope's first re-check, an hour after its export
 BACKOFF_MAX = 7 * 86400.0  # then doubling up to a week
 RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this (a request a run)
 
 
 def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None]:
-    """Object count, total bytes and newest modification time as a fingerprint (what changes while
-    a scope is written), and that newest time in seconds since the epoch (None: no objects)."""
-    count = size = 0
+    """Object count, total bytes, newest modification time (what changes while a scope is written)
+    and each object's change token (S3's ETag; on local disks inode and ctime, which a `cp -p`
+    re-sync of new content cannot keep) as a fingerprint, and that newest time in seconds since the
+    epoch (None: no objects). The tokens' CRCs are summed: the listing's order does not count, and
+    one changed token always changes the sum."""
+    count = size = tokens = 0
     newest = None
     for page in pages:
         count += len(page)
         size += sum(page.sizes)
         newest = max((m for m in [*page.modified, newest] if m is not None), default=None)
+        for key, etag in zip(page.keys, page.etags):
+            if etag:
+                tokens += zlib.crc32(f"{key}|{etag}".encode())
     modified = "" if newest is None else (EPOCH + timedelta(microseconds=newest)).isoformat()
-    return fingerprint([], count, size, modified)[:16], None if newest is None else newest / 1e6
+    return fingerprint([], count, size, modified, tokens)[:16], None if newest is None else newest / 1e6
 
 
 @dataclass
@@ -60,6 +83,7 @@ class TickPlan:
     new_keys: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # scope key -> why it is not requested
     errors: dict[str, str] = field(default_factory=dict)  # run or scope -> its listing's error
+    gone: list[str] = field(default_factory=list)  # scopes whose folder is gone: dropped from the cursor
     listed_runs: int = 0  # runs whose trace_jobs/ was listed this tick
     listed_scopes: int = 0  # scopes listed in full this tick
     cursor: str = ""
@@ -70,11 +94,27 @@ def load_cursor(cursor: str | None) -> dict[str, list]:
     return _load(cursor)[1]
 
 
+def cursor_extra(cursor: str | None) -> dict[str, Any]:
+    """The sensor's own state kept in the cursor beside the plan's (see `plan_tick`'s `extra`)."""
+    data = json.loads(cursor) if cursor else {}
+    return data.get("extra", {}) if data.get("v") == CURSOR_VERSION else {}
+
+
 def _load(cursor: str | None) -> tuple[dict[str, list], dict[str, list]]:
     data = json.loads(cursor) if cursor else {}
     if data.get("v") != CURSOR_VERSION:
         return {}, {}
     return data.get("runs", {}), data.get("scopes", {})
+
+
+def _dump(runs: dict[str, list], scopes: dict[str, list], extra: Mapping[str, Any], retry: Iterable[Touch] = ()) -> str:
+    data: dict[str, Any] = {"v": CURSOR_VERSION, "runs": runs, "scopes": scopes}
+    if extra:
+        data["extra"] = dict(extra)
+    retry = sorted(set(retry))
+    if retry:
+        data["retry"] = [[touch.run_id, touch.step] for touch in retry]
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
 
 def _spread(key: str, seconds: float) -> float:
@@ -97,8 +137,11 @@ def plan_tick(
     now: float,
     settle: float,
     run_recheck: float = RUN_RECHECK,
+    recheck: Collection[str] = (),
+    extra: Mapping[str, Any] | None = None,
 ) -> TickPlan:
-    """One tick over the runs under the root (see the module's docstring)."""
+    """One tick over the runs under the root (see the module's docstring). `recheck`: scope keys
+    listed now whatever their back-off; `extra`: the sensor's own state, kept in the cursor."""
     runs, scopes = _load(cursor)
     known = set(known)
     plan = TickPlan()
@@ -122,7 +165,7 @@ def plan_tick(
                 next_runs[run_id] = [run_check]
                 continue
         for key in keys:
-            planned = _plan_scope(key, scopes.get(key), listing, published_at, now, settle, plan)
+            planned = _plan_scope(key, scopes.get(key), listing, published_at, now, settle, plan, key in recheck)
             if planned is not None:
                 next_scopes[key] = planned
         plan.new_keys += [key for key in keys if key not in known and key in next_scopes]
@@ -131,9 +174,81 @@ def plan_tick(
             next_runs[run_id] = [run_check if now < run_check else now + _spread(run_id, run_recheck)]
         else:
             next_runs[run_id] = [now]
-    plan.cursor = json.dumps(
-        {"v": CURSOR_VERSION, "runs": next_runs, "scopes": next_scopes}, separators=(",", ":"), sort_keys=True
-    )
+    plan.cursor = _dump(next_runs, next_scopes, extra or {})
+    return plan
+
+
+def _run_of(key: str) -> str:
+    return RunScope.from_key(key).run_id
+
+
+def _touched_key(touch: Touch, keys: Collection[str]) -> str | None:
+    """The scope an object of `touch` lies in, among the run's scope keys (None: in none of them)."""
+    if touch.step is not None and f"{touch.run_id}/{touch.step}" in keys:
+        return f"{touch.run_id}/{touch.step}"
+    return touch.run_id if touch.run_id in keys else None
+
+
+def plan_queue_tick(
+    cursor: str,
+    touches: Iterable[Touch],
+    run_scopes: Callable[[str], list[str]],
+    listing: Callable[[str], Iterable[ObjectBatch]],
+    published_at: Callable[[str], float | None],
+    known: Iterable[str],
+    now: float,
+    settle: float,
+    recheck: Collection[str] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> TickPlan:
+    """One tick over what the queue's events touched (see the module's docstring); the runs and
+    scopes not visited keep their cursor entries as they are."""
+    runs, scopes = _load(cursor)
+    data = json.loads(cursor)
+    touches = set(touches) | {Touch(run_id, step) for run_id, step in data.get("retry", [])}
+    known = set(known)
+    plan = TickPlan()
+    next_runs, next_scopes = dict(runs), dict(scopes)
+    retry: set[Touch] = set()
+    settling = {key for key, entry in scopes.items() if entry[2] != entry[0]}
+    asked = {key for key in recheck if key in scopes}
+    by_run: dict[str, set[Touch]] = {}
+    for touch in touches:
+        by_run.setdefault(touch.run_id, set()).add(touch)
+    for key in settling | asked:
+        by_run.setdefault(_run_of(key), set())
+    for run_id in sorted(by_run):
+        ours = sorted(k for k in scopes if _run_of(k) == run_id)
+        keys = ours
+        if run_id not in runs or any(_touched_key(touch, ours) is None for touch in by_run[run_id]):
+            try:  # a new run or step folder: its run's scopes, from one delimiter listing
+                keys = run_scopes(run_id)
+                plan.listed_runs += 1
+            except Exception as err:  # this run only: its touches are visited again next tick
+                plan.errors[run_id] = f"{type(err).__name__}: {err}"
+                retry |= by_run[run_id]
+                continue
+            for gone in set(ours) - set(keys):  # the run's layout changed (steps became the run, or back)
+                next_scopes.pop(gone, None)
+            next_runs[run_id] = [now + _spread(run_id, RUN_RECHECK)]
+        touched = {_touched_key(touch, keys) for touch in by_run[run_id]} - {None}
+        for key in keys:
+            entry = scopes.get(key)
+            if key not in touched and key not in asked and key not in settling and entry is not None:
+                continue  # nothing happened to it
+            trusted = entry is not None and key in settling and key not in touched and key not in asked
+            planned = _plan_scope(
+                key, entry, listing, published_at, now, settle, plan, key in touched or key in asked, trusted
+            )
+            if key in plan.gone:
+                next_scopes.pop(key, None)
+                continue
+            if planned is None or (key in plan.errors and key in touched):
+                retry |= {touch for touch in by_run[run_id] if _touched_key(touch, keys) == key}
+            if planned is not None:
+                next_scopes[key] = planned
+        plan.new_keys += [key for key in keys if key not in known and key in next_scopes]
+    plan.cursor = _dump(next_runs, next_scopes, extra or {}, retry)
     return plan
 
 
@@ -145,18 +260,31 @@ def _plan_scope(
     now: float,
     settle: float,
     plan: TickPlan,
+    force: bool = False,
+    unchanged: bool = False,
 ) -> list | None:
-    """The scope's next cursor entry (None: a new scope whose listing failed, tried afresh next tick)."""
+    """The scope's next cursor entry (None: a new scope whose listing failed, tried afresh next tick,
+    or a scope that is gone).
+
+    `force`: list it whatever its back-off; `unchanged`: take the cursor's listing as current
+    (queue mode: no event touched the scope since)."""
     previous_fp, since, requested, next_check, backoff = entry or [None, None, None, 0.0, 0.0]
-    if entry is not None and requested == previous_fp and now < next_check:
+    if entry is not None and requested == previous_fp and now < next_check and not force:
         plan.skipped[key] = f"published and unchanged; re-checked in {_minutes(next_check - now)} min"
         return entry
-    try:
-        current, newest = listing_fingerprint(listing(key))
-    except Exception as err:  # this scope's listing only
-        plan.errors[key] = f"{type(err).__name__}: {err}"
-        return entry
-    plan.listed_scopes += 1
+    if unchanged and entry is not None:
+        current, newest = previous_fp, since
+    else:
+        try:
+            current, newest = listing_fingerprint(listing(key))
+        except FileNotFoundError:  # deleted since its run was listed (or since the event that named it)
+            plan.skipped[key] = "gone from the traces root"
+            plan.gone.append(key)
+            return None
+        except Exception as err:  # this scope's listing only
+            plan.errors[key] = f"{type(err).__name__}: {err}"
+            return entry
+        plan.listed_scopes += 1
     if current != previous_fp:  # quiet since its newest object, unless that is older (a deletion)
         since = newest if newest is not None and (since is None or newest > since) else now
         since = min(since, now)
@@ -168,7 +296,9 @@ def _plan_scope(
         plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
         return [current, since, requested, now, 0.0]
     published = published_at(key)
-    if published is not None and newest is not None and published >= newest:
+    # Published after the listing took its current form (`since`: its newest object's time, or when
+    # the sensor saw the change, for a re-sync that kept modification times): nothing to export.
+    if published is not None and published >= since:
         plan.skipped[key] = "already published (by the CLI or a backfill) and unchanged since"
     else:
         plan.requests.append((key, current))

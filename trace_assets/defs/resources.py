@@ -19,7 +19,9 @@ from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, 
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.shrink_guard import DEFAULT_SHRINK_THRESHOLD
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target
+from trace_assets.queue_events import bucket_and_prefix
 from trace_assets.roots import refuse_overlapping_roots
+from trace_assets.run_tags import SWEEP_LABEL, sweep_label
 from trace_assets.scope import RunScope, ScopeUnit
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import OnSecret, OnUnverified, ScanPolicy, parse_on_secret, parse_on_unverified
@@ -130,6 +132,17 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         description="A partition per step folder (step) where a run's trace_jobs/ holds only step-N folders, or per run (run)",
     )
     settle_seconds: float = Field(default=600, ge=0, description="Sensor: how long a run's listing must stay unchanged")
+    event_queue_url: str = Field(
+        default="",
+        description="Sensor: an SQS queue URL receiving the traces bucket's S3 event notifications; "
+        "a tick then lists only the scopes the events touched (empty: list the root each tick)",
+    )
+    sweep: str = Field(
+        default="",
+        pattern=SWEEP_LABEL,
+        description="The trace_assets/sweep tag on the sensor's, CLI's and backfills' runs (tag concurrency "
+        "limits per sweep); empty: the traces root's last path segment",
+    )
     allow_shrink: bool = Field(
         default=False, description="Publish even when the run has 0 rows or shrank past shrink_threshold"
     )
@@ -154,6 +167,16 @@ class TraceAssetsConfig(dg.ConfigurableResource):
             {"traces_root": self.traces_root, "staging_root": self.staging_root, "publish_root": self.publish_root}
         )
         return self
+
+    @model_validator(mode="after")
+    def _event_queue_needs_s3_root(self) -> TraceAssetsConfig:
+        if self.event_queue_url:
+            bucket_and_prefix(self.traces_root)  # S3 events name a bucket: refuse a local root now
+        return self
+
+    def sweep_name(self) -> str:
+        """The run tag's value: `sweep`, else derived from the traces root."""
+        return self.sweep or sweep_label(self.traces_root)
 
     def export_options(self) -> ExportOptions:
         return ExportOptions(**{name: getattr(self, name) for name in EXPORT_FIELDS})
@@ -238,6 +261,8 @@ CONFIG_SOURCES = {
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
     "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
     "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
+    "event_queue_url": "TRACE_ASSETS_EVENT_QUEUE_URL",
+    "sweep": "TRACE_ASSETS_SWEEP",
     "scope_unit": "TRACE_ASSETS_SCOPE (--scope)",
     "allow_shrink": "TRACE_ASSETS_ALLOW_SHRINK (--allow-shrink)",
     "shrink_threshold": "TRACE_ASSETS_SHRINK_THRESHOLD",
@@ -300,6 +325,8 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "card_plots": parse_flag("TRACE_ASSETS_CARD_PLOTS", env.get("TRACE_ASSETS_CARD_PLOTS") or "on"),
         **{name: env[CONFIG_SOURCES[name]] for name in _CARD_TEXT if env.get(CONFIG_SOURCES[name])},
         "scope_unit": env.get("TRACE_ASSETS_SCOPE") or ScopeUnit.STEP.value,
+        "event_queue_url": env.get("TRACE_ASSETS_EVENT_QUEUE_URL", ""),
+        "sweep": env.get("TRACE_ASSETS_SWEEP", ""),
     }
     for field_name, variable in _INT_VARS.items():
         if env.get(variable):

@@ -1,24 +1,130 @@
 """Notice new runs and steps, and export each scope once its listing settles, at a per-tick cost
-that follows what changed (see `discovery`)."""
+that follows what changed (see `discovery`), or, with an event queue, what S3's events touched
+(see `queue_events`).
+
+Queue messages are deleted one tick late: a tick records the receipt handles of the messages it
+read in its cursor and deletes them at the start of the next tick, whose cursor proves that the
+tick which acted on them (its plan, run requests and cursor, committed together by Dagster) was
+committed. A tick that dies before its commit leaves them in the queue, to be read again once
+their visibility timeout ends: delivery is at least once, and reading a message twice only lists
+its scope twice.
+"""
 
 import os
 import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
 
+import boto3
 import dagster as dg
 
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
-from trace_assets.discovery import plan_tick
+from trace_assets.discovery import cursor_extra, load_cursor, plan_queue_tick, plan_tick
+from trace_assets.queue_events import bucket_and_prefix, read_messages
+from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
 
 PUBLISHED = dg.AssetKey("published_shards")
 SKIPS_SHOWN = 20  # scopes named in a tick's skip reason; the log names them all
+INTERVAL = int(os.environ.get("TRACE_ASSETS_SENSOR_INTERVAL_SECONDS", "60"))
+QUEUE_MESSAGES_PER_TICK = 100  # the rest wait for the next tick; bounds the cursor's receipt handles
+# Long enough that the next tick deletes a message before it shows again (else it is read twice).
+QUEUE_VISIBILITY_SECONDS = max(300, 5 * INTERVAL)
+RECHECK_METADATA = "recheck_requested_by"  # marks `trace-assets recheck`'s observations
+
+
+def recheck_observation(key: str, requested_by: str) -> dg.AssetObservation:
+    """The request to re-list scope `key` at the sensor's next tick, whatever its back-off."""
+    return dg.AssetObservation(asset_key=PUBLISHED, partition=key, metadata={RECHECK_METADATA: requested_by})
+
+
+def _recheck_requests(instance: dg.DagsterInstance, after: int | None) -> tuple[set[str], int | None]:
+    """Scopes asked to be re-checked since storage id `after`, and the newest id seen (on a first
+    tick, `after` None: none asked, the id to read from next)."""
+    if after is None:
+        latest = instance.fetch_observations(PUBLISHED, limit=1).records
+        return set(), latest[0].storage_id if latest else 0
+    keys, newest = set(), after
+    cursor = None
+    while True:
+        page = instance.fetch_observations(
+            dg.AssetRecordsFilter(asset_key=PUBLISHED, after_storage_id=after),
+            limit=1000,
+            cursor=cursor,
+            ascending=True,
+        )
+        for record in page.records:
+            newest = max(newest, record.storage_id)
+            observation = record.asset_observation
+            if observation is not None and observation.partition and RECHECK_METADATA in observation.metadata:
+                keys.add(observation.partition)
+        if not page.has_more:
+            return keys, newest
+        cursor = page.cursor
+
+
+def _sqs_client(queue_url: str, storage: ObjectStorage) -> Any:
+    """An SQS client on the queue URL's own host, with the object store's credentials and region
+    (unset ones fall through to botocore's environment handling, as for S3)."""
+    parts = urlsplit(queue_url)
+    host = parts.hostname or ""
+    region = storage.region_name
+    if not region and host.startswith("sqs.") and host.endswith(".amazonaws.com"):
+        region = host.split(".")[1]
+    return boto3.client(
+        "sqs",
+        endpoint_url=f"{parts.scheme}://{parts.netloc}",
+        region_name=region or None,
+        aws_access_key_id=storage.aws_access_key_id,
+        aws_secret_access_key=storage.aws_secret_access_key,
+        aws_session_token=storage.aws_session_token,
+        verify=storage.verify,
+    )
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _delete_acted_on(client: Any, queue_url: str, handles: list[str], log: Any) -> None:
+    """Delete the messages the previous, committed tick acted on; a failure only means they are
+    read again (at least once)."""
+    for chunk in _chunks(handles, 10):
+        entries = [{"Id": str(i), "ReceiptHandle": handle} for i, handle in enumerate(chunk)]
+        try:
+            failed = client.delete_message_batch(QueueUrl=queue_url, Entries=entries).get("Failed", [])
+        except Exception as err:
+            log.warning(f"could not delete {len(chunk)} queue message(s), they will be read again: {err}")
+            continue
+        if failed:
+            log.warning(f"could not delete {len(failed)} queue message(s), they will be read again: {failed[0]}")
+
+
+def _receive(client: Any, queue_url: str) -> tuple[list[str], list[str]]:
+    """Up to QUEUE_MESSAGES_PER_TICK messages' bodies and receipt handles, without waiting."""
+    bodies: list[str] = []
+    handles: list[str] = []
+    while len(bodies) < QUEUE_MESSAGES_PER_TICK:
+        messages = client.receive_message(
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=min(10, QUEUE_MESSAGES_PER_TICK - len(bodies)),
+            VisibilityTimeout=QUEUE_VISIBILITY_SECONDS,
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        bodies += [message.get("Body", "") for message in messages]
+        handles += [message["ReceiptHandle"] for message in messages]
+        if not messages:
+            return bodies, handles
+    return bodies, handles
 
 
 @dg.sensor(
     job=export_trace_run,
-    minimum_interval_seconds=int(os.environ.get("TRACE_ASSETS_SENSOR_INTERVAL_SECONDS", "60")),
+    minimum_interval_seconds=INTERVAL,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Adds a partition for each new run or step; exports it once its listing settles",
 )
@@ -40,17 +146,50 @@ def new_trace_runs_sensor(
         ).records
         return records[0].timestamp if records else None
 
+    def listing(key: str) -> Any:
+        return store.iter_run(RunScope.from_key(key))
+
     known = instance.get_dynamic_partitions(TRACE_RUNS)
-    plan = plan_tick(
-        context.cursor,
-        [run_id for run_id in store.run_folders() if is_scope_key(run_id)],  # see scope.validate_scope_key
-        run_scopes,
-        lambda key: store.iter_run(RunScope.from_key(key)),
-        published_at,
-        known,
-        time.time(),
-        trace_config.settle_seconds,
-    )
+    extra = cursor_extra(context.cursor)
+    recheck, seen = _recheck_requests(instance, extra.get("rechecked_through"))
+    if recheck:
+        context.log.info(f"re-check requested for {', '.join(sorted(recheck))}")
+    queue_url = trace_config.event_queue_url
+    ignored: dict[str, int] = {}
+    if queue_url and load_cursor(context.cursor):
+        client = _sqs_client(queue_url, object_storage)
+        _delete_acted_on(client, queue_url, extra.get("acks", []), context.log)
+        bodies, handles = _receive(client, queue_url)
+        reading = read_messages(bodies, *bucket_and_prefix(trace_config.traces_root))
+        for reason, detail in reading.ignored:
+            context.log.warning(f"queue message ignored ({reason.value}): {detail}")
+        ignored = reading.reasons()
+        context.log.info(f"read {len(bodies)} queue message(s): {len(reading.touches)} run(s) or step(s) touched")
+        plan = plan_queue_tick(
+            context.cursor or "",
+            reading.touches,
+            run_scopes,
+            listing,
+            published_at,
+            known,
+            time.time(),
+            trace_config.settle_seconds,
+            recheck,
+            {"rechecked_through": seen, "acks": handles},
+        )
+    else:  # the root, listed with a delimiter; with a queue, only on the first tick (no cursor)
+        plan = plan_tick(
+            context.cursor,
+            [run_id for run_id in store.run_folders() if is_scope_key(run_id)],  # see scope.validate_scope_key
+            run_scopes,
+            listing,
+            published_at,
+            known,
+            time.time(),
+            trace_config.settle_seconds,
+            recheck=recheck,
+            extra={"rechecked_through": seen},
+        )
     if plan.new_keys:
         context.log.info(f"new scopes: {', '.join(plan.new_keys)}")
     for key, error in plan.errors.items():
@@ -61,12 +200,14 @@ def new_trace_runs_sensor(
         f"listed {plan.listed_runs} run(s) and {plan.listed_scopes} scope(s); "
         f"requested {len(plan.requests)}, skipped {len(plan.skipped)}, errors {len(plan.errors)}"
     )
-    reasons = [f"{key!r}: listing failed: {error}" for key, error in plan.errors.items()]
+    reasons = [f"queue messages ignored: {', '.join(f'{n} {why}' for why, n in ignored.items())}"] if ignored else []
+    reasons += [f"{key!r}: listing failed: {error}" for key, error in plan.errors.items()]
     reasons += [f"{key!r}: {why}" for key, why in plan.skipped.items()]
     more = f" (and {len(reasons) - SKIPS_SHOWN} more)" if len(reasons) > SKIPS_SHOWN else ""
+    tags = {SWEEP_TAG: trace_config.sweep_name()}
     return dg.SensorResult(
         skip_reason="; ".join(reasons[:SKIPS_SHOWN]) + more if reasons and not plan.requests else None,
-        run_requests=[dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}") for key, fp in plan.requests],
+        run_requests=[dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags=tags) for key, fp in plan.requests],
         dynamic_partitions_requests=[trace_runs.build_add_request(plan.new_keys)] if plan.new_keys else [],
         cursor=plan.cursor,
     )

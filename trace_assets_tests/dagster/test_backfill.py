@@ -78,6 +78,7 @@ def test_backfill_across_a_sweep_runs_one_run_per_partition(tmp_path):
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": result["backfill_id"]}))
         assert sorted(run.tags["dagster/partition"] for run in runs) == result["run_ids"]
+        assert {run.tags["trace_assets/sweep"] for run in runs} == {"sweep"}  # for tag concurrency limits
         assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
         assert all(run.tags["trace_assets/store"] == "read" for run in runs)
     coverage = json.loads((tmp_path / "published" / "sweep-run-1" / "coverage.json").read_text())

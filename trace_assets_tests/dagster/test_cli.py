@@ -58,6 +58,7 @@ def test_materialize_prints_coverage_and_records_the_run(tmp_path):
         assert "copy-of-sample" in instance.get_dynamic_partitions("trace_runs")
         run = instance.get_run_by_id(line["dagster_run_id"])
         assert run.status == dg.DagsterRunStatus.SUCCESS
+        assert run.tags["trace_assets/sweep"] == "traces"  # the traces root's last segment
 
 
 def test_materialize_fails_clearly_for_a_missing_run(tmp_path):

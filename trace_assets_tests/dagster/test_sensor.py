@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.resources import config_from_env
-from trace_assets.discovery import BACKOFF_START, plan_tick
+from trace_assets.defs.sensors import recheck_observation
+from trace_assets.discovery import BACKOFF_START, listing_fingerprint, plan_queue_tick, plan_tick
+from trace_assets.queue_events import Touch
+from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.store.objects import ObjectBatch
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
 
 @pytest.fixture
@@ -54,6 +61,7 @@ def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
         first = _tick(defs, instance, None)  # a finished run is requested at once
         assert [list(r.partition_keys) for r in first.dynamic_partitions_requests] == [["run-a"]]
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
+        assert first.run_requests[0].tags[SWEEP_TAG] == "traces"  # the traces root's last segment
 
         unchanged = _tick(defs, instance, first.cursor)
         assert unchanged.run_requests == [] and "published and unchanged; re-checked in" in unchanged.skip_message
@@ -129,3 +137,125 @@ def test_cursor_stays_small_for_thousands_of_scopes():
     )
     assert len(plan.requests) == 2000
     assert len(plan.cursor) / 2000 < 130  # bytes per scope, the run's entry included
+
+
+def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
+    steps = {f"run-{i}": [f"run-{i}/step-1", f"run-{i}/step-2"] for i in range(10)}
+    sizes = {key: 3 for keys in steps.values() for key in keys}
+    known = set(sizes)  # the partitions the first tick added
+    listed: list[str] = []
+    runs_listed: list[str] = []
+    broken: set[str] = set()
+
+    def listing(key):
+        listed.append(key)
+        if key in broken:
+            raise OSError("endpoint down")
+        if key not in sizes:
+            raise FileNotFoundError(key)
+        return _pages(sizes[key], 1_000_000_000)
+
+    def run_scopes(run):
+        runs_listed.append(run)
+        return steps[run]
+
+    def tick(cursor, touches, now, recheck=()):
+        listed.clear()
+        runs_listed.clear()
+        return plan_queue_tick(
+            cursor, touches, run_scopes, listing, lambda key: None, known, now, settle=600, recheck=recheck
+        )
+
+    first = plan_tick(None, steps, run_scopes, listing, lambda key: None, [], 2000.0, settle=600)
+    assert len(first.requests) == 20
+    quiet = tick(first.cursor, [], 2060.0)
+    assert listed == [] and runs_listed == [] and quiet.requests == [] and quiet.skipped == {}
+
+    sizes["run-3/step-2"] = 4  # an event for it: listed alone, its run's steps already known
+    touched = tick(quiet.cursor, [Touch("run-3", "step-2")], 2120.0)
+    assert listed == ["run-3/step-2"] and runs_listed == []
+    assert touched.skipped == {"run-3/step-2": "settling, 10 min left"}
+    calm = tick(touched.cursor, [], 2180.0)  # settling and no event since: not listed again
+    assert listed == [] and calm.skipped == {"run-3/step-2": "settling, 9 min left"}
+    settled = tick(calm.cursor, [], 2120.0 + 600)
+    assert [key for key, _ in settled.requests] == ["run-3/step-2"] and listed == []
+
+    steps["run-7"].append("run-7/step-3")  # a new step folder: its run's trace_jobs/ listed too
+    sizes["run-7/step-3"] = 1
+    broken.add("run-7/step-3")
+    failed = tick(settled.cursor, [Touch("run-7", "step-3")], 2800.0)
+    assert runs_listed == ["run-7"] and listed == ["run-7/step-3"] and "run-7/step-3" in failed.errors
+    broken.clear()
+    retried = tick(failed.cursor, [], 2860.0)  # the failed touch is kept in the cursor, visited again
+    assert listed == ["run-7/step-3"] and retried.new_keys == ["run-7/step-3"]
+    assert [key for key, _ in retried.requests] == ["run-7/step-3"]  # its newest object is old
+    assert "retry" not in json.loads(retried.cursor)
+
+    asked = tick(retried.cursor, [], 2920.0, recheck={"run-0/step-1"})  # the operator's re-check
+    assert listed == ["run-0/step-1"] and asked.skipped == {"run-0/step-1": "published and unchanged"}
+
+    del sizes["run-9/step-1"]  # deleted: its ObjectRemoved events touch it, its listing finds nothing
+    deleted = tick(asked.cursor, [Touch("run-9", "step-1")], 2980.0)
+    assert deleted.skipped == {"run-9/step-1": "gone from the traces root"} and deleted.errors == {}
+    assert "run-9/step-1" not in json.loads(deleted.cursor)["scopes"] and "retry" not in json.loads(deleted.cursor)
+    assert tick(deleted.cursor, [], 3040.0).skipped == {} and listed == []
+
+
+def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path):
+    defs = _defs(traces_root, settle_seconds=60)
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
+
+    def recheck(*keys: str) -> subprocess.CompletedProcess:
+        cli = str(Path(sys.executable).with_name("trace-assets"))
+        return subprocess.run(
+            [cli, "recheck", *keys], capture_output=True, text=True, env={**env, "DAGSTER_HOME": str(home)}
+        )
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        first = _tick(defs, instance, None)
+        assert [r.partition_key for r in first.run_requests] == ["run-a"]
+        waiting = _tick(defs, instance, first.cursor)
+        assert "'run-a': published and unchanged; re-checked in" in waiting.skip_message
+
+        asked = recheck("run-a", "run-z")
+        assert asked.returncode == 1 and "'run-z' is not a partition the sensor knows" in asked.stderr
+        assert [json.loads(line)["status"] for line in asked.stdout.splitlines()] == ["recheck_requested", "unknown"]
+        listed = _tick(defs, instance, waiting.cursor)  # listed now, not in an hour
+        assert listed.skip_message == "'run-a': published and unchanged"
+        assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
+        again = _tick(defs, instance, listed.cursor)  # the request is read once
+        assert "'run-a': published and unchanged; re-checked in" in again.skip_message
+
+
+def test_fingerprint_holds_change_tokens_in_any_order():
+    def page(keys, etags):
+        return ObjectBatch(list(keys), [5] * len(keys), list(etags), [1_000_000] * len(keys))
+
+    listed = listing_fingerprint([page(["a", "b"], ["1:10", "2:20"])])
+    assert listing_fingerprint([page(["b"], ["2:20"]), page(["a"], ["1:10"])]) == listed
+    assert listing_fingerprint([page(["a", "b"], ["1:10", "2:21"])])[0] != listed[0]  # same size and time
+    assert listing_fingerprint([page(["a", "b"], [None, None])])[0] != listed[0]
+
+
+def test_a_cp_p_resync_of_new_content_is_exported_again(traces_root):
+    defs = _defs(traces_root, settle_seconds=0)
+    run = traces_root / "run-a"
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, run)
+    with dg.instance_for_test() as instance:
+        first = _tick(defs, instance, None)
+        assert [r.partition_key for r in first.run_requests] == ["run-a"]
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="published_shards", partition="run-a"))
+        [result] = sorted(run.rglob("result.json"))[:1]
+        before = result.stat()
+        data = result.read_bytes()
+        result.write_bytes(data.replace(b"0", b"1", 1) if b"0" in data else data[::-1])  # same size, new content
+        os.utime(result, ns=(before.st_atime_ns, before.st_mtime_ns))  # as cp -p keeps it
+        assert result.stat().st_size == before.st_size and result.stat().st_mtime_ns == before.st_mtime_ns
+        instance.report_runless_asset_event(recheck_observation("run-a", "test"))
+        resynced = _tick(defs, instance, first.cursor)
+        assert [r.partition_key for r in resynced.run_requests] == ["run-a"]  # published before the change was seen
+        assert resynced.run_requests[0].run_key != first.run_requests[0].run_key

@@ -1,0 +1,24 @@
+"""The `trace_assets/sweep` run tag: which sweep a run belongs to, for tag concurrency limits per
+sweep (deploy/k8s/dagster.yaml), set on every run the sensor, the CLI and backfills launch."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+SWEEP_TAG = "trace_assets/sweep"
+# A Kubernetes label value (dagster-k8s copies run tags to labels): at most 63 characters of
+# letters, digits, '-', '_' and '.', starting and ending with a letter or digit.
+SWEEP_LABEL = r"^$|^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+_NOT_IN_LABEL = re.compile(r"[^-A-Za-z0-9_.]+")
+DEFAULT_SWEEP = "traces"
+
+
+def sweep_label(traces_root: str) -> str:
+    """The traces root's last path segment (`s3://bucket/sweeps/lr-3e4` -> `lr-3e4`; a bucket
+    root: the bucket) as a valid label value: other characters become '-', cut to 63."""
+    parts = urlsplit(traces_root)
+    path = parts.path if parts.scheme else traces_root
+    last = path.rstrip("/").rsplit("/", 1)[-1] or parts.netloc
+    label = _NOT_IN_LABEL.sub("-", last)[:63].strip("-_.")
+    return label or DEFAULT_SWEEP
