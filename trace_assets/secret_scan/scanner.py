@@ -25,7 +25,6 @@ from trace_assets.secret_scan.pem import PEM_MARKER, PemAnalysis, analyse_pem_bl
 from trace_assets.secret_scan.verdicts import RunVerdict, Verdict, run_verdict
 
 FINDINGS_CAP = 1000
-_NO_LIMIT = 2**63
 FINGERPRINT_CHARS = 16
 
 # Where a text came from: its row, and the column within the row.
@@ -157,13 +156,18 @@ def _judged_texts(
     finder: Finder, judge_: Judge, texts: pl.DataFrame, counted_until: Mapping[int, int]
 ) -> tuple[list[Match], list[Judgement], dict[int, str], pl.DataFrame]:
     matches, by_id = finder.find(texts)
-    matches = [match for match in matches if match.spans[match.source][0] < counted_until.get(match.source, _NO_LIMIT)]
+    matches = [match for match in matches if _counted_here(match, counted_until)]
     judgements = [judge_.judge(match.kind, match.secret) for match in matches]
     marked = texts.filter(pl.col("text_id").is_in(list(by_id)))
     markers = marked.select("row_id", "task", pl.col("text").str.count_matches(PEM_MARKER).alias("pem_markers")).filter(
         pl.col("pem_markers") > 0
     )
     return matches, judgements, by_id, markers
+
+
+def _counted_here(match: Match, counted_until: Mapping[int, int]) -> bool:
+    limit = counted_until.get(match.source)
+    return limit is None or match.spans[match.source][0] < limit
 
 
 _EMPTY_KIND: dict[str, int] = {"matches": 0, **{str(v): 0 for v in Verdict}}
