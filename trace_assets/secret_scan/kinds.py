@@ -79,6 +79,9 @@ def _fullmatch(regex: str) -> Callable[[str], object]:
     return re.compile(regex).fullmatch
 
 
+_TOKEN_THEN_S_DOT = tuple(
+    f"token{sep}{quote}s." for sep in (":", ": ", "=", " = ", '":', '": ') for quote in ("", '"', "'")
+)
 _VAULT_TOKEN = re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}")
 
 
@@ -279,7 +282,8 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         (
             Rule(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}", ("hvs.", "hvb.", "hvr.")),
             # before Vault 1.10 service tokens were `s.` and 24 characters: only a keyword tells them
-            _keyword(["vault", "token"], r"s\.[A-Za-z0-9]{24}"),
+            # (`token` alone as a literal would make most trace texts candidates, so it comes with `s.`)
+            Rule(_keyword(["vault", "token"], r"s\.[A-Za-z0-9]{24}").regex, ("vault", *_TOKEN_THEN_S_DOT)),
         ),
         lambda key: _VAULT_TOKEN.fullmatch(key) or (key.startswith("s.") and judge.has_mixed_charset(key)),
     ),

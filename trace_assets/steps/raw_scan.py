@@ -207,7 +207,8 @@ class RawTreeScan:
     def _flush(self) -> None:
         pending, self._pending = self._pending, _PendingTexts()
         if pending.rows:
-            texts = pl.DataFrame(pending.rows, schema=TEXT_SCHEMA, orient="row").with_row_index("text_id")
+            columns = dict(zip(TEXT_SCHEMA, zip(*pending.rows)))  # column-wise: far cheaper than rows of tuples
+            texts = pl.DataFrame(columns, schema=TEXT_SCHEMA).with_row_index("text_id")
             self._scanner.scan_texts(texts, pending.counted_until)
 
     def report(self) -> dict[str, Any]:
