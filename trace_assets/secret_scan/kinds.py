@@ -289,7 +289,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     _token(
         "databricks_token",
-        r"\bdapi[a-h0-9]{32}(?:-\d)?\b",  # gitleaks' range; tokens as minted are hex
+        r"\bdapi[a-f0-9]{32}(?:-\d)?\b",
         ["dapi"],
         _fullmatch(r"dapi[a-f0-9]{32}(?:-\d)?"),
     ),
