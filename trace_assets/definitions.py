@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import dagster as dg
 
-from trace_assets.defs.checks import coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets
+from trace_assets.defs.checks import (
+    coverage_accounts_for_every_folder,
+    export_ratio_above_threshold,
+    no_live_secrets,
+    raw_tree_secrets,
+)
 from trace_assets.defs.jobs import ASSETS, export_trace_run
 from trace_assets.defs.partitions import trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
 from trace_assets.defs.sensors import new_trace_runs_sensor
 from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_publish
 
-CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets]
+CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets, raw_tree_secrets]
 __all__ = ["build_definitions", "defs", "export_trace_run", "trace_runs"]
 
 

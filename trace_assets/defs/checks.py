@@ -1,13 +1,18 @@
-"""Asset checks: the accounting adds up, enough of the run was exported, no live secret goes out."""
+"""Asset checks: the accounting adds up, enough of the run was exported, no live secret goes out,
+and (when asked) no secret sits anywhere in the raw tree."""
 
 import warnings
 
 import dagster as dg
 
 from trace_assets.accounting import Coverage
-from trace_assets.defs.assets import last_episode_rows, secret_scan_report
+from trace_assets.defs.assets import last_episode_rows, raw_trial_listing, secret_scan_report
+from trace_assets.defs.metadata import size_text
 from trace_assets.defs.partitions import scope_of, trace_runs
-from trace_assets.defs.resources import TraceAssetsConfig
+from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
+from trace_assets.secret_scan.verdicts import Verdict
+from trace_assets.steps.raw_scan import RAW_SCAN_REPORT, raw_scan
+from trace_assets.steps.staging import write_json_atomically
 
 # Checks are partitioned like their assets, so each run's check reads that run's files.
 warnings.filterwarnings(
@@ -78,4 +83,61 @@ def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceA
         else f"credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(blocking.items()))}) with verdicts "
         f"{' and '.join(sorted(policy.blocked))} blocked by policy; set on_secret (live) or on_unverified to redact, "
         "or allowlist known placeholders",
+    )
+
+
+RAW_OBJECTS_SHOWN = 200
+
+
+@dg.asset_check(asset=raw_trial_listing, partitions_def=trace_runs)
+def raw_tree_secrets(
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+) -> dg.AssetCheckResult:
+    """Off unless raw_scan is set: scans every object under the scope's prefix (episode prompts and
+    logs the rows leave out) and warns when one holds a credential the policy would block or redact
+    in published fields (the raw objects themselves are never redacted)."""
+    if not trace_config.raw_scan:
+        return dg.AssetCheckResult(
+            passed=True,
+            metadata={"raw_scan": "off"},
+            description="raw-tree scan off: set raw_scan (TRACE_ASSETS_RAW_SCAN=1, --raw-scan) to run it",
+        )
+    scope = scope_of(context)
+    report = raw_scan(trace_config.store(object_storage), scope, trace_config.scan_options(), context.log.info)
+    with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:  # only to write
+        path = staging.folder / RAW_SCAN_REPORT
+        write_json_atomically(path, report)
+    flagged = trace_config.scan_policy().acted_on(report)
+    found = {kind: counts for kind, counts in report["kinds"].items() if counts["matches"]}
+    return dg.AssetCheckResult(
+        passed=not flagged,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "verdict": report["verdict"],
+            "objects_scanned": report["objects_scanned"],
+            "bytes_scanned": size_text(report["bytes_scanned"]),
+            "skipped": report["skipped"],
+            "objects_with_findings": report["objects_with_findings"],
+            "kinds": {kind: {str(v): counts[v] for v in Verdict} for kind, counts in found.items()},
+            "objects": dg.MetadataValue.table(
+                records=[
+                    dg.TableRecord(
+                        {
+                            "object": entry["object"],
+                            "kinds": ", ".join(sorted(entry["kinds"])),
+                            "fingerprints": ", ".join(entry["fingerprints"]),
+                        }
+                    )
+                    for entry in report["objects"][:RAW_OBJECTS_SHOWN]
+                ],
+                schema=dg.TableSchema(
+                    columns=[dg.TableColumn(name, "string") for name in ("object", "kinds", "fingerprints")]
+                ),
+            ),
+            "path": dg.MetadataValue.path(str(path)),
+        },
+        description=None
+        if not flagged
+        else f"raw tree holds credentials ({', '.join(f'{k}: {n}' for k, n in sorted(flagged.items()))}) "
+        f"the policy blocks or redacts, in {report['objects_with_findings']} object(s); see {RAW_SCAN_REPORT}",
     )

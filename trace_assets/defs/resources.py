@@ -125,6 +125,11 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     secret_wrap_width: int = Field(
         default=DEFAULT_WRAP_WIDTH, gt=0, description="Terminal width whose hard wraps the scan joins"
     )
+    raw_scan: bool = Field(
+        default=False,
+        description="Also scan every object under the scope's prefix (episode prompts included) for secrets, "
+        "as the raw_tree_secrets check; off by default, on per run or per sweep",
+    )
     sessions: bool = Field(default=True, description="Also publish each trial's whole trajectory as session files")
     session_harness: str = Field(default="", description="Session files' harness id; default: the trial's agent")
     scope_unit: Literal["step", "run"] = Field(  # a scope.ScopeUnit value: Dagster run config takes strings
@@ -251,7 +256,8 @@ CONFIG_SOURCES = {
     "instruction_metadata": "TRACE_ASSETS_INSTRUCTION_METADATA (--no-instruction-metadata)",
     "verifier_metadata": "TRACE_ASSETS_VERIFIER_METADATA (--no-verifier-metadata)",
     "subagents": "TRACE_ASSETS_SUBAGENTS (--subagents)",
-    "on_unverified": "TRACE_ASSETS_ON_UNVERIFIED",
+    "on_unverified": "TRACE_ASSETS_ON_UNVERIFIED (--on-unverified)",
+    "raw_scan": "TRACE_ASSETS_RAW_SCAN (--raw-scan)",
     "secret_wrap_width": "TRACE_ASSETS_SECRET_WRAP_WIDTH",
     "sessions": "TRACE_ASSETS_SESSIONS",
     "batch_size": "TRACE_ASSETS_BATCH_SIZE",
@@ -320,6 +326,7 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "secret_patterns": env.get("TRACE_ASSETS_SECRET_PATTERNS", ""),
         "secret_allowlist": env.get("TRACE_ASSETS_SECRET_ALLOWLIST", ""),
         "on_unverified": env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact",
+        "raw_scan": parse_flag("TRACE_ASSETS_RAW_SCAN", env.get("TRACE_ASSETS_RAW_SCAN")),
         "sessions": parse_flag("TRACE_ASSETS_SESSIONS", env.get("TRACE_ASSETS_SESSIONS") or "on"),
         "session_harness": env.get("TRACE_ASSETS_SESSION_HARNESS", ""),
         "card_plots": parse_flag("TRACE_ASSETS_CARD_PLOTS", env.get("TRACE_ASSETS_CARD_PLOTS") or "on"),

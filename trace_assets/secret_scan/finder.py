@@ -61,7 +61,7 @@ def _candidate_regex(literals: set[str], triggers: set[str]) -> str:
     alternatives = []
     for literal in sorted(literals, key=lambda lit: (-len(lit), lit)):
         escaped = re.escape(literal)
-        if len(literal) <= 4 and literal[0].isalnum():
+        if len(literal) <= 4 and literal[0].isalnum() and "~" not in literal:  # Azure's `Q~` sits inside its secret
             alternatives.append(rf"(?:(?-u:\b)|\\[nt]){escaped}")
         else:
             alternatives.append(escaped)

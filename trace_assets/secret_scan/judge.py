@@ -23,7 +23,7 @@ _FAKE_MARKERS = re.compile(
 )
 _KNOWN_PREFIX = re.compile(
     r"^(?:sk-ant-[a-z]+\d*-|sk-(?:proj|svcacct|admin|None|or-v1)-|sk-|gh[pousr]_|github_pat_|hf_|api_org_|xox[a-z]-"
-    r"|xapp-|AKIA|ASIA|ABIA|ACCA|AIza|[a-z0-9]{2,8}[_-](?:v1_)?)"
+    r"|xapp-|AKIA|ASIA|ABIA|ACCA|AIza|GR1348941|[a-z0-9]{2,8}[_-](?:v1_)?)"
 )
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # Values that name a secret rather than hold one: variables, templates, lookups, code.
@@ -65,8 +65,9 @@ def low_entropy(body: str) -> bool:
 
 
 def looks_fake(secret: str) -> bool:
+    """A token whose body has a fake's tells, too few distinct characters, or only digits (`12312312...`)."""
     body = _KNOWN_PREFIX.sub("", secret)
-    return has_fake_marker(body) or low_entropy(body)
+    return has_fake_marker(body) or low_entropy(body) or (len(body) >= 16 and body.isdigit())
 
 
 def generic_value_is_placeholder(value: str) -> bool:
@@ -144,6 +145,12 @@ def is_github_token(token: str) -> bool:
 def has_mixed_charset(secret: str) -> bool:
     """A random 40-char AWS secret all but always mixes upper, lower and digits; a git sha does not."""
     return all(re.search(charset, secret) for charset in ("[A-Z]", "[a-z]", "[0-9]"))
+
+
+def mixes_letters_and_digits(secret: str) -> bool:
+    """A random hex key (W&B's 40, Databricks') holds both; a word, a number or `local-` alone does not."""
+    body = secret.removeprefix("local-")
+    return bool(re.search("[a-z]", body) and re.search("[0-9]", body))
 
 
 def decodes_to_bytes(length: int) -> Any:

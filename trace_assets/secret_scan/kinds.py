@@ -79,15 +79,23 @@ def _fullmatch(regex: str) -> Callable[[str], object]:
     return re.compile(regex).fullmatch
 
 
+_TOKEN_THEN_S_DOT = tuple(
+    f"token{sep}{quote}s." for sep in (":", ": ", "=", " = ", '":', '": ') for quote in ("", '"', "'")
+)
+_VAULT_TOKEN = re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}")
+
+
 # A keyword, then up to 30 name characters (`WANDB_API_KEY`, `cohere.api_key`), then an assignment.
 _ASSIGN = r"[A-Za-z0-9_.-]{0,30}[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
+# A vendor's name may also be followed by one more word (`vercel token = ...`): its value's shape is specific.
+_VENDOR_ASSIGN = r"[A-Za-z0-9_.-]{0,30}(?: [A-Za-z_]{1,20})?[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
 _END = r"(?:[^A-Za-z0-9_+/=.~-]|$)"
 
 
-def _keyword(keywords: Sequence[str], value: str) -> Rule:
+def _keyword(keywords: Sequence[str], value: str, assign: str = _VENDOR_ASSIGN) -> Rule:
     """`<keyword...> = <value>`, in env, YAML, JSON, TOML or code; group 1 is the value."""
     alternatives = "|".join(re.escape(k) for k in keywords)
-    return Rule(rf"(?i:{alternatives}){_ASSIGN}({value}){_END}", tuple(keywords))
+    return Rule(rf"(?i:{alternatives}){assign}({value}){_END}", tuple(keywords))
 
 
 def custom_kind(name: str, regex: str) -> SecretKind:
@@ -97,6 +105,7 @@ def custom_kind(name: str, regex: str) -> SecretKind:
 
 _HEX32 = "[a-f0-9]{32}"
 _UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_UUID_ANY_CASE = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # Generic values: quoted or bare, no whitespace or quotes inside.
 _VALUE = r"[^\s\"'`;,]{6,200}"
 
@@ -193,17 +202,30 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
             _keyword(["wandb_api_key", "wandb_key", "wandb"], "[a-f0-9]{40}|local-[a-f0-9]{40}"),
             Rule(r"(?i:machine\s+api\.wandb\.ai\s+login\s+\S+\s+password)\s+([a-f0-9]{40})\b", ("api.wandb.ai",)),
         ),
-        judge.has_mixed_charset,
+        judge.mixes_letters_and_digits,  # lowercase hex: a mixed-case check could never pass
     ),
     # ---- code hosting and package registries
-    _token(
-        "pypi_token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", ["pypi-AgEIcHlwaS5vcmc"], lambda key: len(key) >= 80
+    _token(  # base64 of the macaroon's location: pypi.org, or test.pypi.org
+        "pypi_token",
+        r"\bpypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}",
+        ["pypi-AgEIcHlwaS5vcmc", "pypi-AgENdGVzdC5weXBpLm9yZw"],
+        lambda key: len(key) >= 80,
     ),
-    _token("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"], lambda key: judge.crc32_base62_ok(key, 4)),
+    SecretKind(
+        "npm_token",
+        (
+            Rule(r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
+            # an .npmrc line: legacy tokens are UUIDs, only the key name says what they are
+            Rule(rf"//[^\s/]+/:_authToken=\s*({_UUID_ANY_CASE}|npm_[A-Za-z0-9]{{36}})\b", ("/:_authToken=",)),
+        ),
+        lambda key: judge.crc32_base62_ok(key, 4),
+    ),
     _token(
         "gitlab_token",
-        r"\bgl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas)-[A-Za-z0-9_-]{20,}",
-        ["glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glsoat-", "gloas-"],
+        r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,1024}"
+        r"|GR1348941[A-Za-z0-9_-]{20,50}\b)",
+        ["glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glsoat-", "gloas-", "glagent-"]
+        + ["GR1348941"],
         _fullmatch(r"gl[a-z]+-[A-Za-z0-9_-]{20}(?:\.[A-Za-z0-9]{2}\.[a-z0-9]{9})?|glrt-t\d_[A-Za-z0-9_-]{27}"),
     ),
     # ---- chat webhooks
@@ -233,7 +255,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     _token(
         "sendgrid_api_key",
-        r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
+        r"\bSG\.[A-Za-z0-9_-]{20,24}\.[A-Za-z0-9_-]{39,50}\b",  # the exact lengths (22, 43) are the shape
         ["SG."],
         _fullmatch(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
     ),
@@ -255,24 +277,33 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         ["Q~"],
         lambda key: True,
     ),
-    _token(
+    SecretKind(
         "vault_token",
-        r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}",
-        ["hvs.", "hvb.", "hvr."],
-        _fullmatch(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}"),
+        (
+            Rule(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}", ("hvs.", "hvb.", "hvr.")),
+            # before Vault 1.10 service tokens were `s.` and 24 characters: only a keyword tells them
+            # (`token` alone as a literal would make most trace texts candidates, so it comes with `s.`)
+            Rule(_keyword(["vault", "token"], r"s\.[A-Za-z0-9]{24}").regex, ("vault", *_TOKEN_THEN_S_DOT)),
+        ),
+        lambda key: _VAULT_TOKEN.fullmatch(key) or (key.startswith("s.") and judge.has_mixed_charset(key)),
     ),
-    _token("databricks_token", r"\bdapi[a-f0-9]{32}(?:-\d)?\b", ["dapi"], judge.has_mixed_charset),
+    _token(
+        "databricks_token",
+        r"\bdapi[a-f0-9]{32}(?:-\d)?\b",
+        ["dapi"],
+        _fullmatch(r"dapi[a-f0-9]{32}(?:-\d)?"),
+    ),
     _token("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["dop_v1_", "doo_v1_", "dor_v1_"], lambda key: True),
     SecretKind(
         "heroku_api_key",
-        (Rule(r"\bHRKU-[A-Za-z0-9_-]{58,64}\b", ("HRKU-",)), _keyword(["heroku"], _UUID)),
+        (Rule(r"\bHRKU-[A-Za-z0-9_-]{58,64}\b", ("HRKU-",)), _keyword(["heroku"], _UUID_ANY_CASE)),
         lambda key: True,
     ),
     _token(
         "sentry_token",
         r"\bsntry[su]_[A-Za-z0-9+/=_-]{60,}",
         ["sntrys_", "sntryu_"],
-        lambda key: key.startswith("sntryu_") or judge.b64_text(key[7:].split("_")[0]) is not None,
+        lambda key: re.fullmatch(r"sntryu_[a-f0-9]{64}", key) or judge.b64_text(key[7:].split("_")[0]) is not None,
     ),
     SecretKind(
         "grafana_token",
@@ -289,7 +320,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
             _keyword(["cloudflare", "cf_api_token", "cf_api_key"], "[A-Za-z0-9_-]{40}|[a-f0-9]{37}"),
             Rule(r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b", ("v1.0-",)),
         ),
-        judge.has_mixed_charset,
+        lambda key: key.startswith("v1.0-") or judge.has_mixed_charset(key),  # origin CA keys are lowercase hex
     ),
     SecretKind("vercel_token", (_keyword(["vercel"], "[A-Za-z0-9]{24}"),), judge.has_mixed_charset),
     # ---- sandbox providers
@@ -325,19 +356,21 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     SecretKind(
         "generic_password",
-        (_keyword(["password", "passwd", "passphrase"], _VALUE),),
+        (_keyword(["password", "passwd", "passphrase"], _VALUE, _ASSIGN),),
         judged=Judged.GENERIC,
     ),
     SecretKind(
         "generic_secret",
-        (_keyword(["secret"], _VALUE),),
+        (_keyword(["secret"], _VALUE, _ASSIGN),),
         judged=Judged.GENERIC,
     ),
     SecretKind(
         "generic_api_key",
         (
             _keyword(
-                ["api_key", "apikey", "api-key", "access_key", "auth_token", "access_token"], r"[^\s\"'`;,]{16,200}"
+                ["api_key", "apikey", "api-key", "access_key", "auth_token", "access_token"],
+                r"[^\s\"'`;,]{16,200}",
+                _ASSIGN,
             ),
         ),
         judged=Judged.GENERIC,

@@ -56,14 +56,23 @@ class ScanPolicy:
 
     def blocking(self, report: dict[str, Any]) -> dict[str, int]:
         """Per kind, the findings whose verdict this policy blocks on: empty means publishing may go on."""
-        blocking = {
-            kind: sum(counts.get(str(verdict), 0) for verdict in self.blocked)
-            for kind, counts in report.get("kinds", {}).items()
-        }
-        return {kind: count for kind, count in blocking.items() if count}
+        return _per_kind(report, self.blocked)
+
+    def acted_on(self, report: dict[str, Any]) -> dict[str, int]:
+        """Per kind, the findings this policy would block or redact in published fields: what the
+        raw-tree scan warns about, since objects that are not published are never redacted."""
+        return _per_kind(report, self.blocked | self.redacted)
 
     def redacts(self, report: dict[str, Any]) -> bool:
         """Whether publishing must rewrite rows: some finding has a verdict this policy redacts."""
         return any(
             counts.get(str(verdict), 0) for counts in report.get("kinds", {}).values() for verdict in self.redacted
         )
+
+
+def _per_kind(report: dict[str, Any], verdicts: frozenset[Verdict]) -> dict[str, int]:
+    counts = {
+        kind: sum(counts.get(str(verdict), 0) for verdict in verdicts)
+        for kind, counts in report.get("kinds", {}).items()
+    }
+    return {kind: count for kind, count in counts.items() if count}

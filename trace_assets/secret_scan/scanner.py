@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,13 @@ FINGERPRINT_CHARS = 16
 _ROW_ORIGIN = ("row_id", "trial_name", "task", "trace_source")
 _TEXT_ORIGIN = (*_ROW_ORIGIN, "column")
 PLAIN_TEXT_COLUMNS = ("instruction", "verifier_output")
+# What `SecretScanner.scan_texts` takes (with a `text_id` index column first, as `with_row_index` adds it).
+TEXT_SCHEMA = {
+    "row_id": pl.UInt64,
+    **dict.fromkeys(_TEXT_ORIGIN[1:], pl.String),
+    "message": pl.Int32,
+    "text": pl.String,
+}
 
 
 @dataclass(frozen=True)
@@ -80,13 +87,7 @@ def _texts(rows: pl.DataFrame, first_row_id: int) -> pl.DataFrame:
             ),
         )
     if not parts:
-        schema = {
-            "row_id": pl.UInt64,
-            **dict.fromkeys(_TEXT_ORIGIN[1:], pl.String),
-            "message": pl.Int32,
-            "text": pl.String,
-        }
-        return pl.DataFrame(schema=schema).with_row_index("text_id")
+        return pl.DataFrame(schema=TEXT_SCHEMA).with_row_index("text_id")
     texts = pl.concat([part.with_columns(pl.col("message").cast(pl.Int32)) for part in parts]).filter(
         pl.col("text").is_not_null()
     )
@@ -148,16 +149,28 @@ def judged_matches(
 ) -> tuple[pl.DataFrame, list[Match], list[Judgement], dict[int, str], pl.DataFrame]:
     """Find and judge one batch: (texts, matches, their judgements, matched texts by id, PEM marker rows)."""
     texts = _texts(rows, first_row_id)
+    return (texts, *_judged_texts(finder, judge_, texts, {}))
+
+
+def _judged_texts(
+    finder: Finder, judge_: Judge, texts: pl.DataFrame, counted_until: Mapping[int, int]
+) -> tuple[list[Match], list[Judgement], dict[int, str], pl.DataFrame]:
     matches, by_id = finder.find(texts)
+    matches = [match for match in matches if _counted_here(match, counted_until)]
     judgements = [judge_.judge(match.kind, match.secret) for match in matches]
     marked = texts.filter(pl.col("text_id").is_in(list(by_id)))
     markers = marked.select("row_id", "task", pl.col("text").str.count_matches(PEM_MARKER).alias("pem_markers")).filter(
         pl.col("pem_markers") > 0
     )
-    return texts, matches, judgements, by_id, markers
+    return matches, judgements, by_id, markers
 
 
-_EMPTY_KIND: dict[str, int] = {"matches": 0, "rows": 0, **{str(v): 0 for v in Verdict}}
+def _counted_here(match: Match, counted_until: Mapping[int, int]) -> bool:
+    limit = counted_until.get(match.source)
+    return limit is None or match.spans[match.source][0] < limit
+
+
+_EMPTY_KIND: dict[str, int] = {"matches": 0, **{str(v): 0 for v in Verdict}}
 
 
 class SecretScanner:
@@ -173,6 +186,7 @@ class SecretScanner:
         self._bytes_scanned = 0
         self._kinds: dict[str, dict[str, int]] = {kind.name: dict(_EMPTY_KIND) for kind in self.kinds}
         self._framings: dict[str, dict[str, int]] = {kind.name: {} for kind in self.kinds}
+        self._rows: dict[str, set[int]] = {kind.name: set() for kind in self.kinds}  # rows with a match: few
         self._trials: dict[str, set[str]] = {kind.name: set() for kind in self.kinds}
         self._tasks: dict[str, set[str]] = {kind.name: set() for kind in self.kinds}
         pem_counts = ("markers", "rows", "blocks", "truncated", "parseable", "placeholder", "max_decoded_bytes")
@@ -185,8 +199,15 @@ class SecretScanner:
 
     def scan(self, rows: pl.DataFrame) -> None:
         """Add one batch of rows to the tallies."""
-        texts, matches, judgements, _, markers = judged_matches(self._finder, self._judge, rows, self._rows_scanned)
+        texts = _texts(rows, self._rows_scanned)
         self._rows_scanned += rows.height
+        self.scan_texts(texts)
+
+    def scan_texts(self, texts: pl.DataFrame, counted_until: Mapping[int, int] | None = None) -> None:
+        """Add texts that are not rows (`TEXT_SCHEMA`) to the tallies. A match starting at or after
+        `counted_until[text_id]` is left out: the next text holds it too, with more context after it
+        (a chunk of a large object and the overlap the next chunk starts with)."""
+        matches, judgements, _, markers = _judged_texts(self._finder, self._judge, texts, counted_until or {})
         self._bytes_scanned += int(texts.select(pl.col("text").str.len_bytes().sum()).item() or 0)
         self._pem["markers"] += int(markers["pem_markers"].sum() or 0)
         self._pem["rows"] += markers["row_id"].n_unique()
@@ -197,7 +218,7 @@ class SecretScanner:
             {
                 "text_id": [match.source for match in matches],
                 "kind": [match.kind.name for match in matches],
-                "framing": [match.framing for match in matches],
+                "framing": [str(match.framing) for match in matches],  # a Framing or a "json+json" string
                 "verdict": [str(j.verdict) for j in judgements],
                 "fingerprint": [j.fingerprint for j in judgements],
                 "preview": [j.preview for j in judgements],
@@ -212,15 +233,16 @@ class SecretScanner:
     def _tally_kinds(self, matches: pl.DataFrame) -> None:
         per_kind = matches.group_by("kind").agg(
             pl.len().alias("matches"),
-            pl.col("row_id").n_unique().alias("rows"),
+            pl.col("row_id").unique().alias("row_ids"),
             *[(pl.col("verdict") == v).sum().alias(v) for v in Verdict],
             pl.col("trial_name").drop_nulls().unique().alias("trial_names"),
             pl.col("task").drop_nulls().unique().alias("task_names"),
         )
         for row in per_kind.iter_rows(named=True):
             counts = self._kinds[row["kind"]]
-            for name in ("matches", "rows", *Verdict):
+            for name in ("matches", *Verdict):
                 counts[name] += row[name]
+            self._rows[row["kind"]].update(row["row_ids"])
             self._trials[row["kind"]].update(row["trial_names"])
             self._tasks[row["kind"]].update(row["task_names"])
         for kind, framing, count in matches.group_by("kind", "framing").len().iter_rows():
@@ -271,13 +293,17 @@ class SecretScanner:
             else:
                 self._findings_omitted += occurrences
 
+    @property
+    def rows_with_matches(self) -> int:
+        return len(set().union(*self._rows.values()))
+
     def report(self) -> dict[str, Any]:
         """JSON-ready summary of everything scanned so far; it holds no secret text."""
         kinds = {
             kind.name: {
                 "patterns": len(kind.rules),
                 "matches": counts["matches"],
-                "rows": counts["rows"],
+                "rows": len(self._rows[kind.name]),
                 "trials": len(self._trials[kind.name]),
                 "tasks": len(self._tasks[kind.name]),
                 **{str(v): counts[v] for v in Verdict},

@@ -119,7 +119,8 @@ class _ConfinedReader:
         while len(self._open) > depth:
             os.close(self._open.pop()[1])
 
-    def read(self, key: str) -> bytes | Exclusion:
+    def read(self, key: str, start: int = 0, length: int | None = None) -> bytes | Exclusion:
+        """The file's bytes, or `length` of them from `start` (fewer at its end)."""
         *folders, name = key.split("/")
         if not name or any(part in ("", ".", "..") for part in folders) or name in (".", ".."):
             return Exclusion(Reason.UNREADABLE, f"{key}: not a plain relative path")
@@ -131,16 +132,18 @@ class _ConfinedReader:
             for folder in folders[depth:]:
                 parent = self._open[-1][1] if self._open else self._base
                 self._open.append((folder, os.open(folder, _FOLDER_FLAGS, dir_fd=parent)))
-            return self._read_file(key, name)
+            return self._read_file(key, name, start, length)
         except OSError as err:
             return self._refusal(key, err)
 
-    def _read_file(self, key: str, name: str) -> bytes | Exclusion:
+    def _read_file(self, key: str, name: str, start: int, length: int | None) -> bytes | Exclusion:
         fd = os.open(name, _FILE_FLAGS, dir_fd=self._open[-1][1] if self._open else self._base)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 return Exclusion(Reason.NOT_A_FILE, f"{key} is not a regular file")
+            if length is not None:
+                return os.pread(fd, length, start)
             chunks = []
             while chunk := os.read(fd, max(info.st_size + 1, 65536)):
                 chunks.append(chunk)
@@ -302,6 +305,28 @@ class TraceStore:
         if failures:
             raise FetchError(scope.key, failures)
         return dict(zip(keys, results))
+
+    def fetch_range(self, scope: RunScope, key: str, start: int, length: int) -> bytes | Exclusion:
+        """`length` bytes of one object from `start` (fewer at its end), with `fetch`'s confinement
+        and errors: a large object read in chunks, never whole."""
+        base = self.scope_path(scope) + "/"
+        if isinstance(self.fs, LocalFileSystem):
+            try:
+                reader = _ConfinedReader(base)
+                try:
+                    return reader.read(key, start, length)
+                finally:
+                    reader.close()
+            except OSError as err:
+                raise FetchError(scope.key, {base + key: err}) from err
+        try:
+            if isinstance(self.fs, AsyncFileSystem):
+                data = sync(self.fs.loop, self.fs._cat_file, base + key, start=start, end=start + length)
+            else:
+                data = self.fs.cat_file(base + key, start=start, end=start + length)
+        except OSError as err:
+            raise FetchError(scope.key, {base + key: err}) from err
+        return bytes(data)
 
     def _read_local(self, scope: RunScope, base: str, keys: list[str]) -> dict[str, bytes | Exclusion]:
         """Confined reads (see the module's docstring); an error that is not one trial's fails the run."""

@@ -117,3 +117,25 @@ def test_dry_run_prints_what_would_be_published_and_publishes_nothing(tmp_path):
     assert not out.exists()
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
         assert instance.get_runs() == []
+
+
+def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_path):
+    out = tmp_path / "out"
+    run = ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(out)]
+    blocked = _run([*run, "--on-secret", "allow", "--on-unverified", "block"], tmp_path)
+    assert blocked.returncode == 1  # the sample's unverified JWT and tokens
+    assert "blocked by check no_live_secrets on secret_scan_report" in blocked.stderr
+    assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))  # off by default
+
+    # The flag overrides the environment, as --on-secret does; --raw-scan runs the raw-tree check.
+    kept = _run(
+        [*run, "--on-secret", "allow", "--on-unverified", "keep", "--raw-scan"],
+        tmp_path,
+        TRACE_ASSETS_ON_UNVERIFIED="block",
+    )
+    assert kept.returncode == 0, kept.stderr
+    [report] = (tmp_path / "staging").rglob("raw_secret_scan.json")
+    assert json.loads(report.read_text())["objects_scanned"] > 1000  # every object, episode prompts included
+
+    refused = _run(["runs", "--traces-root", str(SAMPLE_TRACES), "--on-unverified", "sometimes"], tmp_path)
+    assert refused.returncode == 2 and "invalid choice: 'sometimes'" in refused.stderr

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from trace_assets.definitions import build_definitions, export_trace_run, trace_
 from trace_assets.defs.resources import config_from_env
 from trace_assets_tests.support.bad_input import AGENT, USER, result_json, trajectory
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES, load_published
+from trace_assets_tests.support.secret_framings import crc_token
 
 RUN = "run-with-a-key"
 
@@ -40,7 +43,9 @@ def _run_with_live_key(traces: Path) -> str:
     return pem
 
 
-def _materialize(instance, tmp_path: Path, on_secret: str, on_unverified: str = "redact") -> dg.ExecuteInProcessResult:
+def _materialize(
+    instance, tmp_path: Path, on_secret: str, on_unverified: str = "redact", **config: object
+) -> dg.ExecuteInProcessResult:
     trace_config = config_from_env(
         {},
         traces_root=str(tmp_path / "traces"),
@@ -48,6 +53,7 @@ def _materialize(instance, tmp_path: Path, on_secret: str, on_unverified: str = 
         staging_root=str(tmp_path / "staging"),
         on_secret=on_secret,
         on_unverified=on_unverified,
+        **config,
     )
     instance.add_dynamic_partitions(trace_runs.name, [RUN])
     job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
@@ -128,3 +134,45 @@ def test_cli_exits_non_zero_naming_the_blocking_check(tmp_path):
     assert done.returncode == 1
     assert "blocked by check no_live_secrets on secret_scan_report" in done.stderr
     assert json.loads(done.stdout)["status"] == "failed"
+
+
+def _plant_in_episode_prompt(traces: Path) -> tuple[str, str]:
+    """A live token in an episode's prompt file, which no row or session file is made from."""
+    token = crc_token(random.Random(14), "ghp_")
+    key = "stack-bash-1318__pZPPTdh/agent/episode-4/prompt.txt"
+    prompt = traces / RUN / "trace_jobs" / key
+    prompt.write_text(prompt.read_text() + f"\nroot@sandbox:/app# cat .env\nGITHUB_TOKEN={token}\n")
+    return key, hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def _raw_check(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
+    [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "raw_tree_secrets"]
+    return check
+
+
+def test_raw_tree_scan_is_off_by_default(tmp_path):
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / RUN)
+    _plant_in_episode_prompt(tmp_path / "traces")
+    with dg.instance_for_test() as instance:
+        result = _materialize(instance, tmp_path, "redact")
+        assert result.success
+        check = _raw_check(result)
+    assert check.passed and check.metadata["raw_scan"].value == "off"
+    assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))
+
+
+def test_raw_tree_scan_finds_a_key_the_published_fields_never_hold(tmp_path):
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / RUN)
+    key, fingerprint = _plant_in_episode_prompt(tmp_path / "traces")
+    with dg.instance_for_test() as instance:
+        result = _materialize(instance, tmp_path, "redact", raw_scan=True)
+        assert result.success  # the check warns; publishing goes on
+        check = _raw_check(result)
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert "github_token" in check.description and check.metadata["objects_with_findings"].value >= 1
+    [report_path] = (tmp_path / "staging").rglob("raw_secret_scan.json")
+    report = json.loads(report_path.read_text())
+    [entry] = [o for o in report["objects"] if o["object"] == key]
+    assert entry["kinds"] == {"github_token": {"live": 1}} and entry["fingerprints"] == [fingerprint]
+    published = (tmp_path / "published" / RUN / "secret_scan.json").read_text()
+    assert fingerprint not in published  # the row scan reads the published fields only

@@ -1,0 +1,42 @@
+"""The raw-tree scan against a real S3 API (moto's server on 127.0.0.1) through s3fs."""
+
+from __future__ import annotations
+
+import random
+import shutil
+
+from trace_assets.defs.resources import ObjectStorage
+from trace_assets.scope import RunScope
+from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps.raw_scan import RawTreeScan
+from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
+from trace_assets_tests.support.secret_framings import PROMPT, crc_token
+
+TRIAL = "stack-bash-1318__pZPPTdh"
+CHUNK = 4096
+
+
+def test_s3_raw_scan_finds_prompt_and_chunk_straddling_secrets_like_a_local_one(tmp_path, s3_endpoint, s3_bucket):
+    rng = random.Random(15)
+    in_prompt, across = crc_token(rng, "ghp_"), crc_token(rng, "ghp_")
+    local = tmp_path / "traces"
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, local / SAMPLE_RUN)
+    trial = local / SAMPLE_RUN / "trace_jobs" / TRIAL
+    prompt = trial / "agent" / "episode-4" / "prompt.txt"
+    prompt.write_text(prompt.read_text() + f"\n{PROMPT}cat .env\nGITHUB_TOKEN={in_prompt}\n")
+    (trial / "agent" / "big.log").write_text("x " * (CHUNK // 2 - 10) + f" {across} " + "y " * CHUNK)
+    root = f"s3://{s3_bucket}/traces"
+    upload_tree(local / SAMPLE_RUN, make_s3fs(s3_endpoint), f"{root}/{SAMPLE_RUN}")
+    storage = ObjectStorage(endpoint_url=s3_endpoint, region_name="us-east-1")
+
+    reports = [
+        RawTreeScan(store, RunScope(SAMPLE_RUN), ScanOptions(), chunk_bytes=CHUNK, overlap_chars=1024).run()
+        for store in (TraceStore(root, storage.storage_options(root), max_concurrency=16), TraceStore(str(local)))
+    ]
+    s3, on_disk = reports
+    assert s3 == on_disk  # same objects, bytes, chunks, findings
+    found = {entry["object"]: entry["kinds"] for entry in s3["objects"]}
+    assert found[f"{TRIAL}/agent/episode-4/prompt.txt"] == {"github_token": {"live": 1}}
+    assert found[f"{TRIAL}/agent/big.log"] == {"github_token": {"live": 1}}

@@ -1,0 +1,141 @@
+"""The raw-tree scan: every object under a scope's prefix, streamed in chunks, never following links."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trace_assets.scope import RunScope
+from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps.raw_scan import RawTreeScan, raw_scan
+from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.secret_framings import PROMPT, crc_token, rsa_pem
+
+TRIAL = "stack-bash-1318__pZPPTdh"
+CHUNK, OVERLAP = 4096, 1024
+
+
+@pytest.fixture
+def traces(tmp_path) -> Path:
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / SAMPLE_RUN)
+    return tmp_path
+
+
+def _trial_file(traces: Path, key: str) -> Path:
+    path = traces / SAMPLE_RUN / "trace_jobs" / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _scan(traces: Path) -> dict:
+    return RawTreeScan(TraceStore(str(traces)), RunScope(SAMPLE_RUN), ScanOptions(), CHUNK, OVERLAP).run()
+
+
+def _found(report: dict, key: str) -> dict[str, dict[str, int]]:
+    return next((entry["kinds"] for entry in report["objects"] if entry["object"] == key), {})
+
+
+def test_secret_in_an_episode_prompt_is_found_by_object(traces):
+    token = crc_token(random.Random(1), "ghp_")
+    key = f"{TRIAL}/agent/episode-4/prompt.txt"
+    prompt = _trial_file(traces, key)
+    prompt.write_text(prompt.read_text() + f"\n{PROMPT}cat .env\nGITHUB_TOKEN={token}\n")
+
+    report = raw_scan(TraceStore(str(traces)), RunScope(SAMPLE_RUN), ScanOptions())
+    [finding] = [f for f in report["findings"] if f["object"] == key]
+    assert (finding["kind"], finding["verdict"], finding["trial_name"]) == ("github_token", "live", TRIAL)
+    assert _found(report, key) == {"github_token": {"live": 1}}
+    assert report["objects_scanned"] == report["objects_listed"] > 1000 and report["skipped"] == {}
+    assert report["bytes_scanned"] == sum(p.stat().st_size for p in (traces / SAMPLE_RUN).rglob("*") if p.is_file())
+    text = json.dumps(report)
+    assert token[4:20] not in text  # fingerprints and a short preview only
+
+
+def test_secrets_across_and_inside_a_chunk_overlap_are_found_once(traces):
+    rng = random.Random(2)
+    across, inside = crc_token(rng, "ghp_"), crc_token(rng, "ghp_")
+    pem = rsa_pem()
+    filler = "".join(rng.choice("abcdefgh \n") for _ in range(5 * CHUNK))
+    # `across` straddles the first chunk boundary; `inside` ends 300 characters before the second,
+    # so both chunks hold it whole; the PEM block straddles the third.
+    text = (
+        filler[: CHUNK - 20]
+        + f" {across} "
+        + filler[: CHUNK - 360 - len(across)]
+        + f" {inside} "
+        + filler[:300]
+        + filler[: CHUNK - 200]
+        + f"\n{pem}\n"
+        + filler
+    )
+    key = f"{TRIAL}/agent/episode-4/debug.log"
+    _trial_file(traces, key).write_text(text)
+    report = _scan(traces)
+    assert _found(report, key) == {"github_token": {"live": 2}, "private_key": {"live": 1}}
+    assert report["chunks_scanned"] >= report["objects_scanned"] + len(text) // CHUNK
+
+
+def test_a_character_split_by_a_chunk_boundary_is_not_damage(traces):
+    before = _scan(traces)["objects_not_utf8"]  # the sample has a few trial logs that are not UTF-8
+    key = f"{TRIAL}/agent/notes.txt"
+    _trial_file(traces, key).write_text("a" + "é" * CHUNK)  # two bytes each: boundaries fall inside characters
+    assert _scan(traces)["objects_not_utf8"] == before
+
+
+def test_binary_and_undecodable_objects_have_named_reasons(traces):
+    rng = random.Random(3)
+    in_binary, in_latin1 = crc_token(rng, "ghp_"), crc_token(rng, "ghp_")
+    before = _scan(traces)["objects_not_utf8"]
+    _trial_file(traces, f"{TRIAL}/agent/core.bin").write_bytes(b"\x7fELF\0\0\0" + in_binary.encode())
+    _trial_file(traces, f"{TRIAL}/agent/latin1.txt").write_bytes(b"caf\xe9 token=" + in_latin1.encode() + b"\n")
+    report = _scan(traces)
+    assert report["skipped"] == {"binary": 1}
+    assert report["skipped_objects"] == [{"object": f"{TRIAL}/agent/core.bin", "reason": "binary"}]
+    assert _found(report, f"{TRIAL}/agent/latin1.txt") == {"github_token": {"live": 1}}
+    assert report["objects_not_utf8"] == before + 1
+
+
+def _fingerprints(report: dict) -> set[str]:
+    return {finding["fingerprint"] for finding in report["findings"]}
+
+
+def _fingerprint(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()[:16]
+
+
+def test_links_and_fifos_are_never_read(traces, tmp_path):
+    outside = tmp_path / "outside.txt"
+    token = crc_token(random.Random(4), "ghp_")
+    outside.write_text(f"GITHUB_TOKEN={token}\n")
+    os.symlink(outside, _trial_file(traces, f"{TRIAL}/agent/linked.txt"))
+    os.mkfifo(_trial_file(traces, f"{TRIAL}/agent/pipe"))
+    report = _scan(traces)
+    assert report["skipped"] == {"link": 1, "special": 1}
+    assert _fingerprint(token) not in _fingerprints(report)
+
+
+def test_a_file_swapped_for_a_link_after_the_listing_is_refused(traces, tmp_path):
+    outside = tmp_path / "outside.txt"
+    token = crc_token(random.Random(5), "ghp_")
+    outside.write_text(f"GITHUB_TOKEN={token}\n")
+    swapped = _trial_file(traces, f"{TRIAL}/agent/swapped.txt")
+    swapped.write_text("harmless\n")
+    store = TraceStore(str(traces))
+    listed = store.iter_run
+
+    def swap_after_listing(scope):
+        yield from listed(scope)
+        swapped.unlink()
+        os.symlink(outside, swapped)
+
+    store.iter_run = swap_after_listing  # type: ignore[method-assign]
+    report = RawTreeScan(store, RunScope(SAMPLE_RUN), ScanOptions(), CHUNK, OVERLAP, batch_bytes=2**40).run()
+    assert {"object": f"{TRIAL}/agent/swapped.txt", "reason": "link"} in report["skipped_objects"]
+    assert _fingerprint(token) not in _fingerprints(report)

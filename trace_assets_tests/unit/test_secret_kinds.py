@@ -1,0 +1,185 @@
+"""Each vendor kind: a generated key in its exact format is found `live` (its shape check passes), and
+a near miss (one character short, a wrong prefix, no keyword) is not found as that kind at all."""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+from collections.abc import Callable
+
+import polars as pl
+import pytest
+
+from trace_assets.secret_scan.kinds import BUILTIN_KINDS
+from trace_assets.secret_scan.scanner import SecretScanner
+
+ALNUM = string.ascii_letters + string.digits
+HEX = "0123456789abcdef"
+KINDS = {kind.name: kind for kind in BUILTIN_KINDS}
+
+
+def _r(rng: random.Random, alphabet: str, n: int) -> str:
+    """Random characters holding at least one upper, lower and digit where the alphabet has them."""
+    while True:
+        text = "".join(rng.choice(alphabet) for _ in range(n))
+        wanted = [c for c in (string.ascii_uppercase, string.ascii_lowercase, string.digits) if set(c) & set(alphabet)]
+        if all(set(text) & set(charset) for charset in wanted):
+            return text
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _slack_webhook(g: random.Random) -> tuple[str, str, str]:
+    upper = string.ascii_uppercase + string.digits
+    key = f"hooks.slack.com/services/T{_r(g, upper, 8)}/B{_r(g, upper, 10)}/{_r(g, ALNUM, 24)}"
+    return f"curl -X POST https://{key}", key, f"curl -X POST https://hooks.slack.com/services/T{_r(g, upper, 8)}/x"
+
+
+def _discord_webhook(g: random.Random) -> tuple[str, str, str]:
+    key = f"discord.com/api/webhooks/{_r(g, string.digits, 18)}/{_r(g, ALNUM + '-_', 68)}"
+    return (
+        f"url=https://{key}",
+        key,
+        f"url=https://discord.com/api/webhooks/{_r(g, string.digits, 16)}/{_r(g, ALNUM, 68)}",
+    )
+
+
+# kind -> (text holding a live key, its secret, a near-miss text), from a seeded generator.
+Case = Callable[[random.Random], tuple[str, str, str]]
+CASES: dict[str, Case] = {
+    "xai_api_key": lambda g: (f"XAI_API_KEY={(k := 'xai-' + _r(g, ALNUM, 80))}", k, f"x={'xai-' + _r(g, ALNUM, 79)}"),
+    "deepseek_api_key": lambda g: (
+        f"DEEPSEEK_API_KEY={(k := 'sk-' + _r(g, HEX, 32))}",
+        k,
+        f"OTHER_PROVIDER_KEY={'sk-' + _r(g, HEX, 32)}",
+    ),
+    "perplexity_api_key": lambda g: (f"k={(k := 'pplx-' + _r(g, ALNUM, 48))}", k, f"k=pplx-{_r(g, ALNUM, 47)}"),
+    "cohere_api_key": lambda g: (f"COHERE_API_KEY={(k := _r(g, ALNUM, 40))}", k, f"COHERE_API_KEY={_r(g, ALNUM, 39)}"),
+    "replicate_api_token": lambda g: (f"k={(k := 'r8_' + _r(g, ALNUM, 37))}", k, f"k=r8_{_r(g, ALNUM, 36)}"),
+    "langsmith_api_key": lambda g: (
+        f"LANGSMITH_API_KEY={(k := f'lsv2_pt_{_r(g, HEX, 32)}_{_r(g, HEX, 10)}')}",
+        k,
+        f"LANGSMITH_API_KEY=lsv2_pt_{_r(g, HEX, 32)}_{_r(g, HEX, 9)}",
+    ),
+    "pinecone_api_key": lambda g: (
+        f"k={(k := f'pcsk_{_r(g, ALNUM, 6)}_{_r(g, ALNUM, 60)}')}",
+        k,
+        f"k=pcsk_{_r(g, ALNUM, 3)}_{_r(g, ALNUM, 60)}",
+    ),
+    "azure_openai_api_key": lambda g: (
+        f"AZURE_OPENAI_API_KEY={(k := _r(g, HEX, 32))}",
+        k,
+        f"AZURE_OPENAI_API_KEY={_r(g, HEX, 31)}",
+    ),
+    "wandb_api_key": lambda g: (f"WANDB_API_KEY={(k := _r(g, HEX, 40))}", k, f"WANDB_API_KEY={_r(g, HEX, 39)}"),
+    "pypi_token": lambda g: (
+        f"password = {(k := 'pypi-AgEIcHlwaS5vcmc' + _r(g, ALNUM + '-_', 70))}",
+        k,
+        f"password = pypi-AgEIcHlwaS5vcmd{_r(g, ALNUM, 70)}",
+    ),
+    "slack_webhook": lambda g: _slack_webhook(g),
+    "discord_webhook": lambda g: _discord_webhook(g),
+    "twilio_api_key": lambda g: (
+        f"TWILIO_API_KEY={(k := 'SK' + _r(g, HEX, 32))}",
+        k,
+        f"TWILIO_API_KEY=SK{_r(g, HEX, 31)}",
+    ),
+    "mailgun_api_key": lambda g: (
+        f"api: {(k := 'key-' + _r(g, string.digits + string.ascii_lowercase, 32))}",
+        k,
+        f"api: key-{_r(g, string.digits + string.ascii_lowercase, 31)}",
+    ),
+    "azure_storage_key": lambda g: (
+        f"DefaultEndpointsProtocol=https;AccountName=a;AccountKey={(k := _b64(g.randbytes(64)))};EndpointSuffix=x",
+        k,
+        f"DefaultEndpointsProtocol=https;AccountName=a;AccountKey={_b64(g.randbytes(48))};EndpointSuffix=x",
+    ),
+    "azure_client_secret": lambda g: (
+        f'"clientSecret": "{(k := _r(g, ALNUM, 3) + "8Q~" + _r(g, ALNUM + "_~.-", 34))}"',
+        k,
+        f'"clientSecret": "{_r(g, ALNUM, 3)}xQ~{_r(g, ALNUM, 34)}"',
+    ),
+    "vault_token": lambda g: (
+        f"VAULT_TOKEN={(k := 'hvs.' + _r(g, ALNUM, 24))}",
+        k,
+        f"VAULT_TOKEN=hvs.{_r(g, ALNUM, 20)}",
+    ),
+    "databricks_token": lambda g: (f"t={(k := 'dapi' + _r(g, HEX, 32))}", k, f"t=dapi{_r(g, HEX, 31)}"),
+    "digitalocean_token": lambda g: (f"t={(k := 'dop_v1_' + _r(g, HEX, 64))}", k, f"t=dop_v1_{_r(g, HEX, 63)}"),
+    "heroku_api_key": lambda g: (f"t={(k := 'HRKU-' + _r(g, ALNUM + '_-', 60))}", k, f"t=HRKU-{_r(g, ALNUM, 50)}"),
+    "sentry_token": lambda g: (f"t={(k := 'sntryu_' + _r(g, HEX, 64))}", k, f"t=sntryu_{_r(g, HEX, 40)}"),
+    "grafana_token": lambda g: (
+        f"t={(k := f'glsa_{_r(g, ALNUM, 32)}_{_r(g, HEX, 8)}')}",
+        k,
+        f"t=glsa_{_r(g, ALNUM, 32)}_{_r(g, HEX, 7)}",
+    ),
+    "cloudflare_api_token": lambda g: (
+        f"CLOUDFLARE_API_TOKEN={(k := _r(g, ALNUM + '_-', 40))}",
+        k,
+        f"CLOUDFLARE_API_TOKEN={_r(g, ALNUM, 39)}",
+    ),
+    "vercel_token": lambda g: (f"VERCEL_TOKEN={(k := _r(g, ALNUM, 24))}", k, f"VERCEL_TOKEN={_r(g, ALNUM, 23)}"),
+    "modal_token_secret": lambda g: (
+        f"MODAL_TOKEN_SECRET={(k := 'as-' + _r(g, ALNUM, 22))}",
+        k,
+        f"MODAL_TOKEN_SECRET=as-{_r(g, ALNUM, 21)}",
+    ),
+    "daytona_api_key": lambda g: (f"t={(k := 'dtn_' + _r(g, ALNUM, 40))}", k, f"t=dtn_{_r(g, ALNUM, 20)}"),
+    "e2b_api_key": lambda g: (f"t={(k := 'e2b_' + _r(g, HEX, 40))}", k, f"t=e2b_{_r(g, HEX, 39)}"),
+    "basic_auth": lambda g: (
+        f"Authorization: Basic {(k := _b64(f'alice:{_r(g, ALNUM, 16)}'.encode()))}",
+        k,
+        f"X-Basic: {_b64(f'alice:{_r(g, ALNUM, 16)}'.encode())}",
+    ),
+    "docker_auth": lambda g: (
+        f'{{"auths": {{"ghcr.io": {{"auth": "{(k := _b64(f"bob:{_r(g, ALNUM, 20)}".encode()))}"}}}}}}',
+        k,
+        '{"auths": {"ghcr.io": {"auth": "c2hvcnQ="}}}',
+    ),
+}
+
+
+def _report(text: str) -> dict:
+    scanner = SecretScanner("r")
+    messages = ["You are an agent.", f"root@sandbox:/app# cat .env\n{text}\nroot@sandbox:/app# "]
+    rows = [{"conversations": [{"role": "user", "content": m} for m in messages], "trial_name": "t__1"}]
+    scanner.scan(pl.DataFrame(rows))
+    return scanner.report()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_generated_key_is_live_and_near_miss_is_not_found(name, seed):
+    text, secret, near_miss = CASES[name](random.Random(f"{name}-{seed}"))
+    kind = KINDS[name]
+    assert kind.shape is not None and kind.shape(secret)
+    found = _report(text)["kinds"][name]
+    assert (found["matches"], found["live"]) == (1, 1), found
+    assert _report(near_miss)["kinds"][name]["matches"] == 0
+
+
+def test_every_vendor_kind_has_a_case_here_or_in_the_planted_corpus():
+    planted_elsewhere = {
+        "jwt",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "openai_api_key",
+        "anthropic_api_key",
+        "hf_token",
+        "github_token",
+        "slack_token",
+        "google_api_key",
+        "private_key",
+        "pgp_private_key",
+        "openrouter_api_key",
+        "groq_api_key",
+        "npm_token",
+        "gitlab_token",
+        "stripe_key",
+        "sendgrid_api_key",
+    }
+    generic = {"bearer_token", "url_password", "generic_password", "generic_secret", "generic_api_key"}
+    assert set(KINDS) - generic - planted_elsewhere == set(CASES)
