@@ -35,6 +35,8 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.hf_api import RepoFile
 
+from trace_assets.progress import FileTransfer, Progress, quiet, terminal
+
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
@@ -45,6 +47,9 @@ SESSIONS_DIR = "sessions"  # session files; like shards, the files a new version
 # The Hub's guidance for commits over HTTP: larger ones can time out while still completing.
 MAX_FILES_PER_COMMIT = 100
 PUBLISH_ROOT_PREFIX = "hf://datasets/"
+# Contents go up before the commit in groups this small, so progress moves during a long upload.
+UPLOAD_GROUP_FILES = 32
+UPLOAD_GROUP_BYTES = 64 * 2**20
 
 _REPO_ID_PART = re.compile(r"[A-Za-z0-9._-]{1,96}")
 _CHARS_NOT_ALLOWED_IN_REPO_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
@@ -170,6 +175,7 @@ def publish_run_folder(
     max_files_per_commit: int = MAX_FILES_PER_COMMIT,
     retry: RetryPolicy | None = None,
     shared_file: SharedFile | None = None,
+    progress: Progress = quiet,
 ) -> PublishedCommit:
     """Upload every file of `local_dir` to a dataset repo and drop stale shards, all in one commit.
 
@@ -190,7 +196,8 @@ def publish_run_folder(
     a concurrent publish of another scope from losing either's change.
 
     `token=None` lets `huggingface_hub` find a token itself (HF_TOKEN, then the login cache);
-    `endpoint=None` means `HF_ENDPOINT`, else https://huggingface.co.
+    `endpoint=None` means `HF_ENDPOINT`, else https://huggingface.co. `progress` gets the upload's
+    bytes and files done/total, rate and ETA.
     """
     validate_repo_id(repo_id)
     prefix = normalize_path_in_repo(path_in_repo)
@@ -217,6 +224,7 @@ def publish_run_folder(
                 max_files_per_commit,
                 retry,
                 (shared_file, Path(scratch)) if shared_file else None,
+                progress,
             )
     except HfHubHTTPError as error:
         failure = _describe_hub_failure(error, repo_id, revision, token)
@@ -236,6 +244,7 @@ def _publish(
     max_files_per_commit: int = MAX_FILES_PER_COMMIT,
     retry: RetryPolicy | None = None,
     shared: tuple[SharedFile, Path] | None = None,
+    progress: Progress = quiet,
 ) -> PublishedCommit:
     head = _prepare_revision(api, repo_id, revision, private)
     if shared:
@@ -255,7 +264,9 @@ def _publish(
     remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head or revision)
     stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
     if len(uploads) + len(stale_shards) > max_files_per_commit:
-        batches = _BatchedPublish(api, repo_id, uploads, stale_folders, max_files_per_commit, retry or RetryPolicy())
+        batches = _BatchedPublish(
+            api, repo_id, uploads, stale_folders, max_files_per_commit, retry or RetryPolicy(), progress
+        )
         return batches.publish(revision, commit_message)
     logger.info(
         "Publishing %d files to dataset %s@%s, deleting %d stale shards",
@@ -264,9 +275,15 @@ def _publish(
         revision,
         len(stale_shards),
     )
-    operations: list[CommitOperationAdd | CommitOperationDelete] = [
+    additions = [
         CommitOperationAdd(path_in_repo=path, path_or_fileobj=source) for path, source in sorted(uploads.items())
     ]
+    transfer = FileTransfer("upload", [addition.upload_info.size for addition in additions], progress, bar=terminal())
+    for group in _upload_groups(additions):  # the client skips these contents in the commit
+        api.preupload_lfs_files(repo_id, additions=group, repo_type=REPO_TYPE, revision=revision)
+        transfer.advance(len(group), sum(addition.upload_info.size for addition in group))
+    transfer.finish()
+    operations: list[CommitOperationAdd | CommitOperationDelete] = list(additions)
     operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in stale_shards]
     commit = api.create_commit(
         repo_id,
@@ -285,6 +302,21 @@ def _publish(
         files_added=tuple(sorted(uploads)),
         files_deleted=tuple(stale_shards),
     )
+
+
+def _upload_groups(additions: list[CommitOperationAdd]) -> Iterator[list[CommitOperationAdd]]:
+    """Consecutive groups of at most UPLOAD_GROUP_FILES files and (unless one file is larger) UPLOAD_GROUP_BYTES."""
+    group: list[CommitOperationAdd] = []
+    for addition in additions:
+        if group and (
+            len(group) == UPLOAD_GROUP_FILES
+            or sum(a.upload_info.size for a in group) + addition.upload_info.size > UPLOAD_GROUP_BYTES
+        ):
+            yield group
+            group = []
+        group.append(addition)
+    if group:
+        yield group
 
 
 def read_published_json(
@@ -433,8 +465,10 @@ class _BatchedPublish:
         stale_folders: tuple[str, ...],
         max_files: int,
         retry: RetryPolicy,
+        progress: Progress = quiet,
     ) -> None:
         self.api = api
+        self.progress = progress
         self.repo_id = repo_id
         self.local = {path: _LocalFile.read(source) for path, source in uploads.items()}
         self.stale_folders = stale_folders
@@ -504,8 +538,13 @@ class _BatchedPublish:
     def _upload_contents(self, ref: str) -> None:
         """LFS contents before any commit, so commits are small and quick; regular files travel in them."""
         _, remote = self._state(ref)
-        for batch in _batches(self._missing(remote), self.max_files):
+        missing = self._missing(remote)
+        sizes = {path: self.local[path].source.stat().st_size for path in missing}
+        transfer = FileTransfer("upload", list(sizes.values()), self.progress, bar=terminal())
+        for batch in _batches(missing, self.max_files):
             self._call(partial(self._preupload, batch, ref))
+            transfer.advance(len(batch), sum(sizes[path] for path in batch))
+        transfer.finish()
 
     def _preupload(self, paths: list[str], ref: str) -> None:
         self.api.preupload_lfs_files(self.repo_id, additions=self._additions(paths), repo_type=REPO_TYPE, revision=ref)
