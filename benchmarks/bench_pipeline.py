@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -338,11 +340,30 @@ WHOLE_PROCESS_TARGET = 0.5  # ours / Harbor, issue 15 item 6
 
 
 def cli_command(traces_root: Path, run_id: str, publish_root: Path) -> list[str]:
-    """What an operator types: `trace-assets materialize`, Dagster's job on the local instance."""
+    """What an operator types, `trace-assets materialize` (Dagster's job on the local instance), as
+    `python -m trace_assets.cli` so PYTHONPATH picks the checkout."""
     return [
-        str(Path(sys.executable).with_name("trace-assets")), "materialize", run_id,
+        sys.executable, "-m", "trace_assets.cli", "materialize", run_id,
         "--traces-root", str(traces_root), "--publish-root", str(publish_root), "--on-secret", "allow",
     ]  # fmt: skip
+
+
+@contextmanager
+def checkouts(revisions: dict[str, str | None], work: Path) -> Iterator[dict[str, Path]]:
+    """Each side's code: a git worktree of its revision in `work`, or this checkout for None."""
+    folders = {}
+    git = ["git", "-C", str(PROJECT_DIR), "worktree"]
+    try:
+        for side, revision in revisions.items():
+            folders[side] = PROJECT_DIR
+            if revision:
+                folders[side] = work / f"checkout-{len(folders)}"
+                subprocess.run([*git, "add", "-q", "--detach", str(folders[side]), revision], check=True)
+        yield folders
+    finally:
+        for folder in folders.values():
+            if folder != PROJECT_DIR:
+                subprocess.run([*git, "remove", "--force", str(folder)], check=False)
 
 
 def import_command(python: str, module: str) -> list[str]:
@@ -375,29 +396,45 @@ def whole_process(args: argparse.Namespace) -> int:
     shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
     info = machine()
     sides: dict[str, list[Measurement]] = {}
+    ours_side = f"ours at {args.head or 'this checkout'}: trace-assets materialize"
+    revisions = {ours_side: args.head} | (
+        {f"ours at {args.base}: trace-assets materialize": args.base} if args.base else {}
+    )
 
     def run(side: str, command: list[str], env: dict[str, str] | None = None, result_file: bool = True) -> None:
         warm_tree(trace_jobs)
         sides.setdefault(side, []).append(measure(command, env, result_file))
 
     try:
-        for repeat in range(repeats + 1):  # the first round warms the instance and the interpreters' caches
-            print(f"[{repeat}/{repeats}] {trials} trials", file=sys.stderr, flush=True)
-            folder = Path(tempfile.mkdtemp(prefix="round-", dir=work))
-            env = {"DAGSTER_HOME": str(home), "TRACE_ASSETS_STAGING_ROOT": str(folder / "staging")}
-            run("ours: trace-assets materialize", cli_command(traces_root, run_id, folder / "published"), env, False)
-            run("harbor: export_traces", harbor_command(harbor_python, trace_jobs), HARBOR_OFFLINE_ENV)
-            run("ours: steps without Dagster", ours_command(str(traces_root), run_id, folder / "steps"))
-            run(f"ours: import {OUR_MODULE}", import_command(sys.executable, OUR_MODULE), None, False)
-            run(
-                f"harbor: import {HARBOR_MODULE}",
-                import_command(harbor_python, HARBOR_MODULE),
-                HARBOR_OFFLINE_ENV,
-                False,
-            )
-            shutil.rmtree(folder)
-            if repeat == 0:
-                sides.clear()
+        with checkouts(revisions, work) as code:
+            for repeat in range(repeats + 1):  # the first round warms the instance and the interpreters' caches
+                print(f"[{repeat}/{repeats}] {trials} trials", file=sys.stderr, flush=True)
+                folder = Path(tempfile.mkdtemp(prefix="round-", dir=work))
+                for number, (side, checkout) in enumerate(code.items()):  # each its own staging, publish root
+                    staging, published = folder / f"staging-{number}", folder / f"published-{number}"
+                    env = {
+                        "DAGSTER_HOME": str(home),
+                        "TRACE_ASSETS_STAGING_ROOT": str(staging),
+                        "PYTHONPATH": str(checkout),
+                    }
+                    run(side, cli_command(traces_root, run_id, published), env, False)
+                run("harbor: export_traces", harbor_command(harbor_python, trace_jobs), HARBOR_OFFLINE_ENV)
+                run("ours: steps without Dagster", ours_command(str(traces_root), run_id, folder / "steps"))
+                run(
+                    f"ours: import {OUR_MODULE}",
+                    import_command(sys.executable, OUR_MODULE),
+                    {"PYTHONPATH": str(code[ours_side])},
+                    False,
+                )
+                run(
+                    f"harbor: import {HARBOR_MODULE}",
+                    import_command(harbor_python, HARBOR_MODULE),
+                    HARBOR_OFFLINE_ENV,
+                    False,
+                )
+                shutil.rmtree(folder)
+                if repeat == 0:
+                    sides.clear()
     except ChildFailed as failure:
         print(f"benchmark child failed: {failure}", file=sys.stderr)
         return 1
@@ -410,7 +447,7 @@ def whole_process(args: argparse.Namespace) -> int:
          f"{best_run(runs).wall_seconds / harbor:.2f}x"]
         for side, runs in sides.items()
     ]  # fmt: skip
-    ours = best_run(sides["ours: trace-assets materialize"])
+    ours = best_run(sides[ours_side])
     ratio = ours.wall_seconds / harbor
     harbor_export = best_run(sides["harbor: export_traces"]).report["seconds"]["export_traces"]
     steps = best_run(sides["ours: steps without Dagster"]).report["seconds"]
@@ -870,6 +907,8 @@ def main(argv: list[str] | None = None) -> int:
         f"(--trials, default {WHOLE_PROCESS_TRIALS}; --repeats, default 5)",
     )  # fmt: skip
     parser.add_argument("--trials", type=int, help="--whole-process: trials in the run")
+    parser.add_argument("--head", help="--whole-process: our side at this git revision (default: this checkout)")
+    parser.add_argument("--base", help="--whole-process: also our side at this git revision, side by side")
     args = parser.parse_args(argv)
     if args.mode == "_run":
         run_steps_child(args)
