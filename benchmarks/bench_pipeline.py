@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_pipeline.py [--quick] [--sizes 400,2000,1000,10000] [--json out.json]
     .venv/bin/python benchmarks/bench_pipeline.py --large-trajectories 8:100   (peak RSS, 100 MB trajectories)
+    .venv/bin/python benchmarks/bench_pipeline.py --whole-process [--trials 400] (start-up: the CLI against Harbor)
 
 Every local measurement is a whole child process (start-up included, so it cancels out of the
 marginal cost) on a tree from benchmarks/generate_traces.py, with a fresh staging folder so no
@@ -30,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,25 +164,28 @@ class ChildFailed(RuntimeError):
     pass
 
 
-def measure(command: list[str], env: dict[str, str] | None = None) -> Measurement:
-    """Run a child to the end; its wall time, its own peak RSS (from wait4) and the report it wrote."""
+def measure(command: list[str], env: dict[str, str] | None = None, result_file: bool = True) -> Measurement:
+    """Run a child to the end; its wall time, its own peak RSS (from wait4) and the report it wrote
+    (to `--result FILE`, or, with `result_file=False`, as the last JSON line on stdout: the CLI's)."""
     with tempfile.TemporaryDirectory(prefix="bench-child-") as folder:
         result_path = Path(folder) / "result.json"
-        stderr_path = Path(folder) / "stderr.txt"
-        with open(stderr_path, "wb") as stderr:
+        stdout_path, stderr_path = Path(folder) / "stdout.txt", Path(folder) / "stderr.txt"
+        with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
             started = time.perf_counter()
             child = subprocess.Popen(
-                [*command, "--result", str(result_path)], stdout=subprocess.DEVNULL, stderr=stderr,
+                [*command, "--result", str(result_path)] if result_file else command, stdout=stdout, stderr=stderr,
                 env={**os.environ, **(env or {})},
             )  # fmt: skip
             _, status, usage = os.wait4(child.pid, 0)
             wall = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode != 0 or not result_path.exists():
+        lines = stdout_path.read_text().splitlines()
+        if child.returncode != 0 or not (result_path.exists() if result_file else lines):
             tail = stderr_path.read_text(errors="replace")[-3000:]
             raise ChildFailed(f"{' '.join(command[:3])} ... exited with {child.returncode}:\n{tail}")
         cpu = usage.ru_utime + usage.ru_stime
-        return Measurement(wall, cpu, usage.ru_maxrss / 1024, json.loads(result_path.read_text()))
+        report = json.loads(result_path.read_text() if result_file else lines[-1])
+        return Measurement(wall, cpu, usage.ru_maxrss / 1024, report)
 
 
 def ours_command(
@@ -324,6 +330,139 @@ def run_local(
                 warm_tree(trace_jobs)
                 result.harbor.append(measure(harbor_command(harbor_python, trace_jobs), HARBOR_OFFLINE_ENV))
     return results
+
+
+# --------------------------------------------------------------------------- whole processes: start-up included
+
+
+WHOLE_PROCESS_TRIALS = 400
+WHOLE_PROCESS_TARGET = 0.5  # ours / Harbor, issue 15 item 6
+
+
+def cli_command(traces_root: Path, run_id: str, publish_root: Path) -> list[str]:
+    """What an operator types, `trace-assets materialize` (Dagster's job on the local instance), as
+    `python -m trace_assets.cli` so PYTHONPATH picks the checkout."""
+    return [
+        sys.executable, "-m", "trace_assets.cli", "materialize", run_id,
+        "--traces-root", str(traces_root), "--publish-root", str(publish_root), "--on-secret", "allow",
+    ]  # fmt: skip
+
+
+@contextmanager
+def checkouts(revisions: dict[str, str | None], work: Path) -> Iterator[dict[str, Path]]:
+    """Each side's code: a git worktree of its revision in `work`, or this checkout for None."""
+    folders = {}
+    git = ["git", "-C", str(PROJECT_DIR), "worktree"]
+    try:
+        for side, revision in revisions.items():
+            folders[side] = PROJECT_DIR
+            if revision:
+                folders[side] = work / f"checkout-{len(folders)}"
+                subprocess.run([*git, "add", "-q", "--detach", str(folders[side]), revision], check=True)
+        yield folders
+    finally:
+        for folder in folders.values():
+            if folder != PROJECT_DIR:
+                subprocess.run([*git, "remove", "--force", str(folder)], check=False)
+
+
+def import_command(python: str, module: str) -> list[str]:
+    """A process that only imports `module` and prints an empty report: the imports' share of a run."""
+    return [python, "-c", f"import {module}; print('{{}}')"]
+
+
+HARBOR_MODULE = "harbor.utils.traces_utils"
+OUR_MODULE = "trace_assets.definitions"
+
+
+def whole_process(args: argparse.Namespace) -> int:
+    """`trace-assets materialize` of one run against Harbor's whole `export_traces` of the same
+    tree, alternating, each on a warm page cache, fastest of the repeats; beside them what the
+    fixed part is made of (each side's imports alone, our steps without Dagster)."""
+    harbor_python = pick_harbor_python(args)
+    if not harbor_python:
+        print("--whole-process needs Harbor (--harbor-python)", file=sys.stderr)
+        return 1
+    trials, repeats = args.trials or WHOLE_PROCESS_TRIALS, args.repeats or 5
+    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-whole-"))
+    work.mkdir(parents=True, exist_ok=True)
+    shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
+    traces_root = work / "traces"
+    manifest = ensure_tree(traces_root, trials, shape)
+    run_id = run_id_for(trials, shape)
+    trace_jobs = traces_root / run_id / "trace_jobs"
+    home = work / "dagster_home"  # one instance, as an operator has; its creation is not timed
+    home.mkdir(exist_ok=True)
+    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
+    info = machine()
+    sides: dict[str, list[Measurement]] = {}
+    ours_side = f"ours at {args.head or 'this checkout'}: trace-assets materialize"
+    revisions = {ours_side: args.head} | (
+        {f"ours at {args.base}: trace-assets materialize": args.base} if args.base else {}
+    )
+
+    def run(side: str, command: list[str], env: dict[str, str] | None = None, result_file: bool = True) -> None:
+        warm_tree(trace_jobs)
+        sides.setdefault(side, []).append(measure(command, env, result_file))
+
+    try:
+        with checkouts(revisions, work) as code:
+            for repeat in range(repeats + 1):  # the first round warms the instance and the interpreters' caches
+                print(f"[{repeat}/{repeats}] {trials} trials", file=sys.stderr, flush=True)
+                folder = Path(tempfile.mkdtemp(prefix="round-", dir=work))
+                for number, (side, checkout) in enumerate(code.items()):  # each its own staging, publish root
+                    staging, published = folder / f"staging-{number}", folder / f"published-{number}"
+                    env = {
+                        "DAGSTER_HOME": str(home),
+                        "TRACE_ASSETS_STAGING_ROOT": str(staging),
+                        "PYTHONPATH": str(checkout),
+                    }
+                    run(side, cli_command(traces_root, run_id, published), env, False)
+                run("harbor: export_traces", harbor_command(harbor_python, trace_jobs), HARBOR_OFFLINE_ENV)
+                run("ours: steps without Dagster", ours_command(str(traces_root), run_id, folder / "steps"))
+                run(
+                    f"ours: import {OUR_MODULE}",
+                    import_command(sys.executable, OUR_MODULE),
+                    {"PYTHONPATH": str(code[ours_side])},
+                    False,
+                )
+                run(
+                    f"harbor: import {HARBOR_MODULE}",
+                    import_command(harbor_python, HARBOR_MODULE),
+                    HARBOR_OFFLINE_ENV,
+                    False,
+                )
+                shutil.rmtree(folder)
+                if repeat == 0:
+                    sides.clear()
+    except ChildFailed as failure:
+        print(f"benchmark child failed: {failure}", file=sys.stderr)
+        return 1
+    finally:
+        if not args.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+    harbor = best_run(sides["harbor: export_traces"]).wall_seconds
+    rows = [
+        [side, f"{best_run(runs).wall_seconds:.2f}", f"{best_cpu(runs):.2f}", f"{peak_rss(runs):.0f}",
+         f"{best_run(runs).wall_seconds / harbor:.2f}x"]
+        for side, runs in sides.items()
+    ]  # fmt: skip
+    ours = best_run(sides[ours_side])
+    ratio = ours.wall_seconds / harbor
+    harbor_export = best_run(sides["harbor: export_traces"]).report["seconds"]["export_traces"]
+    steps = best_run(sides["ours: steps without Dagster"]).report["seconds"]
+    print(
+        f"Machine: {info['nproc']} CPUs, load average {info['load_average_1min']} at start, "
+        f"{os.getloadavg()[0]:.2f} at end; {trials} trials ({manifest['counts']['files']:,} files, {shape}); "
+        f"whole processes alternating, each on a warm page cache, fastest of {repeats} after a warm-up round\n\n"
+        + table(["process", "wall s", "cpu s", "peak RSS MiB", "/ Harbor's whole"], rows)
+        + f"\n\nHarbor's export_traces call alone: {harbor_export:.2f} s; our steps in-process without Dagster: "
+        + ", ".join(f"{step} {seconds:.2f}" for step, seconds in steps.items())
+        + f"\nours / Harbor, whole process: {ratio:.2f}x (target <= {WHOLE_PROCESS_TARGET}x: "
+        + ("PASS" if ratio <= WHOLE_PROCESS_TARGET else "FAIL")
+        + f"); ours published {ours.report['rows']} rows"
+    )
+    return 0 if ratio <= WHOLE_PROCESS_TARGET else 2
 
 
 # --------------------------------------------------------------------------- S3
@@ -762,6 +901,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--large-trajectories", metavar="TRIALS:MB", help="instead: peak RSS of a run of TRIALS trajectories of MB each"
     )
+    parser.add_argument(
+        "--whole-process", action="store_true",
+        help=f"instead: `trace-assets materialize` against Harbor's whole export, start-up included "
+        f"(--trials, default {WHOLE_PROCESS_TRIALS}; --repeats, default 5)",
+    )  # fmt: skip
+    parser.add_argument("--trials", type=int, help="--whole-process: trials in the run")
+    parser.add_argument("--head", help="--whole-process: our side at this git revision (default: this checkout)")
+    parser.add_argument("--base", help="--whole-process: also our side at this git revision, side by side")
     args = parser.parse_args(argv)
     if args.mode == "_run":
         run_steps_child(args)
@@ -771,6 +918,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.large_trajectories:
         return large_trajectories(args)
+    if args.whole_process:
+        return whole_process(args)
     return benchmark(args)
 
 

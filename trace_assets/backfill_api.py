@@ -32,28 +32,23 @@ mutation($params: LaunchBackfillParams!) {
   }
 }
 """
-STATUS = """
-query($id: String!) {
-  partitionBackfillOrError(backfillId: $id) {
+# Dagster's `...OrError` lookups share one shape: the object's fields when found, else an Error's message.
+LOOKUP = """
+query($key: {key_type}!) {{
+  {field}({argument}: $key) {{
     __typename
-    ... on PartitionBackfill { status }
-    ... on Error { message }
-  }
-}
+    ... on {found} {{ {selection} }}
+    ... on Error {{ message }}
+  }}
+}}
 """
-FAILURE = """
-query($runId: ID!) {
-  runOrError(runId: $runId) {
+BACKFILL_STATUS = "status"
+RUN_FAILURE = """
+eventConnection {
+  events {
     __typename
-    ... on Run {
-      eventConnection {
-        events {
-          __typename
-          ... on ExecutionStepFailureEvent { stepKey error { message cause { message } } }
-          ... on RunFailureEvent { message }
-        }
-      }
-    }
+    ... on ExecutionStepFailureEvent { stepKey error { message cause { message } } }
+    ... on RunFailureEvent { message }
   }
 }
 """
@@ -71,6 +66,17 @@ def query(url: str, document: str, variables: dict[str, Any]) -> dict[str, Any]:
     if body.get("errors"):
         raise GraphQLError("; ".join(e.get("message", "?") for e in body["errors"]))
     return body["data"]
+
+
+def lookup(url: str, field: str, argument: tuple[str, str, str], found: str, selection: str) -> dict[str, Any]:
+    """One object by id (`argument` is its name, GraphQL type and value), or a GraphQLError with
+    Dagster's message when the answer is another type (not found, a Python error)."""
+    name, key_type, value = argument
+    document = LOOKUP.format(key_type=key_type, field=field, argument=name, found=found, selection=selection)
+    result = query(url, document, {"key": value})[field]
+    if result["__typename"] != found:
+        raise GraphQLError(f"{result['__typename']}: {result.get('message', '')}")
+    return result
 
 
 def launch_backfill(
@@ -98,16 +104,16 @@ def launch_backfill(
 
 def backfill_status(url: str, backfill_id: str) -> str:
     """The BulkActionStatus name: REQUESTED while running, then COMPLETED_SUCCESS, COMPLETED_FAILED, ..."""
-    result = query(url, STATUS, {"id": backfill_id})["partitionBackfillOrError"]
-    if result["__typename"] != "PartitionBackfill":
-        raise GraphQLError(f"{result['__typename']}: {result.get('message', '')}")
-    return str(result["status"])
+    backfill = lookup(
+        url, "partitionBackfillOrError", ("backfillId", "String", backfill_id), "PartitionBackfill", BACKFILL_STATUS
+    )
+    return str(backfill["status"])
 
 
 def failure_reason(url: str, run_id: str) -> str:
     """The first failed step's root error (a blocking check names itself there), else the run's message."""
-    result = query(url, FAILURE, {"runId": run_id})["runOrError"]
-    events = result.get("eventConnection", {}).get("events", [])
+    run = lookup(url, "runOrError", ("runId", "ID", run_id), "Run", RUN_FAILURE)
+    events = run["eventConnection"]["events"]
     for event in events:
         if event["__typename"] == "ExecutionStepFailureEvent":
             error = event["error"] or {}

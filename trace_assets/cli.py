@@ -20,6 +20,7 @@ import socket
 import sys
 import threading
 import traceback
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -327,11 +328,12 @@ def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     """Fail the CLI's runs on this host whose process is gone, and free every pool slot held by a
     run that is no longer running, so no later run waits for a slot forever."""
     import dagster as dg
-    from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
 
+    finished = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+    unfinished = [status for status in dg.DagsterRunStatus if status not in finished]
     freed = []
     host = socket.gethostname()
-    for run in instance.get_runs(dg.RunsFilter(statuses=list(NOT_FINISHED_STATUSES), tags={HOST_TAG: host})):
+    for run in instance.get_runs(dg.RunsFilter(statuses=unfinished, tags={HOST_TAG: host})):
         pid = int(run.tags.get(PID_TAG, "0") or 0)
         if pid and not _alive(pid):
             instance.report_run_failed(run, f"its trace-assets process (pid {pid}) is gone")
@@ -385,8 +387,6 @@ def _log_slot_holders(instance: dg.DagsterInstance, run_id: str) -> Iterator[Non
 def materialize_runs(
     run_ids: list[str], trace_config: TraceAssetsConfig, verbose: bool = False, hub: HuggingFaceHub | None = None
 ) -> int:
-    from dagster._core.utils import make_new_run_id
-
     from trace_assets.definitions import build_definitions, export_trace_run
     from trace_assets.defs.partitions import register_scopes
     from trace_assets.defs.resources import hub_from_env
@@ -410,7 +410,7 @@ def materialize_runs(
             continue
         staging = trace_config.staging(RunScope.from_key(run_id))
         _say(f"materializing {run_id} from {trace_config.traces_root}")
-        dagster_run_id = make_new_run_id()
+        dagster_run_id = str(uuid.uuid4())  # Dagster's own run ids are uuid4s too
         with (
             staging.locked(_say, holder=f"trace-assets materialize {run_id} (dagster run {dagster_run_id})"),
             _log_slot_holders(instance, dagster_run_id),

@@ -40,6 +40,17 @@ def count_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 or value == int(value) else f"{value:.1f}"
 
 
+def bytes_text(value: float) -> str:
+    """`512 B`, `3.4 MiB`, `1.2 GiB`: an upload's bytes as people read them."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:,.1f} {unit}"
+    return f"{value:,.0f} B"
+
+
+BYTES = "bytes"  # the unit whose counts read as sizes (`3.4/10.0 MiB, 1.1 MiB/s`)
+
+
 class ProgressReporter:
     """Counts one step's work; `total` is None when not known beforehand (then no share or ETA)."""
 
@@ -90,10 +101,15 @@ class ProgressReporter:
         return max(self.total - self.done, 0) / rate
 
     def figures(self) -> str:
-        """`256/300 trials (85%), 120 trials/s, ETA 0:01`, or without total: `2,000 objects, 900 objects/s`."""
-        done = f"{self.done:,}" if self.total is None else f"{self.done:,}/{self.total:,}"
+        """`256/300 trials (85%), 120 trials/s, ETA 0:01`, or without total: `2,000 objects, 900 objects/s`;
+        in bytes: `3.4 MiB/10.0 MiB (34%), 1.1 MiB/s, ETA 0:06`."""
         share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
-        text = f"{done} {self.unit}{share}, {count_text(self.rate())} {self.unit}/s"
+        if self.unit == BYTES:
+            done = bytes_text(self.done) if self.total is None else f"{bytes_text(self.done)}/{bytes_text(self.total)}"
+            text = f"{done}{share}, {bytes_text(self.rate())}/s"
+        else:
+            done = f"{self.done:,}" if self.total is None else f"{self.done:,}/{self.total:,}"
+            text = f"{done} {self.unit}{share}, {count_text(self.rate())} {self.unit}/s"
         eta = self.eta()
         if eta is not None and self.done < (self.total or 0):
             text += f", ETA {duration_text(eta)}"
@@ -115,3 +131,28 @@ class ProgressReporter:
             self._bar.write("\r\x1b[K")  # the bar's line is cleared for the log line, redrawn after
             self._bar.flush()
         self._log(self.line())
+
+
+class FileTransfer:
+    """Files copied or uploaded one batch after another (the publish step): bytes done/total, rate
+    and ETA, then files done/total, e.g. `3.4 MiB/10.0 MiB (34%), 1.1 MiB/s, ETA 0:06; 120/400 files`."""
+
+    def __init__(
+        self,
+        step: str,
+        sizes: list[int],
+        log: Progress,
+        *,
+        bar: TextIO | None = None,
+        clock: Clock = time.monotonic,
+        log_every: float = LOG_EVERY_SECONDS,
+    ) -> None:
+        self.files, self.files_done = len(sizes), 0
+        self.reporter = ProgressReporter(step, BYTES, sum(sizes), log, bar=bar, clock=clock, log_every=log_every)
+
+    def advance(self, files: int, size: int) -> None:
+        self.files_done += files
+        self.reporter.advance(size, f"{self.files_done:,}/{self.files:,} files")
+
+    def finish(self) -> None:
+        self.reporter.finish()

@@ -177,7 +177,7 @@ def published_shards(
                 scope.step,
             )
             schema = pq.read_schema(build / shards.files[0])
-            published_to = target.publish(build, scope)
+            published_to = target.publish(build, scope, context.log.info)
         finally:
             remove_path(build)
     context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {published_to}")

@@ -21,20 +21,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import unquote
 
-import httpx2
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, hf_hub_download
-from huggingface_hub.errors import (
-    EntryNotFoundError,
-    HfHubHTTPError,
-    LocalTokenNotFoundError,
-    RemoteEntryNotFoundError,
-    RepositoryNotFoundError,
-    RevisionNotFoundError,
-)
-from huggingface_hub.hf_api import RepoFile
+from trace_assets.progress import FileTransfer, Progress, quiet, terminal
+
+# huggingface_hub (with httpx2) is imported where it is used, so the runs that publish to a folder
+# (and the pipeline's start-up) never load it: 0.1-0.3 s of every run's start-up otherwise.
+if TYPE_CHECKING:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.hf_api import RepoFile
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -46,6 +43,9 @@ SESSIONS_DIR = "sessions"  # session files; like shards, the files a new version
 # The Hub's guidance for commits over HTTP: larger ones can time out while still completing.
 MAX_FILES_PER_COMMIT = 100
 PUBLISH_ROOT_PREFIX = "hf://datasets/"
+# Contents go up before the commit in groups this small, so progress moves during a long upload.
+UPLOAD_GROUP_FILES = 32
+UPLOAD_GROUP_BYTES = 64 * 2**20
 
 _REPO_ID_PART = re.compile(r"[A-Za-z0-9._-]{1,96}")
 _CHARS_NOT_ALLOWED_IN_REPO_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
@@ -171,6 +171,7 @@ def publish_run_folder(
     max_files_per_commit: int = MAX_FILES_PER_COMMIT,
     retry: RetryPolicy | None = None,
     shared_file: SharedFile | None = None,
+    progress: Progress = quiet,
 ) -> PublishedCommit:
     """Upload every file of `local_dir` to a dataset repo and drop stale shards, all in one commit.
 
@@ -191,7 +192,8 @@ def publish_run_folder(
     a concurrent publish of another scope from losing either's change.
 
     `token=None` lets `huggingface_hub` find a token itself (HF_TOKEN, then the login cache);
-    `endpoint=None` means `HF_ENDPOINT`, else https://huggingface.co.
+    `endpoint=None` means `HF_ENDPOINT`, else https://huggingface.co. `progress` gets the upload's
+    bytes and files done/total, rate and ETA.
     """
     validate_repo_id(repo_id)
     prefix = normalize_path_in_repo(path_in_repo)
@@ -203,6 +205,9 @@ def publish_run_folder(
             f"{local_dir} has no files under {SHARD_DIR}/; refusing to publish since it would delete every shard"
             f" under {shard_folder} in {repo_id}"
         )
+
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
 
     api = HfApi(endpoint=endpoint, token=token)
     try:
@@ -218,6 +223,7 @@ def publish_run_folder(
                 max_files_per_commit,
                 retry,
                 (shared_file, Path(scratch)) if shared_file else None,
+                progress,
             )
     except HfHubHTTPError as error:
         failure = _describe_hub_failure(error, repo_id, revision, token)
@@ -237,7 +243,11 @@ def _publish(
     max_files_per_commit: int = MAX_FILES_PER_COMMIT,
     retry: RetryPolicy | None = None,
     shared: tuple[SharedFile, Path] | None = None,
+    progress: Progress = quiet,
 ) -> PublishedCommit:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+    from huggingface_hub.errors import EntryNotFoundError, RemoteEntryNotFoundError
+
     head = _prepare_revision(api, repo_id, revision, private)
     if shared:
         (shared_file, scratch), existing = shared, None
@@ -256,7 +266,9 @@ def _publish(
     remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head or revision)
     stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
     if len(uploads) + len(stale_shards) > max_files_per_commit:
-        batches = _BatchedPublish(api, repo_id, uploads, stale_folders, max_files_per_commit, retry or RetryPolicy())
+        batches = _BatchedPublish(
+            api, repo_id, uploads, stale_folders, max_files_per_commit, retry or RetryPolicy(), progress
+        )
         return batches.publish(revision, commit_message)
     logger.info(
         "Publishing %d files to dataset %s@%s, deleting %d stale shards",
@@ -265,9 +277,15 @@ def _publish(
         revision,
         len(stale_shards),
     )
-    operations: list[CommitOperationAdd | CommitOperationDelete] = [
+    additions = [
         CommitOperationAdd(path_in_repo=path, path_or_fileobj=source) for path, source in sorted(uploads.items())
     ]
+    transfer = FileTransfer("upload", [addition.upload_info.size for addition in additions], progress, bar=terminal())
+    for group in _upload_groups(additions):  # the client skips these contents in the commit
+        api.preupload_lfs_files(repo_id, additions=group, repo_type=REPO_TYPE, revision=revision)
+        transfer.advance(len(group), sum(addition.upload_info.size for addition in group))
+    transfer.finish()
+    operations: list[CommitOperationAdd | CommitOperationDelete] = list(additions)
     operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in stale_shards]
     commit = api.create_commit(
         repo_id,
@@ -288,10 +306,34 @@ def _publish(
     )
 
 
+def _upload_groups(additions: list[CommitOperationAdd]) -> Iterator[list[CommitOperationAdd]]:
+    """Consecutive groups of at most UPLOAD_GROUP_FILES files and (unless one file is larger) UPLOAD_GROUP_BYTES."""
+    group: list[CommitOperationAdd] = []
+    for addition in additions:
+        if group and (
+            len(group) == UPLOAD_GROUP_FILES
+            or sum(a.upload_info.size for a in group) + addition.upload_info.size > UPLOAD_GROUP_BYTES
+        ):
+            yield group
+            group = []
+        group.append(addition)
+    if group:
+        yield group
+
+
 def read_published_json(
     repo_id: str, path_in_repo: str, *, revision: str, token: str | None, endpoint: str | None
 ) -> Any:
     """A JSON file of a published dataset, or None when the repo, branch or file does not exist."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HfHubHTTPError,
+        RemoteEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
     try:
         with tempfile.TemporaryDirectory() as cache_dir:
             path = hf_hub_download(
@@ -313,6 +355,9 @@ def read_published_json(
 
 def check_hub_access(repo_id: str, *, token: str | None, endpoint: str | None) -> None:
     """Before any work: the token is valid, and the repo, if it exists, can be read with it."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError
+
     api = HfApi(endpoint=endpoint, token=token)
     try:
         api.whoami()
@@ -390,6 +435,9 @@ class RetryPolicy:
 
 def _is_transient(error: Exception) -> bool:
     """Worth another try: the server failed or timed out, or a batch landed after all (412 on the stale parent)."""
+    import httpx2
+    from huggingface_hub.errors import HfHubHTTPError
+
     if isinstance(error, HfHubHTTPError):
         status = error.response.status_code
         return status >= 500 or status in (408, 412, 429)
@@ -438,8 +486,10 @@ class _BatchedPublish:
         stale_folders: tuple[str, ...],
         max_files: int,
         retry: RetryPolicy,
+        progress: Progress = quiet,
     ) -> None:
         self.api = api
+        self.progress = progress
         self.repo_id = repo_id
         self.local = {path: _LocalFile.read(source) for path, source in uploads.items()}
         self.stale_folders = stale_folders
@@ -496,6 +546,8 @@ class _BatchedPublish:
 
     def _state(self, ref: str) -> tuple[str, dict[str, RepoFile]]:
         """The ref's head and every file under it."""
+        from huggingface_hub.hf_api import RepoFile
+
         head = self._call(lambda: self.api.dataset_info(self.repo_id, revision=ref)).sha
         assert head is not None, "the Hub names every revision's head commit"
         entries = self._call(
@@ -509,17 +561,26 @@ class _BatchedPublish:
     def _upload_contents(self, ref: str) -> None:
         """LFS contents before any commit, so commits are small and quick; regular files travel in them."""
         _, remote = self._state(ref)
-        for batch in _batches(self._missing(remote), self.max_files):
+        missing = self._missing(remote)
+        sizes = {path: self.local[path].source.stat().st_size for path in missing}
+        transfer = FileTransfer("upload", list(sizes.values()), self.progress, bar=terminal())
+        for batch in _batches(missing, self.max_files):
             self._call(partial(self._preupload, batch, ref))
+            transfer.advance(len(batch), sum(sizes[path] for path in batch))
+        transfer.finish()
 
     def _preupload(self, paths: list[str], ref: str) -> None:
         self.api.preupload_lfs_files(self.repo_id, additions=self._additions(paths), repo_type=REPO_TYPE, revision=ref)
 
     def _additions(self, paths: list[str]) -> list[CommitOperationAdd]:
+        from huggingface_hub import CommitOperationAdd
+
         return [CommitOperationAdd(path_in_repo=path, path_or_fileobj=self.local[path].source) for path in paths]
 
     def _plan(self, remote: dict[str, RepoFile]) -> list[CommitOperationAdd | CommitOperationDelete]:
         """What the ref still lacks: additions (the card last: it describes the rest), then stale files."""
+        from huggingface_hub import CommitOperationDelete
+
         missing = sorted(self._missing(remote), key=lambda path: (path.rsplit("/", 1)[-1] == "README.md", path))
         stale = sorted(path for path in remote if path.startswith(self.stale_folders) and path not in self.local)
         self.deleted.update(stale)

@@ -27,6 +27,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.atomic_files import TEMP_MARK, copy_atomically, is_leftover, remove_path
 from trace_assets.harbor.sessions import SESSIONS_DIR
+from trace_assets.progress import FileTransfer, Progress, quiet, terminal
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
 from trace_assets.publishing.hub import (
     PUBLISH_ROOT_PREFIX,
@@ -51,8 +52,9 @@ class PublishTarget(Protocol):
         """Where the scope's dataset is (or would be) published, for messages and metadata."""
         ...
 
-    def publish(self, local_dir: Path, scope: RunScope) -> str:
-        """Replace the scope's published dataset with `local_dir`'s files; returns where it went."""
+    def publish(self, local_dir: Path, scope: RunScope, progress: Progress = quiet) -> str:
+        """Replace the scope's published dataset with `local_dir`'s files; returns where it went.
+        `progress` gets the upload's lines: bytes and files done/total, rate, ETA."""
         ...
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
@@ -84,7 +86,7 @@ class FolderTarget:
     def location(self, scope: RunScope) -> str:
         return scope.publish_url(self.root_url)
 
-    def publish(self, local_dir: Path, scope: RunScope) -> str:
+    def publish(self, local_dir: Path, scope: RunScope, progress: Progress = quiet) -> str:
         """The scope's folder, then, after its card is flipped and before its old shards go, the
         root card (one config per scope, see `publishing.root_card`)."""
         target = self.location(scope)
@@ -94,6 +96,7 @@ class FolderTarget:
             target,
             self.storage_options,
             after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, scope, card),
+            progress=progress,
         )
         return target
 
@@ -174,7 +177,7 @@ class HubTarget:
         repo_id, revision, path = self._place(scope)
         return f"{PUBLISH_ROOT_PREFIX}{repo_id}@{revision}" + (f"/{path}" if path else "")
 
-    def publish(self, local_dir: Path, scope: RunScope) -> str:
+    def publish(self, local_dir: Path, scope: RunScope, progress: Progress = quiet) -> str:
         repo_id, revision, path = self._place(scope)
         return publish_run_folder(
             local_dir,
@@ -186,6 +189,7 @@ class HubTarget:
             commit_message=f"Publish traces of run {scope.key}",
             endpoint=self.settings.endpoint,
             shared_file=None if self.settings.repo_id_template else self._root_card(local_dir, scope),
+            progress=progress,
         ).commit_url
 
     def _root_card(self, local_dir: Path, scope: RunScope) -> SharedFile:
@@ -235,9 +239,11 @@ def replace_folder(
     target_url: str,
     storage_options: dict[str, Any] | None = None,
     after_flip: Callable[[], None] | None = None,
+    progress: Progress = quiet,
 ) -> None:
     """Make `target_url` hold exactly the files of `local_dir`, in the order the module describes;
-    `after_flip` runs once the card is flipped, while the old shards are still there."""
+    `after_flip` runs once the card is flipped, while the old shards are still there. `progress`
+    gets the copy's bytes and files done/total, rate and ETA."""
     fs, target = fsspec.core.url_to_fs(target_url, **dict(storage_options or {}))
     target = target.rstrip("/")
     local = isinstance(fs, LocalFileSystem)
@@ -250,15 +256,17 @@ def replace_folder(
         else:
             fs.put_file(str(local_dir / name), f"{target}/{name}")  # one PUT: the old object or the new
 
+    sizes = {name: (local_dir / name).stat().st_size for name in new_files}
     shards = [n for n in new_files if n.startswith(VERSIONED_DIRS)]
-    for name in shards:  # named by their content: one already there with the same size is this one
-        if name not in old_files or fs.size(old_files[name]) != (local_dir / name).stat().st_size:
-            put(name)
-    for name in new_files:
-        if name not in shards and name != CARD_FILE:
-            put(name)
-    if CARD_FILE in new_files:
-        put(CARD_FILE)  # the flip: from here on readers load the new shards
+    # Shards are named by their content: one already there with the same size is this one.
+    changed = [n for n in shards if n not in old_files or fs.size(old_files[n]) != sizes[n]]
+    rest = [n for n in new_files if n not in shards and n != CARD_FILE]
+    card = [CARD_FILE] if CARD_FILE in new_files else []  # last, the flip: from then on readers load the new shards
+    transfer = FileTransfer("upload", [sizes[n] for n in changed + rest + card], progress, bar=terminal())
+    for name in changed + rest + card:
+        put(name)
+        transfer.advance(1, sizes[name])
+    transfer.finish()
     if after_flip is not None:
         after_flip()
     stale = sorted(set(old_files) - set(new_files), key=lambda name: (name == CARD_FILE, name))

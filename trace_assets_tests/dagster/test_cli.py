@@ -52,6 +52,9 @@ def test_materialize_prints_coverage_and_records_the_run(tmp_path):
     for step, unit in [("raw_trial_listing", "objects"), ("scored_trials", "trials"), ("last_episode_rows", "trials")]:
         assert re.search(rf"{step}: ([\d,]+)/\1 {unit} \(100%\), [\d.,]+ {unit}/s, took", done.stderr), step
     assert re.search(r"secret_scan_report: ([\d,]+)/\1 rows \(100%\)", done.stderr)
+    assert re.search(
+        r"published_shards: ([\d.,]+ [KMG]?i?B)/\1 \(100%\), [\d.,]+ [KMG]?i?B/s, took .*; (\d+)/\2 files", done.stderr
+    )
     assert (tmp_path / "out" / "copy-of-sample" / "coverage.json").exists()
 
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:

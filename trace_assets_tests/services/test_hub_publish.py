@@ -15,6 +15,7 @@ import pytest
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub.errors import RepositoryNotFoundError
 
+from trace_assets.progress import bytes_text
 from trace_assets.publishing.hub import (
     HubPublishError,
     PublishedCommit,
@@ -105,6 +106,25 @@ def test_first_publish_creates_a_private_repo_with_everything_in_one_commit(
     assert len(hub_server.requests_to("POST", r"/preupload/main$")) == 1
     assert len(hub_server.requests_to("POST", r"\.git/info/lfs/objects/batch$")) == 1
     assert len(hub_server.requests_to("PUT", r"^/lfs-storage/")) == len(parquet_paths)
+    assert len(hub_server.requests_to("POST", r"/commit/main$")) == 1
+
+
+def test_the_upload_reports_bytes_and_files_done(hub_server: HubStandIn, tmp_path: Path) -> None:
+    folder = write_run_folder(tmp_path, "run-1", [3, 3, 2])
+    files = local_files(folder)
+    lines: list[str] = []
+
+    publish_run_folder(
+        folder,
+        REPO_ID,
+        token=hub_server.token,
+        endpoint=hub_server.url,
+        commit_message="Publish",
+        progress=lines.append,
+    )
+
+    assert len(files) == 7 and lines[-1].endswith("; 7/7 files")
+    assert lines[-1].startswith(f"{bytes_text(sum(map(len, files.values())))}/") and "(100%)" in lines[-1]
     assert len(hub_server.requests_to("POST", r"/commit/main$")) == 1
 
 

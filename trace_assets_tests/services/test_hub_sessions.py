@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from trace_assets.progress import Progress, quiet
 from trace_assets.publishing.hub import PublishedCommit, RetryPolicy, publish_run_folder
 
 if TYPE_CHECKING:  # imported at runtime by pytest_plugins, so pytest can rewrite its asserts
@@ -52,8 +53,10 @@ def local_files(folder: Path) -> dict[str, bytes]:
     return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
 
 
-def publish(hub: HubStandIn, folder: Path) -> PublishedCommit:
-    return publish_run_folder(folder, REPO_ID, token=hub.token, endpoint=hub.url, commit_message=TITLE, retry=NO_WAIT)
+def publish(hub: HubStandIn, folder: Path, progress: Progress = quiet) -> PublishedCommit:
+    return publish_run_folder(
+        folder, REPO_ID, token=hub.token, endpoint=hub.url, commit_message=TITLE, retry=NO_WAIT, progress=progress
+    )
 
 
 def published(hub: HubStandIn, revision: str = "main") -> dict[str, bytes]:
@@ -65,8 +68,9 @@ def test_a_large_version_goes_up_in_batches_and_main_moves_once(
 ) -> None:
     hub = hub_server_at_scale
     folder = write_version(tmp_path, "v1", shards=300, sessions=3000)
+    lines: list[str] = []
 
-    result = publish(hub, folder)
+    result = publish(hub, folder, lines.append)
 
     assert published(hub) == local_files(folder)
     initial, merge = hub.commits(REPO_ID)  # main: created, then the whole version in one step
@@ -77,6 +81,7 @@ def test_a_large_version_goes_up_in_batches_and_main_moves_once(
     assert hub.failures_injected > 0, "the run met failures and went through them"
     # Every shard's content was uploaded once, before the commits that name it.
     assert len(hub.requests_to("PUT", r"^/lfs-storage/")) == 300
+    assert "(100%)" in lines[-1] and lines[-1].endswith("; 3,302/3,302 files")  # the contents' upload, reported
 
 
 def test_stale_sessions_and_shards_go_in_the_same_step(hub_server_at_scale: HubStandIn, tmp_path: Path) -> None:

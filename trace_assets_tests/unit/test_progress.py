@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import io
 
-from trace_assets.progress import ProgressReporter, duration_text
+from trace_assets.progress import BYTES, FileTransfer, ProgressReporter, bytes_text, duration_text
+from trace_assets.publishing.targets import replace_folder
 from trace_assets.store.fetch_ahead import fetched_ahead
 
 
@@ -59,6 +60,48 @@ def test_the_bar_is_redrawn_in_place_and_cleared_for_log_lines():
     assert bar.getvalue().count("\r") == 1
     reporter.finish()
     assert bar.getvalue().endswith("\r\x1b[K") and lines == ["11/40 rows (28%), 10.0 rows/s, ETA 0:03"]
+
+
+def test_bytes_read_as_sizes():
+    assert [bytes_text(n) for n in (0, 512, 1536, 3 * 2**20 + 2**19, 5 * 2**30)] == [
+        "0 B", "512 B", "1.5 KiB", "3.5 MiB", "5.0 GiB",
+    ]  # fmt: skip
+    clock = Clock()
+    reporter = ProgressReporter("upload", BYTES, 10 * 2**20, lambda _: None, clock=clock)
+    clock.now += 2
+    reporter.advance(4 * 2**20)
+    assert reporter.figures() == "4.0 MiB/10.0 MiB (40%), 2.0 MiB/s, ETA 0:03"
+
+
+def test_a_file_transfer_counts_bytes_and_files():
+    clock, lines = Clock(), []
+    transfer = FileTransfer("upload", [2**20, 2**20, 2 * 2**20], lines.append, clock=clock, log_every=5)
+    clock.now += 1
+    transfer.advance(2, 2 * 2**20)
+    clock.now += 5
+    transfer.advance(1, 2 * 2**20)  # past log_every: a line
+    transfer.finish()
+    assert lines == [
+        "4.0 MiB/4.0 MiB (100%), 682.7 KiB/s, took 0:06; 3/3 files",
+        "4.0 MiB/4.0 MiB (100%), 682.7 KiB/s, took 0:06; 3/3 files",
+    ]
+
+
+def test_a_folder_publish_reports_what_it_copies(tmp_path):
+    source = tmp_path / "build"
+    (source / "data" / "v1").mkdir(parents=True)
+    (source / "data" / "v1" / "train-00000-of-00001.parquet").write_bytes(
+        b"p" * 3066
+    )  # 3,072 bytes with the card and coverage
+    (source / "README.md").write_text("card")
+    (source / "coverage.json").write_text("{}")
+    lines: list[str] = []
+    replace_folder(source, str(tmp_path / "published"), progress=lines.append)
+    assert len(lines) == 1 and lines[0].startswith("3.0 KiB/3.0 KiB (100%), ")
+    assert lines[0].endswith("; 3/3 files")
+    lines.clear()
+    replace_folder(source, str(tmp_path / "published"), progress=lines.append)  # the shard is there already
+    assert lines[0].startswith("6 B/6 B (100%), ") and lines[0].endswith("; 2/2 files")
 
 
 def test_durations_read_as_clock_times():
