@@ -537,7 +537,7 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Huggi
     target = trace_config.publish_target(ObjectStorage(), hub or hub_from_env())
     failures = 0
     for run_id in run_ids:
-        scope = RunScope(run_id)
+        scope = RunScope.from_key(run_id)  # a run, or a step of one
         if not _run_exists(trace_config, scope):
             failures += 1
             reason = f"no trace_jobs/ folder for run {run_id!r} under {trace_config.traces_root}"
@@ -558,11 +558,15 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Huggi
                 None if trace_config.allow_shrink else trace_config.shrink_threshold,
                 _say,
                 (sessions, trace_config.sessions_folder(staging) or staging.folder) if sessions else None,
+                trace_config.raw_scan,
             )
         plan = line["would_publish"]
         outcome = plan.get("blocked") or plan.get("refused") or f"{plan['rows']} rows in {plan['shards']} shard(s)"
+        raw = line.get("raw_scan")
+        raw_note = f"; raw tree: {raw['verdict']} in {raw['objects_with_findings']} object(s)" if raw else ""
         _say(
-            f"{run_id}: {_coverage_sentence(line)}; scan verdict {line['verdict']}; would publish to {plan['to']}: {outcome}"
+            f"{run_id}: {_coverage_sentence(line)}; scan verdict {line['verdict']}{raw_note}; "
+            f"would publish to {plan['to']}: {outcome}"
         )
         print(json.dumps({"run_id": run_id, **line}), flush=True)
         failures += bool(plan.get("blocked") or plan.get("refused"))  # as the real run would fail

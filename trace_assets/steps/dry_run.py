@@ -14,11 +14,12 @@ from trace_assets.publishing.targets import PublishTarget
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.listing import build_listing
+from trace_assets.steps.raw_scan import RAW_SCAN_REPORT, raw_scan
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run
 from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.sessions import SessionWriter
-from trace_assets.steps.staging import RunStaging
+from trace_assets.steps.staging import RunStaging, write_json_atomically
 from trace_assets.store.trace_store import TraceStore
 
 
@@ -33,8 +34,10 @@ def dry_run(
     shrink_threshold: float | None,  # None: --allow-shrink
     progress: Progress,
     sessions: tuple[SessionWriter, Path] | None = None,
+    raw_tree: bool = False,
 ) -> dict[str, Any]:
-    """The scope's JSON line: its coverage, the scan verdict, and `would_publish`."""
+    """The scope's JSON line: its coverage, the scan verdict, `would_publish`, and with `raw_tree`
+    the raw-tree scan's summary (its report in staging, as the check writes it)."""
     scan_options, policy = scan
     build_listing(store, staging, progress)
     score_trials(store, staging, batch_size, progress)
@@ -63,4 +66,14 @@ def dry_run(
         plan.update(blocked=f"live or blocked findings: {blocking}; only secret_scan.json would be published")
     if refused:
         plan.update(refused=refused)
-    return {**coverage.as_dict(), "status": "dry_run", "verdict": report["verdict"], "would_publish": plan}
+    line = {**coverage.as_dict(), "status": "dry_run", "verdict": report["verdict"], "would_publish": plan}
+    if raw_tree:
+        raw = raw_scan(store, staging.scope, scan_options, progress)
+        write_json_atomically(staging.folder / RAW_SCAN_REPORT, raw)
+        line["raw_scan"] = {
+            "verdict": raw["verdict"],
+            "objects_scanned": raw["objects_scanned"],
+            "objects_with_findings": raw["objects_with_findings"],
+            "acted_on": policy.acted_on(raw),  # per kind: what the policy would block or redact if published
+        }
+    return line

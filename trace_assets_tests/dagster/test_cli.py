@@ -122,6 +122,33 @@ def test_dry_run_prints_what_would_be_published_and_publishes_nothing(tmp_path):
         assert instance.get_runs() == []
 
 
+def test_dry_run_takes_a_runs_steps_and_the_raw_tree_scan(tmp_path):
+    traces = tmp_path / "traces"
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN / "trace_jobs", traces / "sweep-run" / "trace_jobs" / "step-3")
+    args = [
+        "materialize",
+        "--dry-run",
+        "sweep-run",
+        "--traces-root",
+        str(traces),
+        "--publish-root",
+        str(tmp_path / "o"),
+    ]
+    done = _run([*args, "--on-secret", "allow", "--on-unverified", "keep"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    [line] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert (line["run_id"], line["exported"]) == ("sweep-run/step-3", 28) and "raw_scan" not in line
+
+    done = _run([*args, "--raw-scan", "--on-secret", "allow", "--on-unverified", "keep"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    raw = json.loads(done.stdout)["raw_scan"]
+    assert raw["verdict"] == "live" and raw["objects_with_findings"] > 0  # the sample's planted keys
+    assert raw["acted_on"] == {}  # allow and keep: nothing would be blocked or redacted
+    assert "raw tree: live in" in done.stderr
+    assert (tmp_path / "staging" / "sweep-run" / "step-3" / "raw_secret_scan.json").is_file()
+    assert not (tmp_path / "o").exists()
+
+
 def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_path):
     out = tmp_path / "out"
     run = ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(out)]
