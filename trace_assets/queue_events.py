@@ -17,9 +17,12 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit
 
+import boto3
+
 from trace_assets.scope import STEP_FOLDER, TRACE_JOBS, InvalidScopeKey, validate_scope_key
 
 DETAIL_CHARS = 120  # a hostile body's detail is cut to this
+MESSAGES_PER_TICK = 100  # the rest wait for the next tick; bounds the cursor's receipt handles
 
 
 class NoTouch(StrEnum):
@@ -132,3 +135,53 @@ def _read_record(record: Any, bucket: str, prefix: str, reading: QueueReading) -
         return
     in_step = len(segments) > 3 and STEP_FOLDER.fullmatch(segments[2]) is not None
     reading.touches.add(Touch(run_id, segments[2] if in_step else None))
+
+
+class EventQueue:
+    """The SQS queue S3 sends its events to, on the queue URL's own host, with the object store's
+    credentials and region (unset ones fall through to botocore's environment handling, as for S3)."""
+
+    def __init__(self, url: str, region: str | None, credentials: dict[str, Any]) -> None:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if not region and host.startswith("sqs.") and host.endswith(".amazonaws.com"):
+            region = host.split(".")[1]
+        self.url = url
+        self._client = boto3.client(
+            "sqs", endpoint_url=f"{parts.scheme}://{parts.netloc}", region_name=region or None, **credentials
+        )
+
+    def receive(self, visibility_seconds: int) -> tuple[list[str], list[str]]:
+        """Up to MESSAGES_PER_TICK messages' bodies and receipt handles, without waiting."""
+        bodies: list[str] = []
+        handles: list[str] = []
+        while len(bodies) < MESSAGES_PER_TICK:
+            messages = self._client.receive_message(
+                QueueUrl=self.url,
+                MaxNumberOfMessages=min(10, MESSAGES_PER_TICK - len(bodies)),
+                VisibilityTimeout=visibility_seconds,
+                WaitTimeSeconds=0,
+            ).get("Messages", [])
+            bodies += [message.get("Body", "") for message in messages]
+            handles += [message["ReceiptHandle"] for message in messages]
+            if not messages:
+                break
+        return bodies, handles
+
+    def delete(self, handles: list[str]) -> list[str]:
+        """Delete messages a committed tick acted on; returns what failed, as log lines (a failure
+        only means those messages are read again: delivery is at least once)."""
+        failures = []
+        for start in range(0, len(handles), 10):
+            chunk = handles[start : start + 10]
+            entries = [{"Id": str(i), "ReceiptHandle": handle} for i, handle in enumerate(chunk)]
+            try:
+                failed = self._client.delete_message_batch(QueueUrl=self.url, Entries=entries).get("Failed", [])
+            except Exception as err:
+                failures.append(f"could not delete {len(chunk)} queue message(s), they will be read again: {err}")
+                continue
+            if failed:
+                failures.append(
+                    f"could not delete {len(failed)} queue message(s), they will be read again: {failed[0]}"
+                )
+        return failures

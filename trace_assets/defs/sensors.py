@@ -12,25 +12,21 @@ its scope twice.
 
 import os
 import time
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
-import boto3
 import dagster as dg
 
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.discovery import cursor_extra, load_cursor, plan_queue_tick, plan_tick
-from trace_assets.queue_events import bucket_and_prefix, read_messages
+from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
 
 PUBLISHED = dg.AssetKey("published_shards")
 SKIPS_SHOWN = 20  # scopes named in a tick's skip reason; the log names them all
 INTERVAL = int(os.environ.get("TRACE_ASSETS_SENSOR_INTERVAL_SECONDS", "60"))
-QUEUE_MESSAGES_PER_TICK = 100  # the rest wait for the next tick; bounds the cursor's receipt handles
 # Long enough that the next tick deletes a message before it shows again (else it is read twice).
 QUEUE_VISIBILITY_SECONDS = max(300, 5 * INTERVAL)
 RECHECK_METADATA = "recheck_requested_by"  # marks `trace-assets recheck`'s observations
@@ -64,62 +60,6 @@ def _recheck_requests(instance: dg.DagsterInstance, after: int | None) -> tuple[
         if not page.has_more:
             return keys, newest
         cursor = page.cursor
-
-
-def _sqs_client(queue_url: str, storage: ObjectStorage) -> Any:
-    """An SQS client on the queue URL's own host, with the object store's credentials and region
-    (unset ones fall through to botocore's environment handling, as for S3)."""
-    parts = urlsplit(queue_url)
-    host = parts.hostname or ""
-    region = storage.region_name
-    if not region and host.startswith("sqs.") and host.endswith(".amazonaws.com"):
-        region = host.split(".")[1]
-    return boto3.client(
-        "sqs",
-        endpoint_url=f"{parts.scheme}://{parts.netloc}",
-        region_name=region or None,
-        aws_access_key_id=storage.aws_access_key_id,
-        aws_secret_access_key=storage.aws_secret_access_key,
-        aws_session_token=storage.aws_session_token,
-        verify=storage.verify,
-    )
-
-
-def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _delete_acted_on(client: Any, queue_url: str, handles: list[str], log: Any) -> None:
-    """Delete the messages the previous, committed tick acted on; a failure only means they are
-    read again (at least once)."""
-    for chunk in _chunks(handles, 10):
-        entries = [{"Id": str(i), "ReceiptHandle": handle} for i, handle in enumerate(chunk)]
-        try:
-            failed = client.delete_message_batch(QueueUrl=queue_url, Entries=entries).get("Failed", [])
-        except Exception as err:
-            log.warning(f"could not delete {len(chunk)} queue message(s), they will be read again: {err}")
-            continue
-        if failed:
-            log.warning(f"could not delete {len(failed)} queue message(s), they will be read again: {failed[0]}")
-
-
-def _receive(client: Any, queue_url: str) -> tuple[list[str], list[str]]:
-    """Up to QUEUE_MESSAGES_PER_TICK messages' bodies and receipt handles, without waiting."""
-    bodies: list[str] = []
-    handles: list[str] = []
-    while len(bodies) < QUEUE_MESSAGES_PER_TICK:
-        messages = client.receive_message(
-            QueueUrl=queue_url,
-            MaxNumberOfMessages=min(10, QUEUE_MESSAGES_PER_TICK - len(bodies)),
-            VisibilityTimeout=QUEUE_VISIBILITY_SECONDS,
-            WaitTimeSeconds=0,
-        ).get("Messages", [])
-        bodies += [message.get("Body", "") for message in messages]
-        handles += [message["ReceiptHandle"] for message in messages]
-        if not messages:
-            return bodies, handles
-    return bodies, handles
 
 
 @dg.sensor(
@@ -157,9 +97,19 @@ def new_trace_runs_sensor(
     queue_url = trace_config.event_queue_url
     ignored: dict[str, int] = {}
     if queue_url and load_cursor(context.cursor):
-        client = _sqs_client(queue_url, object_storage)
-        _delete_acted_on(client, queue_url, extra.get("acks", []), context.log)
-        bodies, handles = _receive(client, queue_url)
+        queue = EventQueue(
+            queue_url,
+            object_storage.region_name,
+            {
+                "aws_access_key_id": object_storage.aws_access_key_id,
+                "aws_secret_access_key": object_storage.aws_secret_access_key,
+                "aws_session_token": object_storage.aws_session_token,
+                "verify": object_storage.verify,
+            },
+        )
+        for failure in queue.delete(extra.get("acks", [])):
+            context.log.warning(failure)
+        bodies, handles = queue.receive(QUEUE_VISIBILITY_SECONDS)
         reading = read_messages(bodies, *bucket_and_prefix(trace_config.traces_root))
         for reason, detail in reading.ignored:
             context.log.warning(f"queue message ignored ({reason.value}): {detail}")
