@@ -10,7 +10,7 @@ from trace_assets.defs.checks import (
     no_live_secrets,
     raw_tree_secrets,
 )
-from trace_assets.defs.jobs import ASSETS, export_trace_run
+from trace_assets.defs.jobs import ASSETS, RUN_EXECUTOR, export_trace_run
 from trace_assets.defs.partitions import trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
 from trace_assets.defs.sensors import new_trace_runs_sensor
@@ -38,6 +38,7 @@ def build_definitions(
             "hub": hub or hub_from_env(),
         },
         loggers=loggers,
+        executor=RUN_EXECUTOR,
     )
 
 

@@ -81,6 +81,9 @@ def test_backfill_across_a_sweep_runs_one_run_per_partition(tmp_path):
         assert {run.tags["trace_assets/sweep"] for run in runs} == {"sweep"}  # for tag concurrency limits
         assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
         assert all(run.tags["trace_assets/store"] == "read" for run in runs)
+        for run in runs:  # steps in the run worker itself: no process of their own per step
+            workers = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_WORKER_STARTING)
+            assert not workers.records, run.job_name
     coverage = json.loads((tmp_path / "published" / "sweep-run-1" / "coverage.json").read_text())
     assert coverage["run_id"] == "sweep-run-1" and coverage["exported"] == 28
     blocked_folder = tmp_path / "published" / "sweep-run-2"  # the blocked republish left only its scan report

@@ -7,6 +7,7 @@ import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
 
+from trace_assets.definitions import defs
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets_tests.support.helpers import PROJECT_DIR
 from trace_assets_tests.support.instance_config import validated_instance_ref
@@ -50,5 +51,9 @@ def test_k8s_instance_validates_and_queues_runs_per_sweep(tmp_path, monkeypatch)
         }
 
 
-def test_the_job_runs_its_steps_in_one_process():
-    assert export_trace_run.executor_def is dg.in_process_executor
+def test_every_job_runs_its_steps_in_one_process():
+    """Backfills and the UI's Materialize run Dagster's implicit asset job, not export_trace_run; it
+    takes the definitions' executor (the multiprocess default made a backfill's run 4.8x the CLI's)."""
+    executors = {job.name: job.executor_def for job in defs.resolve_all_job_defs()}
+    assert {"__ASSET_JOB", export_trace_run.name} <= executors.keys()
+    assert all(executor is dg.in_process_executor for executor in executors.values()), executors
