@@ -156,3 +156,10 @@ class FileTransfer:
 
     def finish(self) -> None:
         self.reporter.finish()
+
+    def finish_all(self) -> None:
+        """Every file is there now, counted or not (a commit that landed on a failed response is
+        re-planned, not counted): the rest as done, then the final line."""
+        total = self.reporter.total or 0
+        self.advance(self.files - self.files_done, max(0, total - self.reporter.done))
+        self.finish()

@@ -283,8 +283,7 @@ def _publish(
     transfer = FileTransfer("upload", [addition.upload_info.size for addition in additions], progress, bar=terminal())
     for group in _upload_groups(additions):  # the client skips these contents in the commit
         api.preupload_lfs_files(repo_id, additions=group, repo_type=REPO_TYPE, revision=revision)
-        transfer.advance(len(group), sum(addition.upload_info.size for addition in group))
-    transfer.finish()
+        _advance(transfer, [addition for addition in group if not _travels_in_commit(addition)])
     operations: list[CommitOperationAdd | CommitOperationDelete] = list(additions)
     operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in stale_shards]
     commit = api.create_commit(
@@ -295,6 +294,7 @@ def _publish(
         revision=revision,
         parent_commit=head,
     )
+    transfer.finish_all()  # the regular files went up in the commit
     logger.info("Published dataset %s@%s at commit %s", repo_id, revision, commit.oid)
     return PublishedCommit(
         repo_id=repo_id,
@@ -466,6 +466,17 @@ class _LocalFile:
         return remote.blob_id == self.git_oid
 
 
+def _travels_in_commit(addition: CommitOperationAdd) -> bool:
+    """A regular (non-LFS) file: `preupload_lfs_files` leaves it, and its bytes go up in the commit.
+    huggingface_hub keeps the server's choice only in `_upload_mode`; unknown counts as regular."""
+    return getattr(addition, "_upload_mode", None) != "lfs"
+
+
+def _advance(transfer: FileTransfer, additions: list[CommitOperationAdd]) -> None:
+    if additions:
+        transfer.advance(len(additions), sum(addition.upload_info.size for addition in additions))
+
+
 class _BatchedPublish:
     """A version with more file changes than one commit should carry.
 
@@ -500,8 +511,9 @@ class _BatchedPublish:
     def publish(self, revision: str, title: str) -> PublishedCommit:
         number = self._pull_request(title) if revision == DEFAULT_REVISION else None
         ref = revision if number is None else f"refs/pr/{number}"
-        self._upload_contents(ref)
-        head = self._commit_batches(ref, title)
+        transfer = self._upload_contents(ref)
+        head = self._commit_batches(ref, title, transfer)
+        transfer.finish_all()
         if number is not None:
             head = self._merge(number)
         logger.info("Published dataset %s@%s at commit %s", self.repo_id, revision, head)
@@ -558,19 +570,23 @@ class _BatchedPublish:
     def _missing(self, remote: dict[str, RepoFile]) -> list[str]:
         return sorted(path for path, local in self.local.items() if not local.is_on(remote.get(path)))
 
-    def _upload_contents(self, ref: str) -> None:
-        """LFS contents before any commit, so commits are small and quick; regular files travel in them."""
+    def _upload_contents(self, ref: str) -> FileTransfer:
+        """LFS contents before any commit, so commits are small and quick; regular files travel in
+        them. The returned transfer counts every file the ref lacks: LFS ones here, regular ones as
+        their commits land."""
         _, remote = self._state(ref)
         missing = self._missing(remote)
         sizes = {path: self.local[path].source.stat().st_size for path in missing}
         transfer = FileTransfer("upload", list(sizes.values()), self.progress, bar=terminal())
         for batch in _batches(missing, self.max_files):
-            self._call(partial(self._preupload, batch, ref))
-            transfer.advance(len(batch), sum(sizes[path] for path in batch))
-        transfer.finish()
+            additions = self._call(partial(self._preupload, batch, ref))
+            _advance(transfer, [addition for addition in additions if not _travels_in_commit(addition)])
+        return transfer
 
-    def _preupload(self, paths: list[str], ref: str) -> None:
-        self.api.preupload_lfs_files(self.repo_id, additions=self._additions(paths), repo_type=REPO_TYPE, revision=ref)
+    def _preupload(self, paths: list[str], ref: str) -> list[CommitOperationAdd]:
+        additions = self._additions(paths)
+        self.api.preupload_lfs_files(self.repo_id, additions=additions, repo_type=REPO_TYPE, revision=ref)
+        return additions
 
     def _additions(self, paths: list[str]) -> list[CommitOperationAdd]:
         from huggingface_hub import CommitOperationAdd
@@ -586,7 +602,9 @@ class _BatchedPublish:
         self.deleted.update(stale)
         return [*self._additions(missing), *(CommitOperationDelete(path_in_repo=path) for path in stale)]
 
-    def _commit_batches(self, ref: str, title: str) -> str:
+    def _commit_batches(self, ref: str, title: str, transfer: FileTransfer) -> str:
+        from huggingface_hub import CommitOperationAdd
+
         head, remote = self._state(ref)
         plan = self._plan(remote)
         failures = 0
@@ -601,6 +619,9 @@ class _BatchedPublish:
                     revision=ref,
                     parent_commit=head,
                 ).oid
+                _advance(
+                    transfer, [op for op in batch if isinstance(op, CommitOperationAdd) and _travels_in_commit(op)]
+                )
                 plan = plan[self.max_files :]
                 failures = 0
             except Exception as error:
