@@ -36,7 +36,7 @@ import boto3
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trace_assets.discovery import BACKOFF_START, listing_fingerprint, plan_queue_tick, plan_tick
-from trace_assets.queue_events import read_messages
+from trace_assets.queue_events import EventQueue, read_messages
 from trace_assets.scope import RunScope
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.trace_store import TraceStore
@@ -176,6 +176,9 @@ def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, curso
         Bucket=bucket,
         NotificationConfiguration={"QueueConfigurations": [{"QueueArn": arn, "Events": ["s3:ObjectCreated:*"]}]},
     )
+    queue = EventQueue(queue_url, creds, {})  # the sensor's own client, its SQS calls counted
+    calls: list[str] = []
+    queue.client.meta.events.register("before-call.sqs", lambda event_name, **_: calls.append(event_name))
     s3_requests, sqs_requests, times = [], [], []
     for n in range(args.ticks):
         for key in growing:
@@ -183,17 +186,9 @@ def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, curso
                 Bucket=bucket, Key=f"traces/{RunScope.from_key(key).source_prefix}/queued-{n}__x/trial.log", Body=b"x"
             )
         proxy.reset_stats()
+        calls.clear()
         started = time.perf_counter()
-        bodies, handles, calls = [], [], 0
-        while True:
-            calls += 1
-            messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
-                "Messages", []
-            )
-            bodies += [m["Body"] for m in messages]
-            handles += [m["ReceiptHandle"] for m in messages]
-            if not messages:
-                break
+        bodies, handles = queue.receive(visibility_seconds=300)
         plan = plan_queue_tick(
             cursor,
             read_messages(bodies, bucket, "traces/").touches,
@@ -205,15 +200,11 @@ def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, curso
             SETTLE,
         )
         cursor = plan.cursor
-        for first in range(0, len(handles), 10):  # the sensor deletes them at the next tick's start
-            chunk = handles[first : first + 10]
-            sqs.delete_message_batch(
-                QueueUrl=queue_url, Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(chunk)]
-            )
-            calls += 1
+        assert queue.delete(handles) == []  # the sensor deletes them at the next tick's start
         times.append(time.perf_counter() - started)
         s3_requests.append(proxy.stats["requests"])
-        sqs_requests.append(calls)
+        sqs_requests.append(len(calls))
+        calls.clear()
     return {
         "s3_requests_per_tick": statistics.mean(s3_requests),
         "max_s3_requests": max(s3_requests),

@@ -211,16 +211,20 @@ def plan_queue_tick(
     next_runs, next_scopes = dict(runs), dict(scopes)
     retry: set[Touch] = set()
     settling = {key for key, entry in scopes.items() if entry[2] != entry[0]}
-    asked = {key for key in recheck if key in scopes}
+    asked = set(recheck)
+    scopes_of_run: dict[str, list[str]] = {}  # grouped once: a tick's cost follows its touches
+    for key in sorted(scopes):
+        scopes_of_run.setdefault(_run_of(key), []).append(key)
     by_run: dict[str, set[Touch]] = {}
     for touch in touches:
         by_run.setdefault(touch.run_id, set()).add(touch)
     for key in settling | asked:
         by_run.setdefault(_run_of(key), set())
     for run_id in sorted(by_run):
-        ours = sorted(k for k in scopes if _run_of(k) == run_id)
+        ours = scopes_of_run.get(run_id, [])
         keys = ours
-        if run_id not in runs or any(_touched_key(touch, ours) is None for touch in by_run[run_id]):
+        unseen = any(key not in scopes for key in asked if _run_of(key) == run_id)  # asked, not yet in the cursor
+        if run_id not in runs or unseen or any(_touched_key(touch, ours) is None for touch in by_run[run_id]):
             try:  # a new run or step folder: its run's scopes, from one delimiter listing
                 keys = run_scopes(run_id)
                 plan.listed_runs += 1
@@ -230,6 +234,9 @@ def plan_queue_tick(
                 continue
             for gone in set(ours) - set(keys):  # the run's layout changed (steps became the run, or back)
                 next_scopes.pop(gone, None)
+            if not keys:  # no trace_jobs/ (a run gone, or never one): nothing to remember
+                next_runs.pop(run_id, None)
+                continue
             next_runs[run_id] = [now + _spread(run_id, RUN_RECHECK)]
         touched = {_touched_key(touch, keys) for touch in by_run[run_id]} - {None}
         for key in keys:

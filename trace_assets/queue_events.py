@@ -17,8 +17,6 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit
 
-import boto3
-
 from trace_assets.scope import STEP_FOLDER, TRACE_JOBS, InvalidScopeKey, validate_scope_key
 
 DETAIL_CHARS = 120  # a hostile body's detail is cut to this
@@ -139,16 +137,23 @@ def _read_record(record: Any, bucket: str, prefix: str, reading: QueueReading) -
 
 class EventQueue:
     """The SQS queue S3 sends its events to, on the queue URL's own host, with the object store's
-    credentials and region (unset ones fall through to botocore's environment handling, as for S3)."""
+    session settings (profile, credentials, region) and client settings (TLS, retries)."""
 
-    def __init__(self, url: str, region: str | None, credentials: dict[str, Any]) -> None:
+    def __init__(self, url: str, session: dict[str, Any], client: dict[str, Any], max_attempts: int = 8) -> None:
+        import boto3  # here, not at the top: the tick planner imports this module too
+        from botocore.config import Config
+
         parts = urlsplit(url)
         host = parts.hostname or ""
-        if not region and host.startswith("sqs.") and host.endswith(".amazonaws.com"):
-            region = host.split(".")[1]
+        session = dict(session)
+        if "region_name" not in session and host.startswith("sqs.") and host.endswith(".amazonaws.com"):
+            session["region_name"] = host.split(".")[1]
         self.url = url
-        self._client = boto3.client(
-            "sqs", endpoint_url=f"{parts.scheme}://{parts.netloc}", region_name=region or None, **credentials
+        self.client = boto3.Session(**session).client(
+            "sqs",
+            endpoint_url=f"{parts.scheme}://{parts.netloc}",
+            config=Config(retries={"max_attempts": max_attempts, "mode": "standard"}),
+            **client,
         )
 
     def receive(self, visibility_seconds: int) -> tuple[list[str], list[str]]:
@@ -156,7 +161,7 @@ class EventQueue:
         bodies: list[str] = []
         handles: list[str] = []
         while len(bodies) < MESSAGES_PER_TICK:
-            messages = self._client.receive_message(
+            messages = self.client.receive_message(
                 QueueUrl=self.url,
                 MaxNumberOfMessages=min(10, MESSAGES_PER_TICK - len(bodies)),
                 VisibilityTimeout=visibility_seconds,
@@ -176,7 +181,7 @@ class EventQueue:
             chunk = handles[start : start + 10]
             entries = [{"Id": str(i), "ReceiptHandle": handle} for i, handle in enumerate(chunk)]
             try:
-                failed = self._client.delete_message_batch(QueueUrl=self.url, Entries=entries).get("Failed", [])
+                failed = self.client.delete_message_batch(QueueUrl=self.url, Entries=entries).get("Failed", [])
             except Exception as err:
                 failures.append(f"could not delete {len(chunk)} queue message(s), they will be read again: {err}")
                 continue

@@ -83,6 +83,25 @@ class ObjectStorage(S3Resource):
             options["use_ssl"] = False
         return options
 
+    def aws_session_options(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The same settings for a boto3 session and its clients (the sensor's SQS queue): unset
+        ones fall through to botocore's environment handling, as for S3."""
+        session = {
+            name: value
+            for name, value in (
+                ("profile_name", self.profile_name),
+                ("region_name", self.region_name),
+                ("aws_access_key_id", self.aws_access_key_id),
+                ("aws_secret_access_key", self.aws_secret_access_key),
+                ("aws_session_token", self.aws_session_token),
+            )
+            if value
+        }
+        client: dict[str, Any] = {"use_ssl": self.use_ssl}
+        if self.verify is not None:
+            client["verify"] = self.verify
+        return session, client
+
 
 class TraceAssetsConfig(dg.ConfigurableResource):
     """Everything a run's materialization depends on, shown in the UI's resource page.

@@ -97,16 +97,7 @@ def new_trace_runs_sensor(
     queue_url = trace_config.event_queue_url
     ignored: dict[str, int] = {}
     if queue_url and load_cursor(context.cursor):
-        queue = EventQueue(
-            queue_url,
-            object_storage.region_name,
-            {
-                "aws_access_key_id": object_storage.aws_access_key_id,
-                "aws_secret_access_key": object_storage.aws_secret_access_key,
-                "aws_session_token": object_storage.aws_session_token,
-                "verify": object_storage.verify,
-            },
-        )
+        queue = EventQueue(queue_url, *object_storage.aws_session_options(), max_attempts=object_storage.max_attempts)
         for failure in queue.delete(extra.get("acks", [])):
             context.log.warning(failure)
         bodies, handles = queue.receive(QUEUE_VISIBILITY_SECONDS)

@@ -200,6 +200,17 @@ def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
     assert "run-9/step-1" not in json.loads(deleted.cursor)["scopes"] and "retry" not in json.loads(deleted.cursor)
     assert tick(deleted.cursor, [], 3040.0).skipped == {} and listed == []
 
+    # Events for a run that is not (or no longer) there leave nothing in the cursor.
+    steps["ghost"] = []
+    ghost = tick(deleted.cursor, [Touch("ghost", None)], 3100.0)
+    assert runs_listed == ["ghost"] and "ghost" not in json.loads(ghost.cursor)["runs"]
+
+    # A re-check of a scope the cursor does not hold yet (a partition only the CLI knew) lists it.
+    steps["run-new"] = ["run-new/step-1"]
+    sizes["run-new/step-1"] = 2
+    fresh = tick(ghost.cursor, [], 3160.0, recheck={"run-new/step-1"})
+    assert runs_listed == ["run-new"] and listed == ["run-new/step-1"] and fresh.new_keys == ["run-new/step-1"]
+
 
 def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path):
     defs = _defs(traces_root, settle_seconds=60)
