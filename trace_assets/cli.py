@@ -469,9 +469,9 @@ def backfill_runs(
     run_ids: list[str],
     run_config: dict[str, Any],
     wait: bool,
-    url: str | None = None,
+    url: str | None,
+    sweep: str,
     poll_seconds: float = 2.0,
-    sweep: str = "",
 ) -> int:
     """A real asset backfill, shown in the UI's backfill page, launched through Dagster's GraphQL API;
     the daemon launches its runs, each tagged with the `sweep`. With `wait`, one line per run
@@ -488,7 +488,7 @@ def backfill_runs(
     paths = [list(key.path) for asset in ASSETS for key in asset.keys]
     with webserver(url, PROJECT_DIR / "workspace.yaml", _say) as base:
         title = f"trace-assets backfill of {len(run_ids)} run(s)"
-        tags = {**STORE_READ_TAG, SWEEP_TAG: sweep} if sweep else STORE_READ_TAG
+        tags = {**STORE_READ_TAG, SWEEP_TAG: sweep}
         backfill_id = launch_backfill(base, paths, run_ids, tags, run_config, title)
         _say(f"backfill {backfill_id} queued for {len(run_ids)} run(s)")
         status = "REQUESTED"
@@ -507,7 +507,10 @@ def _finished_by_runs(instance: dg.DagsterInstance, backfill_id: str, partitions
     import dagster as dg
 
     runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-    finished = {r.tags.get("dagster/partition"): r.status for r in runs if r.status in _finished_statuses()}
+    newest: dict[str | None, dg.DagsterRunStatus] = {}
+    for run in runs:  # newest first: a partition re-executed within the backfill counts by its last run
+        newest.setdefault(run.tags.get("dagster/partition"), run.status)
+    finished = {partition: status for partition, status in newest.items() if status in _finished_statuses()}
     if set(partitions) - set(finished):
         return None
     return (
@@ -519,12 +522,15 @@ def _report_runs(instance: dg.DagsterInstance, url: str, backfill_id: str) -> in
     """One JSON line per run of the backfill (and a sentence on stderr); returns how many failed."""
     import dagster as dg
 
-    from trace_assets.backfill_api import failure_reason
+    from trace_assets.backfill_api import GraphQLError, failure_reason
     from trace_assets.defs.assets import last_episode_rows
 
     failed = 0
     runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-    for run in sorted(runs, key=lambda r: r.tags.get("dagster/partition", "")):
+    latest: dict[str, dg.DagsterRun] = {}
+    for run in runs:  # newest first: a partition re-executed within the backfill is reported by its last run
+        latest.setdefault(run.tags.get("dagster/partition", ""), run)
+    for run in sorted(latest.values(), key=lambda r: r.tags.get("dagster/partition", "")):
         partition = run.tags.get("dagster/partition", "")
         line: dict[str, Any] = {"run_id": partition, "dagster_run_id": run.run_id, "status": run.status.value}
         records = instance.fetch_materializations(
@@ -537,7 +543,10 @@ def _report_runs(instance: dg.DagsterInstance, url: str, backfill_id: str) -> in
                 line["export_ratio"] = line["exported"] / line["scored"] if line.get("scored") else 0.0
         if run.status != dg.DagsterRunStatus.SUCCESS:
             failed += 1
-            line["reason"] = failure_reason(url, run.run_id)
+            try:
+                line["reason"] = failure_reason(url, run.run_id)
+            except GraphQLError as error:  # this run's reason only: the other runs are still reported
+                line["reason"] = f"its failure could not be read: {error}"
         coverage = (
             f"{line['trial_dirs']} trial folders, {line['scored']} scored, {line['exported']} exported "
             f"({line['export_ratio']:.2%} of scored)"
@@ -681,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
             run_config = _as_run_config(trace_config)
-            return backfill_runs(run_ids, run_config, args.wait, args.webserver, sweep=trace_config.sweep_name())
+            return backfill_runs(run_ids, run_config, args.wait, args.webserver, trace_config.sweep_name())
         scopes = _scopes(_validated(args.run_ids), trace_config)
         if args.dry_run:
             return dry_run_runs(scopes, trace_config)

@@ -94,6 +94,11 @@ def load_cursor(cursor: str | None) -> dict[str, list]:
     return _load(cursor)[1]
 
 
+def is_current(cursor: str | None) -> bool:
+    """A cursor this version wrote (a full tick ran since): queue mode may take over from it."""
+    return bool(cursor) and json.loads(cursor or "{}").get("v") == CURSOR_VERSION
+
+
 def cursor_extra(cursor: str | None) -> dict[str, Any]:
     """The sensor's own state kept in the cursor beside the plan's (see `plan_tick`'s `extra`)."""
     data = json.loads(cursor) if cursor else {}

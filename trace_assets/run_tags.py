@@ -7,8 +7,9 @@ import re
 from urllib.parse import urlsplit
 
 SWEEP_TAG = "trace_assets/sweep"
-# A Kubernetes label value (dagster-k8s copies run tags to labels): at most 63 characters of
-# letters, digits, '-', '_' and '.', starting and ending with a letter or digit.
+# Kept to a Kubernetes label value's syntax (at most 63 characters of letters, digits, '-', '_'
+# and '.', starting and ending with a letter or digit), so a deployment may copy it to pod labels
+# (dagster-k8s does not by itself) or metrics labels, and UI tag filters read it plainly.
 SWEEP_LABEL = r"^$|^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 _NOT_IN_LABEL = re.compile(r"[^-A-Za-z0-9_.]+")
 DEFAULT_SWEEP = "traces"

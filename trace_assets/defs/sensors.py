@@ -19,7 +19,7 @@ import dagster as dg
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
-from trace_assets.discovery import cursor_extra, load_cursor, plan_queue_tick, plan_tick
+from trace_assets.discovery import cursor_extra, is_current, plan_queue_tick, plan_tick
 from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
@@ -96,7 +96,7 @@ def new_trace_runs_sensor(
         context.log.info(f"re-check requested for {', '.join(sorted(recheck))}")
     queue_url = trace_config.event_queue_url
     ignored: dict[str, int] = {}
-    if queue_url and load_cursor(context.cursor):
+    if queue_url and is_current(context.cursor):  # after one full tick, even over an empty root
         queue = EventQueue(queue_url, *object_storage.aws_session_options(), max_attempts=object_storage.max_attempts)
         for failure in queue.delete(extra.get("acks", [])):
             context.log.warning(failure)
