@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,37 @@ eventConnection {
   }
 }
 """
-TERMINAL = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
+
+
+class BackfillStatus(StrEnum):
+    """Dagster's BulkActionStatus, as GraphQL names it."""
+
+    REQUESTED = "REQUESTED"
+    CANCELING = "CANCELING"
+    FAILING = "FAILING"
+    COMPLETED = "COMPLETED"
+    COMPLETED_SUCCESS = "COMPLETED_SUCCESS"
+    COMPLETED_FAILED = "COMPLETED_FAILED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED_BACKFILL
+
+    @property
+    def succeeded(self) -> bool:
+        """Done well, or still going (without --wait nothing has failed yet)."""
+        return self in (BackfillStatus.REQUESTED, BackfillStatus.COMPLETED_SUCCESS)
+
+
+FINISHED_BACKFILL = {
+    BackfillStatus.COMPLETED,
+    BackfillStatus.COMPLETED_SUCCESS,
+    BackfillStatus.COMPLETED_FAILED,
+    BackfillStatus.FAILED,
+    BackfillStatus.CANCELED,
+}
 
 
 class GraphQLError(RuntimeError):
@@ -102,12 +133,17 @@ def launch_backfill(
     return str(result["backfillId"])
 
 
-def backfill_status(url: str, backfill_id: str) -> str:
-    """The BulkActionStatus name: REQUESTED while running, then COMPLETED_SUCCESS, COMPLETED_FAILED, ..."""
+def backfill_status(url: str, backfill_id: str) -> BackfillStatus:
+    """REQUESTED while running, then COMPLETED_SUCCESS, COMPLETED_FAILED, ..."""
     backfill = lookup(
         url, "partitionBackfillOrError", ("backfillId", "String", backfill_id), "PartitionBackfill", BACKFILL_STATUS
     )
-    return str(backfill["status"])
+    try:
+        return BackfillStatus(backfill["status"])
+    except ValueError:
+        raise GraphQLError(
+            f"backfill {backfill_id} has a status this version does not know: {backfill['status']!r}"
+        ) from None
 
 
 def failure_reason(url: str, run_id: str) -> str:

@@ -36,6 +36,7 @@ from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHO
 if TYPE_CHECKING:
     import dagster as dg
 
+    from trace_assets.backfill_api import BackfillStatus
     from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
 
 PREFIX = "[trace-assets]"
@@ -478,7 +479,7 @@ def backfill_runs(
     (status, reason, coverage)."""
     import time
 
-    from trace_assets.backfill_api import TERMINAL, backfill_status, launch_backfill, webserver
+    from trace_assets.backfill_api import BackfillStatus, backfill_status, launch_backfill, webserver
     from trace_assets.defs.jobs import ASSETS, STORE_READ_TAG
     from trace_assets.defs.partitions import register_scopes
     from trace_assets.defs.resources import PROJECT_DIR
@@ -491,20 +492,22 @@ def backfill_runs(
         tags = {**STORE_READ_TAG, SWEEP_TAG: sweep}
         backfill_id = launch_backfill(base, paths, run_ids, tags, run_config, title)
         _say(f"backfill {backfill_id} queued for {len(run_ids)} run(s)")
-        status = "REQUESTED"
-        while wait and status not in TERMINAL:
+        status = BackfillStatus.REQUESTED
+        while wait and not status.finished:
             time.sleep(poll_seconds)
             status = _finished_by_runs(instance, backfill_id, run_ids) or backfill_status(base, backfill_id)
         failed = _report_runs(instance, base, backfill_id) if wait else 0
     print(json.dumps({"backfill_id": backfill_id, "run_ids": run_ids, "status": status}), flush=True)
-    return 0 if status in ("REQUESTED", "COMPLETED_SUCCESS") and not failed else 1
+    return 0 if status.succeeded and not failed else 1
 
 
-def _finished_by_runs(instance: dg.DagsterInstance, backfill_id: str, partitions: list[str]) -> str | None:
+def _finished_by_runs(instance: dg.DagsterInstance, backfill_id: str, partitions: list[str]) -> BackfillStatus | None:
     """The status the backfill will take once every partition's run has finished (each run holds a
     partition's whole graph), else None: `--wait` need not sit out the backfill daemon's next tick
     (every 30 s) to learn what the runs already say."""
     import dagster as dg
+
+    from trace_assets.backfill_api import BackfillStatus
 
     runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
     newest: dict[str | None, dg.DagsterRunStatus] = {}
@@ -513,9 +516,8 @@ def _finished_by_runs(instance: dg.DagsterInstance, backfill_id: str, partitions
     finished = {partition: status for partition, status in newest.items() if status in _finished_statuses()}
     if set(partitions) - set(finished):
         return None
-    return (
-        "COMPLETED_SUCCESS" if all(s == dg.DagsterRunStatus.SUCCESS for s in finished.values()) else "COMPLETED_FAILED"
-    )
+    succeeded = all(status == dg.DagsterRunStatus.SUCCESS for status in finished.values())
+    return BackfillStatus.COMPLETED_SUCCESS if succeeded else BackfillStatus.COMPLETED_FAILED
 
 
 def _report_runs(instance: dg.DagsterInstance, url: str, backfill_id: str) -> int:
