@@ -131,13 +131,15 @@ class Judge:
         for entry in self.allowlist:
             if not re.fullmatch(rf"[0-9a-f]{{{FINGERPRINT_CHARS},64}}", entry):
                 raise ValueError(f"allowlist entry {entry!r} is not a sha256 hex fingerprint (16-64 hex chars)")
-        self._cache: dict[tuple[str, str], Judgement] = {}
+        self._cache: dict[tuple[str, str, bool], Judgement] = {}
 
-    def judge(self, kind: SecretKind, secret: str) -> Judgement:
+    def judge(self, kind: SecretKind, secret: str, may_be_live: bool = True) -> Judgement:
         digest = hashlib.sha256(secret.encode()).hexdigest()
-        key = (kind.name, digest)
+        key = (kind.name, digest, may_be_live)
         if key not in self._cache:
             verdict, pem = _verdict(kind, secret)
+            if verdict is Verdict.LIVE and not may_be_live:
+                verdict = Verdict.UNVERIFIED
             if digest.startswith(self.allowlist) or secret in PUBLIC_SAMPLE_KEYS:
                 verdict = Verdict.PLACEHOLDER
             self._cache[key] = Judgement(verdict, digest[:FINGERPRINT_CHARS], _preview(secret), pem)
@@ -157,7 +159,7 @@ def _judged_texts(
 ) -> tuple[list[Match], list[Judgement], dict[int, str], pl.DataFrame]:
     matches, by_id = finder.find(texts)
     matches = [match for match in matches if _counted_here(match, counted_until)]
-    judgements = [judge_.judge(match.kind, match.secret) for match in matches]
+    judgements = [judge_.judge(match.kind, match.secret, match.may_be_live) for match in matches]
     marked = texts.filter(pl.col("text_id").is_in(list(by_id)))
     markers = marked.select("row_id", "task", pl.col("text").str.count_matches(PEM_MARKER).alias("pem_markers")).filter(
         pl.col("pem_markers") > 0
