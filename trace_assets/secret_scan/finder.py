@@ -78,6 +78,7 @@ class Match:
     secret: str
     framing: str
     spans: dict[int, tuple[int, int]]
+    may_be_live: bool = True  # its rule's: False caps the verdict at `unverified`
 
     @property
     def source(self) -> int:
@@ -232,14 +233,14 @@ class Finder:
         cursor: dict[tuple[int, int], int] = {}
         for text_id, rule_index, match, secret in found.iter_rows():
             view = views[text_id]
-            order, kind, _ = self.rules[rule_index]
+            order, kind, rule = self.rules[rule_index]
             start = view.text.find(match, cursor.get((text_id, rule_index), 0))
             if start < 0:
                 continue
             cursor[(text_id, rule_index)] = start + len(match)
             inner = match.rfind(secret) if secret != match else 0
             spans = view.raw_spans(start + inner, start + inner + len(secret))
-            located.append(Match(kind, order, secret, view.framing, spans))
+            located.append(Match(kind, order, secret, view.framing, spans, rule.may_be_live))
         return located
 
     def _pem_joins(self, marked: pl.DataFrame) -> list[View]:
@@ -297,7 +298,11 @@ def _beats(winner: Match, winner_spans: dict, loser: Match, loser_spans: dict, w
     if winner.kind.name == loser.kind.name:
         winner_size = sum(e - s for s, e in winner_spans.values())
         loser_size = sum(e - s for s, e in loser_spans.values())
-        return winner_size > loser_size or (winner_size == loser_size and winner_first)
+        if winner_size != loser_size:
+            return winner_size > loser_size
+        if winner.may_be_live != loser.may_be_live:  # the exact credential variable's rule, not the loose one
+            return winner.may_be_live
+        return winner_first
     return winner_spans == loser_spans and winner.order > loser.order
 
 

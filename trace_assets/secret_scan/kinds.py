@@ -41,6 +41,9 @@ class Rule:
 
     regex: str
     literals: tuple[str, ...]
+    # False where only a loose keyword names a bare hex or UUID value (`WANDB_GIT_COMMIT=<sha>`): a commit,
+    # release or index id looks the same, so such a match is `unverified` at most (redacted, never blocking).
+    may_be_live: bool = True
 
     @cached_property
     def has_secret_group(self) -> bool:
@@ -82,6 +85,7 @@ def _fullmatch(regex: str) -> Callable[[str], object]:
 _TOKEN_THEN_S_DOT = tuple(
     f"token{sep}{quote}s." for sep in (":", ": ", "=", " = ", '":', '": ') for quote in ("", '"', "'")
 )
+_CLOUDFLARE_GLOBAL_KEY = re.compile(r"[a-f0-9]{37}")  # lowercase hex: a mixed-case check could never pass
 _VAULT_TOKEN = re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}")
 
 
@@ -89,13 +93,22 @@ _VAULT_TOKEN = re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}")
 _ASSIGN = r"[A-Za-z0-9_.-]{0,30}[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
 # A vendor's name may also be followed by one more word (`vercel token = ...`): its value's shape is specific.
 _VENDOR_ASSIGN = r"[A-Za-z0-9_.-]{0,30}(?: [A-Za-z_]{1,20})?[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
+# The exact credential variable (`WANDB_API_KEY=`, `"HEROKU_API_KEY":`): nothing between it and the assignment.
+_EXACT_ASSIGN = r"[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
 _END = r"(?:[^A-Za-z0-9_+/=.~-]|$)"
 
 
-def _keyword(keywords: Sequence[str], value: str, assign: str = _VENDOR_ASSIGN) -> Rule:
+def _keyword(keywords: Sequence[str], value: str, assign: str = _VENDOR_ASSIGN, may_be_live: bool = True) -> Rule:
     """`<keyword...> = <value>`, in env, YAML, JSON, TOML or code; group 1 is the value."""
     alternatives = "|".join(re.escape(k) for k in keywords)
-    return Rule(rf"(?i:{alternatives}){assign}({value}){_END}", tuple(keywords))
+    return Rule(rf"(?i:{alternatives}){assign}({value}){_END}", tuple(keywords), may_be_live)
+
+
+def _bare_value(variables: Sequence[str], keywords: Sequence[str], value: str) -> tuple[Rule, Rule]:
+    """A bare hex or UUID value: `live` only beside the exact credential variable; beside a looser
+    name (`WANDB_GIT_COMMIT`) it is `unverified` at most, and a vendor's name followed by another
+    word (`wandb commit:`, `Heroku release:`) is no match at all."""
+    return _keyword(variables, value, _EXACT_ASSIGN), _keyword(keywords, value, _ASSIGN, may_be_live=False)
 
 
 def custom_kind(name: str, regex: str) -> SecretKind:
@@ -188,18 +201,28 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     _token("langsmith_api_key", r"\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b", ["lsv2_"], lambda key: True),
     SecretKind(
         "pinecone_api_key",
-        (Rule(r"\bpcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{50,80}\b", ("pcsk_",)), _keyword(["pinecone"], _UUID)),
+        (
+            Rule(r"\bpcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{50,80}\b", ("pcsk_",)),
+            *_bare_value(["pinecone_api_key"], ["pinecone"], _UUID),
+        ),
         lambda key: True,
     ),
     SecretKind(
         "azure_openai_api_key",
-        (_keyword(["azure_openai", "azureopenai", "azure_api_key", "api-key"], rf"{_HEX32}|[A-Za-z0-9]{{84}}"),),
+        (
+            _keyword(["azure_openai", "azureopenai", "azure_api_key", "api-key"], "[A-Za-z0-9]{84}"),
+            *_bare_value(
+                ["azure_openai_api_key", "azure_openai_key", "azure_api_key", "api-key"],
+                ["azure_openai", "azureopenai", "azure_api_key", "api-key"],
+                _HEX32,
+            ),
+        ),
         lambda key: True,
     ),
     SecretKind(
         "wandb_api_key",
         (
-            _keyword(["wandb_api_key", "wandb_key", "wandb"], "[a-f0-9]{40}|local-[a-f0-9]{40}"),
+            *_bare_value(["wandb_api_key", "wandb_key"], ["wandb"], "[a-f0-9]{40}|local-[a-f0-9]{40}"),
             Rule(r"(?i:machine\s+api\.wandb\.ai\s+login\s+\S+\s+password)\s+([a-f0-9]{40})\b", ("api.wandb.ai",)),
         ),
         judge.mixes_letters_and_digits,  # lowercase hex: a mixed-case check could never pass
@@ -250,7 +273,10 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     SecretKind(
         "twilio_api_key",
-        (_keyword(["twilio"], rf"SK[0-9a-fA-F]{{32}}|{_HEX32}"),),
+        (
+            _keyword(["twilio"], "SK[0-9a-fA-F]{32}"),
+            *_bare_value(["twilio_api_key", "twilio_auth_token"], ["twilio"], _HEX32),
+        ),
         lambda key: True,
     ),
     _token(
@@ -285,7 +311,8 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
             # (`token` alone as a literal would make most trace texts candidates, so it comes with `s.`)
             Rule(_keyword(["vault", "token"], r"s\.[A-Za-z0-9]{24}").regex, ("vault", *_TOKEN_THEN_S_DOT)),
         ),
-        lambda key: _VAULT_TOKEN.fullmatch(key) or (key.startswith("s.") and judge.has_mixed_charset(key)),
+        # the body of a legacy token: the `s` of `s.` is no sign of a mixed charset
+        lambda key: _VAULT_TOKEN.fullmatch(key) or (key.startswith("s.") and judge.has_mixed_charset(key[2:])),
     ),
     _token(
         "databricks_token",
@@ -296,7 +323,10 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     _token("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["dop_v1_", "doo_v1_", "dor_v1_"], lambda key: True),
     SecretKind(
         "heroku_api_key",
-        (Rule(r"\bHRKU-[A-Za-z0-9_-]{58,64}\b", ("HRKU-",)), _keyword(["heroku"], _UUID_ANY_CASE)),
+        (
+            Rule(r"\bHRKU-[A-Za-z0-9_-]{58,64}\b", ("HRKU-",)),
+            *_bare_value(["heroku_api_key"], ["heroku"], _UUID_ANY_CASE),
+        ),
         lambda key: True,
     ),
     _token(
@@ -320,7 +350,14 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
             _keyword(["cloudflare", "cf_api_token", "cf_api_key"], "[A-Za-z0-9_-]{40}|[a-f0-9]{37}"),
             Rule(r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b", ("v1.0-",)),
         ),
-        lambda key: key.startswith("v1.0-") or judge.has_mixed_charset(key),  # origin CA keys are lowercase hex
+        lambda key: (
+            key.startswith("v1.0-")  # origin CA keys
+            or (
+                judge.mixes_letters_and_digits(key)
+                if _CLOUDFLARE_GLOBAL_KEY.fullmatch(key)
+                else judge.has_mixed_charset(key)
+            )
+        ),
     ),
     SecretKind("vercel_token", (_keyword(["vercel"], "[A-Za-z0-9]{24}"),), judge.has_mixed_charset),
     # ---- sandbox providers

@@ -131,13 +131,15 @@ class Judge:
         for entry in self.allowlist:
             if not re.fullmatch(rf"[0-9a-f]{{{FINGERPRINT_CHARS},64}}", entry):
                 raise ValueError(f"allowlist entry {entry!r} is not a sha256 hex fingerprint (16-64 hex chars)")
-        self._cache: dict[tuple[str, str], Judgement] = {}
+        self._cache: dict[tuple[str, str, bool], Judgement] = {}
 
-    def judge(self, kind: SecretKind, secret: str) -> Judgement:
+    def judge(self, kind: SecretKind, secret: str, may_be_live: bool = True) -> Judgement:
         digest = hashlib.sha256(secret.encode()).hexdigest()
-        key = (kind.name, digest)
+        key = (kind.name, digest, may_be_live)
         if key not in self._cache:
             verdict, pem = _verdict(kind, secret)
+            if verdict is Verdict.LIVE and not may_be_live:
+                verdict = Verdict.UNVERIFIED
             if digest.startswith(self.allowlist) or secret in PUBLIC_SAMPLE_KEYS:
                 verdict = Verdict.PLACEHOLDER
             self._cache[key] = Judgement(verdict, digest[:FINGERPRINT_CHARS], _preview(secret), pem)
@@ -152,22 +154,35 @@ def judged_matches(
     return (texts, *_judged_texts(finder, judge_, texts, {}))
 
 
+# Where in a text its matches count, [start, end) (None: to its end); a text not listed counts whole.
+CountedSpans = Mapping[int, tuple[int, int | None]]
+_PEM_MARKER = re.compile(PEM_MARKER)
+
+
 def _judged_texts(
-    finder: Finder, judge_: Judge, texts: pl.DataFrame, counted_until: Mapping[int, int]
+    finder: Finder, judge_: Judge, texts: pl.DataFrame, counted: CountedSpans
 ) -> tuple[list[Match], list[Judgement], dict[int, str], pl.DataFrame]:
     matches, by_id = finder.find(texts)
-    matches = [match for match in matches if _counted_here(match, counted_until)]
-    judgements = [judge_.judge(match.kind, match.secret) for match in matches]
+    matches = [match for match in matches if _counted_here(match.spans[match.source][0], match.source, counted)]
+    judgements = [judge_.judge(match.kind, match.secret, match.may_be_live) for match in matches]
     marked = texts.filter(pl.col("text_id").is_in(list(by_id)))
-    markers = marked.select("row_id", "task", pl.col("text").str.count_matches(PEM_MARKER).alias("pem_markers")).filter(
-        pl.col("pem_markers") > 0
+    markers = marked.select(
+        "text_id", "row_id", "task", pl.col("text").str.count_matches(PEM_MARKER).alias("pem_markers")
     )
-    return matches, judgements, by_id, markers
+    windowed = markers.filter((pl.col("pem_markers") > 0) & pl.col("text_id").is_in(list(counted)))["text_id"]
+    if windowed.len():  # a marker in a text's uncounted part is counted in the text that holds it counted
+        recounted = [
+            (text_id, sum(_counted_here(m.start(), text_id, counted) for m in _PEM_MARKER.finditer(by_id[text_id])))
+            for text_id in windowed.to_list()
+        ]
+        update = pl.DataFrame(recounted, schema={"text_id": pl.UInt32, "pem_markers": pl.UInt32}, orient="row")
+        markers = markers.update(update, on="text_id")
+    return matches, judgements, by_id, markers.filter(pl.col("pem_markers") > 0)
 
 
-def _counted_here(match: Match, counted_until: Mapping[int, int]) -> bool:
-    limit = counted_until.get(match.source)
-    return limit is None or match.spans[match.source][0] < limit
+def _counted_here(start: int, text_id: int, counted: CountedSpans) -> bool:
+    span_start, span_end = counted.get(text_id, (0, None))
+    return span_start <= start and (span_end is None or start < span_end)
 
 
 _EMPTY_KIND: dict[str, int] = {"matches": 0, **{str(v): 0 for v in Verdict}}
@@ -203,11 +218,11 @@ class SecretScanner:
         self._rows_scanned += rows.height
         self.scan_texts(texts)
 
-    def scan_texts(self, texts: pl.DataFrame, counted_until: Mapping[int, int] | None = None) -> None:
-        """Add texts that are not rows (`TEXT_SCHEMA`) to the tallies. A match starting at or after
-        `counted_until[text_id]` is left out: the next text holds it too, with more context after it
-        (a chunk of a large object and the overlap the next chunk starts with)."""
-        matches, judgements, _, markers = _judged_texts(self._finder, self._judge, texts, counted_until or {})
+    def scan_texts(self, texts: pl.DataFrame, counted: CountedSpans | None = None) -> None:
+        """Add texts that are not rows (`TEXT_SCHEMA`) to the tallies. Only matches (and PEM markers)
+        starting inside `counted[text_id]` count: a chunk of a large object also holds context before
+        its part (the previous chunk's) and after it (the next chunk's), where the neighbours count."""
+        matches, judgements, _, markers = _judged_texts(self._finder, self._judge, texts, counted or {})
         self._bytes_scanned += int(texts.select(pl.col("text").str.len_bytes().sum()).item() or 0)
         self._pem["markers"] += int(markers["pem_markers"].sum() or 0)
         self._pem["rows"] += markers["row_id"].n_unique()

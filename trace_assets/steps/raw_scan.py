@@ -4,11 +4,15 @@ The row scan reads what is published (the rows and session files); the raw tree 
 never is (every episode's prompt files, logs, whatever the sandbox copied back), where a leaked
 key says the rows' redaction is not the whole story. Objects are read through the `TraceStore`
 (links never followed, nothing outside the traces root), small ones in concurrent batches, large
-ones in chunks of `chunk_bytes`; each chunk is scanned with the last `overlap_chars` characters of
-the one before, so a secret across a chunk boundary is found whole. A match starting in a chunk's
-last `overlap_chars` characters is counted in the next chunk, which holds it with what follows, so
-none is counted twice or cut short. An object with a NUL byte in its first bytes is binary and
-skipped, named so; bytes that are not UTF-8 are scanned as U+FFFD and counted.
+ones in chunks of `chunk_bytes` up to their listed size. Each chunk's text starts `MARGIN_CHARS`
+plus `overlap_chars` characters before the chunk's own: a match counts in the text where it starts
+inside the counted part, `[margin, len - overlap)` (the first text from 0, the last to its end), so
+each is counted exactly once, whole (a secret is shorter than the overlap), with its keyword (the
+margin is longer than any keyword and separator) and the character before it (`\b` sees what the
+file holds). An object gone or refused at read time is skipped, named so; one refused after some
+of its chunks is listed as partially scanned, with what its scanned chunks held. An object with a
+NUL byte in its first bytes is binary and skipped, named so; bytes that are not UTF-8 are scanned
+as U+FFFD and counted.
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from trace_assets.progress import Progress, ProgressReporter, quiet
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import FINDINGS_CAP, TEXT_SCHEMA, ScanOptions, SecretScanner
 from trace_assets.store.local_walk import EntryKind
-from trace_assets.store.trace_store import TraceStore
+from trace_assets.store.trace_store import FetchError, TraceStore
 
 RAW_SCAN_REPORT = "raw_secret_scan.json"  # in the scope's staging folder
 CHUNK_BYTES = 4 * 2**20  # an object larger than this is read a chunk at a time
 OVERLAP_CHARS = 64 * 1024  # longer than any secret the kinds match (a 16k-bit RSA PEM is about 12 KB)
+MARGIN_CHARS = 256  # longer than any keyword, name and separator before a value (`WANDB_API_KEY = `)
 BATCH_BYTES = 32 * 2**20  # small objects fetched, and text held, before a scan
 BINARY_SNIFF_BYTES = 8192  # as git does: a NUL byte in the first 8 KiB means binary
 RAW_COLUMN = "object"  # the scanner's `column` for a raw text; its `trace_source` holds the object key
@@ -89,7 +94,7 @@ class _PendingTexts:
     """Texts waiting for the next scan; a chunk's matches that start in its last overlap are the next chunk's."""
 
     rows: list[tuple[int, str | None, None, str, str, int, str]] = field(default_factory=list)
-    counted_until: dict[int, int] = field(default_factory=dict)
+    counted: dict[int, tuple[int, int | None]] = field(default_factory=dict)
     chars: int = 0
 
 
@@ -113,6 +118,8 @@ class RawTreeScan:
         self._scanned = self._bytes = self._chunks = self._not_utf8 = 0
         self._skipped: dict[str, int] = {}
         self._skipped_objects: list[dict[str, str]] = []
+        self._partial: dict[str, int] = {}
+        self._partial_objects: list[dict[str, Any]] = []
 
     def run(self, progress: Progress | None = None) -> dict[str, Any]:
         reporter = ProgressReporter("raw_secret_scan", "objects", None, progress or quiet)
@@ -125,7 +132,7 @@ class RawTreeScan:
                 if position in page.skipped:
                     self._skip(key, _LISTED[EntryKind(page.skipped[position])])
                 elif size > self.chunk_bytes:
-                    self._stream(row_id, key)
+                    self._stream(row_id, key, size)
                 else:
                     small.append((row_id, key))
                     small_bytes += size
@@ -144,11 +151,31 @@ class RawTreeScan:
         if len(self._skipped_objects) < FINDINGS_CAP:
             self._skipped_objects.append({"object": key, "reason": str(reason)})
 
+    def _partially(self, key: str, reason: RawSkip, bytes_scanned: int) -> None:
+        """An object refused after some of its chunks: what those held stays in the report, named so."""
+        self._partial[reason] = self._partial.get(reason, 0) + 1
+        if len(self._partial_objects) < FINDINGS_CAP:
+            self._partial_objects.append({"object": key, "reason": str(reason), "bytes_scanned": bytes_scanned})
+
+    def _fetch_gone_skipped(self, keys: list[str]) -> dict[str, bytes | Exclusion]:
+        """`fetch`, but an object deleted (or made unreadable) since the listing is that key's
+        refusal, as on a local root, not a failure of the whole scan."""
+        base = self.store.scope_path(self.scope) + "/"
+        gone: dict[str, bytes | Exclusion] = {}
+        while True:
+            try:
+                return {**self.store.fetch(self.scope, [key for key in keys if key not in gone]), **gone}
+            except FetchError as err:
+                if not all(isinstance(e, (FileNotFoundError, PermissionError)) for e in err.failures.values()):
+                    raise
+                for path, error in err.failures.items():
+                    gone[path.removeprefix(base)] = Exclusion(Reason.UNREADABLE, f"{path}: {error}")
+
     def _fetch(self, objects: list[tuple[int, str]]) -> None:
         """Small objects, fetched concurrently, each one text."""
         if not objects:
             return
-        fetched = self.store.fetch(self.scope, [key for _, key in objects])
+        fetched = self._fetch_gone_skipped([key for _, key in objects])
         for row_id, key in objects:
             data = fetched[key]
             if isinstance(data, Exclusion):
@@ -158,47 +185,60 @@ class RawTreeScan:
                 self._skip(key, RawSkip.BINARY)
                 continue
             decoder = _Utf8()
+            self._chunks += 1
             self._add(row_id, key, 0, decoder.decode(data, True))
             self._done(len(data), decoder)
 
-    def _stream(self, row_id: int, key: str) -> None:
-        """A large object a chunk at a time, each text holding the end of the one before."""
-        decoder, tail, read = _Utf8(), "", 0
-        for index, data in enumerate(self._chunks_of(key)):
+    def _stream(self, row_id: int, key: str, size: int) -> None:
+        """A large object a chunk at a time, each text starting a margin and an overlap before its
+        counted part (see the module's docstring)."""
+        decoder, carried, counted_from, read = _Utf8(), "", 0, 0
+        for index, (data, final) in enumerate(self._chunks_of(key, size)):
             if isinstance(data, Exclusion):
-                self._skip(key, _REFUSED.get(data.reason, RawSkip.UNREADABLE))
+                reason = _REFUSED.get(data.reason, RawSkip.UNREADABLE)
+                if index == 0:
+                    self._skip(key, reason)
+                else:
+                    self._partially(key, reason, read)
                 return
             if index == 0 and b"\0" in data[:BINARY_SNIFF_BYTES]:
                 self._skip(key, RawSkip.BINARY)
                 return
-            final = len(data) < self.chunk_bytes
-            text = tail + decoder.decode(data, final)
-            tail = "" if final else text[-self.overlap_chars :]
-            self._add(row_id, key, index, text, None if final else len(text) - len(tail))
+            self._chunks += bool(data)  # an object that shrank since the listing may end in an empty read
             read += len(data)
+            text = carried + decoder.decode(data, final)
+            if final:
+                self._add(row_id, key, index, text, (counted_from, None))
+                break
+            counted_until = max(counted_from, len(text) - self.overlap_chars)
+            self._add(row_id, key, index, text, (counted_from, counted_until))
+            carry_from = max(0, counted_until - MARGIN_CHARS)
+            carried, counted_from = text[carry_from:], counted_until - carry_from
         self._done(read, decoder)
 
-    def _chunks_of(self, key: str) -> Iterator[bytes | Exclusion]:
-        """Chunks until one comes back short (the object's end, or it shrank since the listing)."""
+    def _chunks_of(self, key: str, size: int) -> Iterator[tuple[bytes | Exclusion, bool]]:
+        """(chunk, whether it is the last) up to the listed size: a read past an object's end is an
+        error on S3. A short read ends it too (the object shrank since the listing)."""
         start = 0
         while True:
-            data = self.store.fetch_range(self.scope, key, start, self.chunk_bytes)
-            yield data
-            if isinstance(data, Exclusion) or len(data) < self.chunk_bytes:
+            length = min(self.chunk_bytes, size - start)
+            data = self.store.fetch_range(self.scope, key, start, length)
+            final = isinstance(data, Exclusion) or len(data) < length or start + length >= size
+            yield data, final
+            if final:
                 return
-            start += len(data)
+            start += length
 
     def _done(self, read: int, decoder: _Utf8) -> None:
         self._scanned += 1
         self._bytes += read
         self._not_utf8 += decoder.repaired
 
-    def _add(self, row_id: int, key: str, index: int, text: str, counted_until: int | None = None) -> None:
-        self._chunks += 1
+    def _add(self, row_id: int, key: str, index: int, text: str, counted: tuple[int, int | None] | None = None) -> None:
         if not text:
             return
-        if counted_until is not None:
-            self._pending.counted_until[len(self._pending.rows)] = counted_until
+        if counted is not None:
+            self._pending.counted[len(self._pending.rows)] = counted
         self._pending.rows.append((row_id, _folder_of(key), None, key, RAW_COLUMN, index, text))
         self._pending.chars += len(text)
         if self._pending.chars >= self.batch_bytes:
@@ -209,7 +249,7 @@ class RawTreeScan:
         if pending.rows:
             columns = dict(zip(TEXT_SCHEMA, zip(*pending.rows)))  # column-wise: far cheaper than rows of tuples
             texts = pl.DataFrame(columns, schema=TEXT_SCHEMA).with_row_index("text_id")
-            self._scanner.scan_texts(texts, pending.counted_until)
+            self._scanner.scan_texts(texts, pending.counted)
 
     def report(self) -> dict[str, Any]:
         """Like the row scan's report, per object: `rows` are objects, findings name their object
@@ -246,6 +286,8 @@ class RawTreeScan:
             "objects_not_utf8": self._not_utf8,
             "skipped": dict(sorted(self._skipped.items())),
             "skipped_objects": sorted(self._skipped_objects, key=lambda entry: entry["object"]),
+            "partially_scanned": dict(sorted(self._partial.items())),
+            "partially_scanned_objects": sorted(self._partial_objects, key=lambda entry: entry["object"]),
             "objects_with_findings": self._scanner.rows_with_matches,
             "objects": sorted(objects.values(), key=lambda entry: entry["object"]),
             "kinds": kinds,

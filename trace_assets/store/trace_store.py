@@ -307,8 +307,9 @@ class TraceStore:
         return dict(zip(keys, results))
 
     def fetch_range(self, scope: RunScope, key: str, start: int, length: int) -> bytes | Exclusion:
-        """`length` bytes of one object from `start` (fewer at its end), with `fetch`'s confinement
-        and errors: a large object read in chunks, never whole."""
+        """`length` bytes of one object from `start` (fewer at its end, none past it), with `fetch`'s
+        confinement: a large object read in chunks, never whole. An object gone or not readable at
+        read time is its `Exclusion` on every store, as a local root's reader makes it."""
         base = self.scope_path(scope) + "/"
         if isinstance(self.fs, LocalFileSystem):
             try:
@@ -324,7 +325,11 @@ class TraceStore:
                 data = sync(self.fs.loop, self.fs._cat_file, base + key, start=start, end=start + length)
             else:
                 data = self.fs.cat_file(base + key, start=start, end=start + length)
+        except (FileNotFoundError, PermissionError) as err:  # deleted, or its access revoked, since the listing
+            return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         except OSError as err:
+            if start > 0 and err.errno == errno.EINVAL:  # S3's 416: the object shrank below `start`
+                return b""
             raise FetchError(scope.key, {base + key: err}) from err
         return bytes(data)
 

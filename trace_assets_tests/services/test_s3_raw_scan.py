@@ -40,3 +40,51 @@ def test_s3_raw_scan_finds_prompt_and_chunk_straddling_secrets_like_a_local_one(
     found = {entry["object"]: entry["kinds"] for entry in s3["objects"]}
     assert found[f"{TRIAL}/agent/episode-4/prompt.txt"] == {"github_token": {"live": 1}}
     assert found[f"{TRIAL}/agent/big.log"] == {"github_token": {"live": 1}}
+
+
+def test_s3_objects_of_exactly_n_chunks_and_objects_deleted_after_the_listing_scan_like_local_ones(
+    tmp_path, s3_endpoint, s3_bucket
+):
+    """A range from an object's end is a 416 on S3 and a deleted object a 404: neither fails the scan."""
+    token = crc_token(random.Random(16), "ghp_")
+    tail = f" {token}\n"
+    files = {
+        f"{TRIAL}/agent/exact.log": "a " * ((3 * CHUNK - len(tail)) // 2) + tail,
+        f"{TRIAL}/agent/gone-small.txt": "small\n",
+        f"{TRIAL}/agent/gone-large.log": "b " * CHUNK,
+        f"{TRIAL}/agent/kept.txt": "kept\n",
+    }
+    gone = {f"{TRIAL}/agent/gone-small.txt", f"{TRIAL}/agent/gone-large.log"}
+    local = tmp_path / "traces"
+    for key, text in files.items():
+        path = local / SAMPLE_RUN / "trace_jobs" / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert (local / SAMPLE_RUN / "trace_jobs" / TRIAL / "agent" / "exact.log").stat().st_size == 3 * CHUNK
+    root = f"s3://{s3_bucket}/traces"
+    fs = make_s3fs(s3_endpoint)
+    upload_tree(local / SAMPLE_RUN, fs, f"{root}/{SAMPLE_RUN}")
+    storage = ObjectStorage(endpoint_url=s3_endpoint, region_name="us-east-1")
+
+    def scan(store: TraceStore, delete) -> dict:
+        listed = store.iter_run
+
+        def delete_after_listing(scope):
+            for page in listed(scope):
+                for key in gone & set(page.keys):
+                    delete(key)
+                yield page
+
+        store.iter_run = delete_after_listing  # type: ignore[method-assign]
+        return RawTreeScan(store, RunScope(SAMPLE_RUN), ScanOptions(), chunk_bytes=CHUNK, overlap_chars=1024).run()
+
+    s3 = scan(
+        TraceStore(root, storage.storage_options(root), max_concurrency=16),
+        lambda key: fs.rm_file(f"{root}/{SAMPLE_RUN}/trace_jobs/{key}"),
+    )
+    on_disk = scan(TraceStore(str(local)), lambda key: (local / SAMPLE_RUN / "trace_jobs" / key).unlink())
+    assert s3 == on_disk
+    assert (s3["skipped"], s3["objects_scanned"], s3["chunks_scanned"]) == ({"unreadable": 2}, 2, 4)
+    assert {entry["object"]: entry["kinds"] for entry in s3["objects"]} == {
+        f"{TRIAL}/agent/exact.log": {"github_token": {"live": 1}}
+    }

@@ -16,7 +16,7 @@ from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.raw_scan import RawTreeScan, raw_scan
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
-from trace_assets_tests.support.secret_framings import PROMPT, crc_token, rsa_pem
+from trace_assets_tests.support.secret_framings import PROMPT, crc_token, ec_pem, rsa_pem
 
 TRIAL = "stack-bash-1318__pZPPTdh"
 CHUNK, OVERLAP = 4096, 1024
@@ -139,3 +139,93 @@ def test_a_file_swapped_for_a_link_after_the_listing_is_refused(traces, tmp_path
     report = RawTreeScan(store, RunScope(SAMPLE_RUN), ScanOptions(), CHUNK, OVERLAP, batch_bytes=2**40).run()
     assert {"object": f"{TRIAL}/agent/swapped.txt", "reason": "link"} in report["skipped_objects"]
     assert _fingerprint(token) not in _fingerprints(report)
+
+
+def _lone_run(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
+    """A traces root whose run holds only `files` (keys under trace_jobs/)."""
+    for key, content in files.items():
+        path = tmp_path / "lone" / SAMPLE_RUN / "trace_jobs" / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return tmp_path / "lone"
+
+
+def _scan_with(root: Path, chunk: int = CHUNK, overlap: int = OVERLAP, store: TraceStore | None = None) -> dict:
+    return RawTreeScan(store or TraceStore(str(root)), RunScope(SAMPLE_RUN), ScanOptions(), chunk, overlap).run()
+
+
+def test_an_object_of_exactly_n_chunks_is_read_in_n_chunks(tmp_path):
+    token = crc_token(random.Random(6), "ghp_")
+    tail = f" {token}\n"
+    root = _lone_run(tmp_path, {f"{TRIAL}/agent/big.log": "a " * ((3 * CHUNK - len(tail)) // 2) + tail})
+    assert (root / SAMPLE_RUN / "trace_jobs" / TRIAL / "agent" / "big.log").stat().st_size == 3 * CHUNK
+    report = _scan_with(root)
+    assert (report["chunks_scanned"], report["bytes_scanned"]) == (3, 3 * CHUNK)
+    assert _found(report, f"{TRIAL}/agent/big.log") == {"github_token": {"live": 1}}
+
+
+def test_objects_deleted_after_the_listing_are_skipped_as_unreadable(tmp_path):
+    small, large = f"{TRIAL}/agent/small.txt", f"{TRIAL}/agent/large.log"
+    root = _lone_run(tmp_path, {small: "hello\n", large: "b " * CHUNK, f"{TRIAL}/agent/kept.txt": "kept\n"})
+    store = TraceStore(str(root))
+    listed = store.iter_run
+
+    def delete_after_listing(scope):
+        for page in listed(scope):
+            for key in {small, large} & set(page.keys):
+                (root / SAMPLE_RUN / "trace_jobs" / key).unlink()
+            yield page
+
+    store.iter_run = delete_after_listing  # type: ignore[method-assign]
+    report = _scan_with(root, store=store)
+    assert report["skipped"] == {"unreadable": 2} and report["objects_scanned"] == 1
+
+
+def test_an_object_refused_part_way_is_named_partially_scanned(tmp_path, traces):
+    token = crc_token(random.Random(7), "ghp_")
+    key = f"{TRIAL}/agent/swapped.log"
+    root = _lone_run(tmp_path, {key: f"{token}\n" + "c " * (2 * CHUNK)})
+    path = root / SAMPLE_RUN / "trace_jobs" / key
+    store = TraceStore(str(root))
+    read_range = store.fetch_range
+
+    def swap_after_first_chunk(scope, key, start, length):
+        data = read_range(scope, key, start, length)
+        path.unlink()
+        os.symlink(traces / SAMPLE_RUN, path)
+        return data
+
+    store.fetch_range = swap_after_first_chunk  # type: ignore[method-assign]
+    report = _scan_with(root, store=store)
+    assert report["skipped"] == {} and report["partially_scanned"] == {"link": 1}
+    assert report["partially_scanned_objects"] == [{"object": key, "reason": "link", "bytes_scanned": CHUNK}]
+    assert _found(report, key) == {"github_token": {"live": 1}}  # what its first chunk held, named so
+
+
+SWEEP_CHUNK, SWEEP_OVERLAP = 1024, 400  # the first text's counted part ends at 624
+SWEEP_LIMIT = SWEEP_CHUNK - SWEEP_OVERLAP
+
+
+def _sweep_cases() -> dict[str, str]:
+    rng = random.Random(8)
+    return {
+        "keyword": "vercel_token = " + "".join(rng.choice("ABCDEFGHJKmnpqrstuvw23456789") for _ in range(24)),
+        "letter_before_token": "x" + crc_token(rng, "ghp_"),
+        "token": crc_token(rng, "ghp_"),
+        "pem": ec_pem(),
+    }
+
+
+@pytest.mark.parametrize("case", ["keyword", "letter_before_token", "token", "pem"])
+def test_a_secret_anywhere_around_a_chunk_boundary_scans_as_in_the_whole_text(tmp_path, case):
+    secret = _sweep_cases()[case]
+    filler = "lorem ipsum dolor sit amet\n" * 200
+    key = f"{TRIAL}/agent/swept.log"
+    differences = []
+    for start in [*range(SWEEP_LIMIT - 40, SWEEP_LIMIT + 40), *range(SWEEP_CHUNK - 40, SWEEP_CHUNK + 40, 4)]:
+        root = _lone_run(tmp_path / str(start), {key: filler[: start - 1] + " " + secret + " " + filler})
+        whole, chunked = _scan_with(root, 2**20), _scan_with(root, SWEEP_CHUNK, SWEEP_OVERLAP)
+        fields = ("kinds", "findings", "objects", "pem")
+        if [chunked[f] for f in fields] != [whole[f] for f in fields]:
+            differences.append(start)
+    assert differences == []

@@ -183,3 +183,45 @@ def test_every_vendor_kind_has_a_case_here_or_in_the_planted_corpus():
     }
     generic = {"bearer_token", "url_password", "generic_password", "generic_secret", "generic_api_key"}
     assert set(KINDS) - generic - planted_elsewhere == set(CASES)
+
+
+_SHA = "3f9c2b7e1d4a6058c9e2f1b3a7d4c6e8f0a1b2c3"
+_UUID4 = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+_MD5 = "9e107d9d372bb6826bd81d3542a419d6"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"wandb commit: {_SHA}",
+        f"WANDB_GIT_COMMIT={_SHA}",
+        f"Heroku release: {_UUID4}",
+        f"Heroku release: {_UUID4.upper()}",
+        f"heroku_release_id={_UUID4}",
+        f"pinecone index: {_UUID4}",
+        f"azure_openai deployment: {_MD5}",
+        f"twilio message: {_MD5}",
+        f"twilio_message_sid={_MD5}",
+        "token: s.Q7XK2M9PZR4TLW8NB3YC6HDV",  # a legacy Vault body of upper case and digits only
+    ],
+)
+def test_ordinary_trace_text_beside_a_vendor_name_is_not_live(text):
+    """Commit shas, release and index ids, message hashes: bare hex or UUIDs are only credentials
+    beside the exact credential variable."""
+    assert all(counts["live"] == 0 for counts in _report(text)["kinds"].values()), text
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (f"WANDB_API_KEY={_SHA}", "wandb_api_key"),
+        (f'"HEROKU_API_KEY": "{_UUID4.upper()}"', "heroku_api_key"),
+        (f"PINECONE_API_KEY={_UUID4}", "pinecone_api_key"),
+        (f"api-key: {_MD5}", "azure_openai_api_key"),
+        (f"TWILIO_AUTH_TOKEN={_MD5}", "twilio_api_key"),
+        ("VAULT_TOKEN=s.Q7xK2m9PZr4TLw8NB3yC6HDv", "vault_token"),
+        ("CF_API_KEY=1e4b7c0d2a9f3e6b8c5d0a7f2e4b6c9d1a3f5", "cloudflare_api_token"),  # a global key: 37 hex
+    ],
+)
+def test_the_exact_credential_variable_keeps_a_bare_value_live(text, kind):
+    assert _report(text)["kinds"][kind]["live"] == 1, text
