@@ -117,6 +117,7 @@ def raw_tree_secrets(
             "objects_scanned": report["objects_scanned"],
             "bytes_scanned": size_text(report["bytes_scanned"]),
             "skipped": report["skipped"],
+            "partially_scanned": report["partially_scanned"],
             "objects_with_findings": report["objects_with_findings"],
             "kinds": {kind: {str(v): counts[v] for v in Verdict} for kind, counts in found.items()},
             "objects": dg.MetadataValue.table(
