@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.generate_traces import generate_run  # noqa: E402
+from benchmarks.secret_peers import PEER_COMMANDS, peer_command  # noqa: E402
 
 RUN = "bench-raw-run"
 CHILD = """
@@ -35,20 +36,6 @@ from trace_assets.store.trace_store import TraceStore
 report = raw_scan(TraceStore(sys.argv[1], walk_workers=1), RunScope(sys.argv[2]), ScanOptions())
 print(json.dumps({k: report[k] for k in ("objects_scanned", "bytes_scanned", "objects_with_findings", "skipped")}))
 """
-PEERS = {
-    "kingfisher": [
-        "scan",
-        "{folder}",
-        "--format",
-        "jsonl",
-        "--no-validate",
-        "--no-dedup",
-        "-j",
-        "1",
-        "--no-update-check",
-    ],
-    "betterleaks": ["fs", "{folder}", "-o", "-", "--jsonl", "--no-banner", "-j", "1", "--exit-code", "0"],
-}
 
 
 def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
@@ -64,7 +51,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--prompt-scale", type=float, default=0.2, help="share of each episode prompt kept")
     parser.add_argument("--repeats", type=int, default=3)
-    for name in PEERS:
+    for name in PEER_COMMANDS:
         parser.add_argument(f"--{name}", help=f"path to a {name} binary (in a venv of its own)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -73,9 +60,9 @@ def main() -> None:
         size = sum(path.stat().st_size for path in tree.rglob("*") if path.is_file())
         env = {**os.environ, "POLARS_MAX_THREADS": "1"}
         commands = {"raw_scan": [sys.executable, "-c", CHILD, folder, RUN]}
-        for name, template in PEERS.items():
+        for name in PEER_COMMANDS:
             if getattr(args, name):
-                commands[name] = [getattr(args, name), *(arg.format(folder=tree) for arg in template)]
+                commands[name] = peer_command(name, getattr(args, name), tree)
         best: dict[str, float] = {}
         for _ in range(args.repeats):
             for name, command in commands.items():

