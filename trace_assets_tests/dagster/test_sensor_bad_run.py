@@ -13,15 +13,7 @@ from trace_assets.discovery import load_cursor
 from trace_assets_tests.support.bad_input import GOOD, result_json
 from trace_assets_tests.support.fault_proxy import Fault
 from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
-
-
-def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None):
-    sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
-    resources = {name: defs.resources[name] for name in ("trace_config", "object_storage")}  # type: ignore[index]
-    result = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources))
-    for request in result.dynamic_partitions_requests or []:
-        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-    return result
+from trace_assets_tests.support.sensor_ticks import sensor_tick
 
 
 def test_a_run_whose_listing_fails_beside_a_good_one(tmp_path, s3_endpoint, s3_admin_client, fault_proxy):
@@ -47,18 +39,18 @@ def test_a_run_whose_listing_fails_beside_a_good_one(tmp_path, s3_endpoint, s3_a
     defs = build_definitions(config, storage)
 
     with dg.instance_for_test() as instance:
-        first = _tick(defs, instance, None)
+        first = sensor_tick(defs, instance, None)
         assert [r.partition_key for r in first.run_requests] == ["run-good"]
         assert instance.get_dynamic_partitions("trace_runs") == ["run-good"]
         assert fault_proxy.stats["faults_injected"] >= 1
 
-        quiet = _tick(defs, instance, first.cursor)
+        quiet = sensor_tick(defs, instance, first.cursor)
         assert quiet.skip_reason is not None and quiet.run_requests == []
         assert "'run-bad': listing failed" in quiet.skip_reason.skip_message
         assert set(load_cursor(quiet.cursor)) == {"run-good"}
 
         fault_proxy.clear_faults()
         del rule
-        healed = _tick(defs, instance, quiet.cursor)
+        healed = sensor_tick(defs, instance, quiet.cursor)
         assert [r.partition_key for r in healed.run_requests] == ["run-bad"]
         assert set(instance.get_dynamic_partitions("trace_runs")) == {"run-good", "run-bad"}

@@ -16,6 +16,7 @@ from trace_assets.run_tags import SWEEP_TAG
 from trace_assets_tests.support.bad_input import GOOD, result_json
 from trace_assets_tests.support.fault_proxy import Fault
 from trace_assets_tests.support.s3_fixtures import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, REGION, make_s3fs
+from trace_assets_tests.support.sensor_ticks import sensor_tick
 
 
 @pytest.fixture
@@ -38,15 +39,6 @@ def _write_trial(fs, root: str, run: str, trial: str) -> None:
             f"{root}/{run}/trace_jobs/{trial}/agent/trajectory.json": GOOD,
         }
     )
-
-
-def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None):
-    sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
-    resources = {name: defs.resources[name] for name in ("trace_config", "object_storage")}  # type: ignore[index]
-    result = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources))
-    for request in result.dynamic_partitions_requests or []:
-        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-    return result
 
 
 def _in_queue(sqs_client, queue_url: str) -> int:
@@ -82,19 +74,19 @@ def test_queue_ticks_list_only_touched_runs(tmp_path, s3_endpoint, s3_admin_clie
     defs = build_definitions(config, storage)
 
     with dg.instance_for_test() as instance:
-        first = _tick(defs, instance, None)  # no cursor: the whole root, as without a queue
+        first = sensor_tick(defs, instance, None)  # no cursor: the whole root, as without a queue
         assert sorted(r.partition_key for r in first.run_requests) == ["run-a", "run-b"]
         assert {r.tags[SWEEP_TAG] for r in first.run_requests} == {"lr-3e4"}
         assert _in_queue(sqs_client, queue_url) == 5  # moto's s3:TestEvent and the four PUTs, unread
 
-        drained = _tick(defs, instance, first.cursor)  # the uploads' events: both runs, unchanged
+        drained = sensor_tick(defs, instance, first.cursor)  # the uploads' events: both runs, unchanged
         assert drained.run_requests == [] and len(cursor_extra(drained.cursor)["acks"]) == 5
 
         # run-a's listing would now fail: a tick that lists it is seen in faults_injected
         fault_proxy.add_fault(Fault.INTERNAL_ERROR, query_contains="run-a%2Ftrace_jobs%2F&encoding-type")
         _write_trial(fs, root, "run-b", "task__2")
         fault_proxy.reset_stats()
-        touched = _tick(defs, instance, drained.cursor)
+        touched = sensor_tick(defs, instance, drained.cursor)
         assert [r.partition_key for r in touched.run_requests] == ["run-b"]
         assert touched.run_requests[0].tags[SWEEP_TAG] == "lr-3e4"
         assert fault_proxy.stats["faults_injected"] == 0 and fault_proxy.stats["list"] <= 2
@@ -107,11 +99,11 @@ def test_queue_ticks_list_only_touched_runs(tmp_path, s3_endpoint, s3_admin_clie
         ]
         for body in hostile:
             sqs_client.send_message(QueueUrl=queue_url, MessageBody=body)
-        quiet = _tick(defs, instance, touched.cursor)
+        quiet = sensor_tick(defs, instance, touched.cursor)
         assert quiet.run_requests == [] and fault_proxy.stats["faults_injected"] == 0
         assert "queue messages ignored: 1 malformed_json, 1 other_bucket" in quiet.skip_reason.skip_message
         assert _in_queue(sqs_client, queue_url) == 2  # the hostile ones, deleted by the next tick like any other
-        assert _tick(defs, instance, quiet.cursor).run_requests == [] and _in_queue(sqs_client, queue_url) == 0
+        assert sensor_tick(defs, instance, quiet.cursor).run_requests == [] and _in_queue(sqs_client, queue_url) == 0
 
 
 def test_the_queue_is_refused_for_a_local_root(tmp_path):

@@ -1,0 +1,15 @@
+"""One tick of the new-runs sensor on a real instance, as the daemon would run it: its resources,
+and the partitions it asks for added before the next tick."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+
+def sensor_tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
+    sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
+    resources = {name: defs.resources[name] for name in ("trace_config", "object_storage")}  # type: ignore[index]
+    result = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources))
+    for request in result.dynamic_partitions_requests or []:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
