@@ -12,7 +12,6 @@ without (0), side by side; the ratio is the wall time against the same setting a
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import shutil
 import sys
@@ -25,14 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_pipeline import (  # noqa: E402
     DEFAULT_PROMPT_SCALE,
-    S3_BUCKET,
-    S3_CREDENTIALS,
-    S3_REGION,
     TreeShape,
     ensure_tree,
     measure,
     ours_command,
     run_id_for,
+    run_on_moto,
     table,
 )
 
@@ -64,43 +61,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     latencies = sorted({0, *(int(ms) for ms in args.latencies.split(","))})
 
-    import boto3
-    from moto.server import ThreadedMotoServer
-
     from trace_assets_tests.support.fault_proxy import FaultProxy
-    from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
 
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-latency-"))
     shape = TreeShape(DEFAULT_PROMPT_SCALE, not args.no_episode_prompts)
     started = time.perf_counter()
     manifest = ensure_tree(work / "traces", args.trials, shape)
     run_id = run_id_for(args.trials, shape)
-    for leaked in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE"):
-        os.environ.pop(leaked, None)
-    os.environ.update(S3_CREDENTIALS)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
     results: dict[tuple[int, int], dict[str, Any]] = {}
     try:
-        host, port = server.get_host_and_port()
-        moto_url = f"http://{host}:{port}"
-        boto3.client("s3", endpoint_url=moto_url, region_name=S3_REGION).create_bucket(Bucket=S3_BUCKET)
-        traces_root = f"s3://{S3_BUCKET}/traces"
-        print(f"uploading {manifest['counts']['files']} objects to moto ...", file=sys.stderr, flush=True)
-        upload_tree(work / "traces" / run_id / "trace_jobs", make_s3fs(moto_url), f"{traces_root}/{run_id}/trace_jobs")
-        with FaultProxy(moto_url) as proxy:
+        with run_on_moto(work / "traces" / run_id / "trace_jobs", run_id) as moto, FaultProxy(moto.url) as proxy:
             for _ in range(args.repeats):  # interleaved, so drifting load hits every setting alike
                 for ms in latencies:
                     proxy.latency = ms / 1000
                     for ahead in FETCH_AHEAD:
                         print(f"{ms} ms, fetch_ahead={ahead}", file=sys.stderr, flush=True)
-                        run = run_once(traces_root, run_id, work / "staging", proxy.url, ahead)
+                        run = run_once(moto.traces_root, run_id, work / "staging", proxy.url, ahead)
                         best = results.get((ms, ahead))
                         if best is None or run["wall"] < best["wall"]:
                             results[(ms, ahead)] = run
     finally:
-        server.stop()
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
 

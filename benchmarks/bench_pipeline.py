@@ -490,19 +490,25 @@ def needed_bytes(trace_jobs: Path) -> tuple[int, int]:
     return objects, total_bytes
 
 
-def run_s3(work: Path, trials: int, shape: TreeShape) -> dict[str, Any]:
-    """Upload a run to moto, then run the steps through a counting proxy: listing first, then the rest."""
+@dataclass(frozen=True)
+class RunOnMoto:
+    url: str  # the moto server's endpoint
+    traces_root: str  # s3://bucket/traces, holding the run
+    uploaded_objects: int
+    upload_seconds: float
+
+
+@contextmanager
+def run_on_moto(trace_jobs: Path, run_id: str) -> Iterator[RunOnMoto]:
+    """A moto S3 server on 127.0.0.1 holding the run's trace_jobs/ under s3://bench-traces/traces,
+    with this process's AWS variables set to its test credentials; stopped on exit."""
     import logging
 
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from trace_assets_tests.support.fault_proxy import FaultProxy
     from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
 
-    manifest = ensure_tree(work / "traces", trials, shape)
-    run_id = run_id_for(trials, shape)
-    trace_jobs = work / "traces" / run_id / "trace_jobs"
     for leaked in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE"):
         os.environ.pop(leaked, None)
     os.environ.update(S3_CREDENTIALS)
@@ -511,33 +517,42 @@ def run_s3(work: Path, trials: int, shape: TreeShape) -> dict[str, Any]:
     server.start()
     try:
         host, port = server.get_host_and_port()
-        moto_url = f"http://{host}:{port}"
-        boto3.client("s3", endpoint_url=moto_url, region_name=S3_REGION).create_bucket(Bucket=S3_BUCKET)
+        url = f"http://{host}:{port}"
+        boto3.client("s3", endpoint_url=url, region_name=S3_REGION).create_bucket(Bucket=S3_BUCKET)
         traces_root = f"s3://{S3_BUCKET}/traces"
-        print(f"uploading {manifest['counts']['files']} objects to moto ...", file=sys.stderr, flush=True)
+        print(f"uploading {trace_jobs} to moto ...", file=sys.stderr, flush=True)
         started = time.perf_counter()
-        uploaded = upload_tree(trace_jobs, make_s3fs(moto_url), f"{traces_root}/{run_id}/trace_jobs")
-        upload_seconds = time.perf_counter() - started
-        staging = work / "staging-s3"
-        shutil.rmtree(staging, ignore_errors=True)
-        with FaultProxy(moto_url) as proxy:
-            print(f"S3 {trials} trials: listing", file=sys.stderr, flush=True)
-            listing = measure(ours_command(traces_root, run_id, staging, "listing", proxy.url))
-            listing_requests = proxy.stats
-            proxy.reset_stats()
-            print(f"S3 {trials} trials: scored, rows, scan, shards", file=sys.stderr, flush=True)
-            rest = measure(ours_command(traces_root, run_id, staging, "after-listing", proxy.url))
-            fetch_requests = proxy.stats
-        shutil.rmtree(staging, ignore_errors=True)
+        uploaded = upload_tree(trace_jobs, make_s3fs(url), f"{traces_root}/{run_id}/trace_jobs")
+        yield RunOnMoto(url, traces_root, len(uploaded), time.perf_counter() - started)
     finally:
         server.stop()
+
+
+def run_s3(work: Path, trials: int, shape: TreeShape) -> dict[str, Any]:
+    """Upload a run to moto, then run the steps through a counting proxy: listing first, then the rest."""
+    from trace_assets_tests.support.fault_proxy import FaultProxy
+
+    ensure_tree(work / "traces", trials, shape)
+    run_id = run_id_for(trials, shape)
+    trace_jobs = work / "traces" / run_id / "trace_jobs"
+    staging = work / "staging-s3"
+    shutil.rmtree(staging, ignore_errors=True)
+    with run_on_moto(trace_jobs, run_id) as moto, FaultProxy(moto.url) as proxy:
+        print(f"S3 {trials} trials: listing", file=sys.stderr, flush=True)
+        listing = measure(ours_command(moto.traces_root, run_id, staging, "listing", proxy.url))
+        listing_requests = proxy.stats
+        proxy.reset_stats()
+        print(f"S3 {trials} trials: scored, rows, scan, shards", file=sys.stderr, flush=True)
+        rest = measure(ours_command(moto.traces_root, run_id, staging, "after-listing", proxy.url))
+        fetch_requests = proxy.stats
+    shutil.rmtree(staging, ignore_errors=True)
     needed_objects, needed = needed_bytes(trace_jobs)
     step_seconds = {**listing.report["seconds"], **rest.report["seconds"]}
     return {
         "trials": trials,
         "objects": listing.report["objects"],
-        "uploaded_objects": len(uploaded),
-        "upload_seconds": upload_seconds,
+        "uploaded_objects": moto.uploaded_objects,
+        "upload_seconds": moto.upload_seconds,
         "step_seconds": step_seconds,
         "trials_per_second": trials / sum(step_seconds.values()),
         "wall_seconds": listing.wall_seconds + rest.wall_seconds,
