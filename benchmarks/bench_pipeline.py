@@ -375,6 +375,21 @@ HARBOR_MODULE = "harbor.utils.traces_utils"
 OUR_MODULE = "trace_assets.definitions"
 
 
+@contextmanager
+def work_folder(work_dir: str | None, prefix: str) -> Iterator[Path]:
+    """The benchmark's work folder: `--work-dir`'s, kept (its generated trees are reused next
+    time); else a temporary one, removed however the benchmark ends."""
+    if work_dir:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
+        yield Path(work_dir)
+        return
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def whole_process(args: argparse.Namespace) -> int:
     """`trace-assets materialize` of one run against Harbor's whole `export_traces` of the same
     tree, alternating, each on a warm page cache, fastest of the repeats; beside them what the
@@ -384,63 +399,59 @@ def whole_process(args: argparse.Namespace) -> int:
         print("--whole-process needs Harbor (--harbor-python)", file=sys.stderr)
         return 1
     trials, repeats = args.trials or WHOLE_PROCESS_TRIALS, args.repeats or 5
-    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-whole-"))
-    work.mkdir(parents=True, exist_ok=True)
-    shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
-    traces_root = work / "traces"
-    manifest = ensure_tree(traces_root, trials, shape)
-    run_id = run_id_for(trials, shape)
-    trace_jobs = traces_root / run_id / "trace_jobs"
-    home = work / "dagster_home"  # one instance, as an operator has; its creation is not timed
-    home.mkdir(exist_ok=True)
-    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
-    info = machine()
-    sides: dict[str, list[Measurement]] = {}
-    ours_side = f"ours at {args.head or 'this checkout'}: trace-assets materialize"
-    revisions = {ours_side: args.head} | (
-        {f"ours at {args.base}: trace-assets materialize": args.base} if args.base else {}
-    )
+    with work_folder(args.work_dir, "bench-whole-") as work:
+        shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
+        traces_root = work / "traces"
+        manifest = ensure_tree(traces_root, trials, shape)
+        run_id = run_id_for(trials, shape)
+        trace_jobs = traces_root / run_id / "trace_jobs"
+        home = work / "dagster_home"  # one instance, as an operator has; its creation is not timed
+        home.mkdir(exist_ok=True)
+        shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
+        info = machine()
+        sides: dict[str, list[Measurement]] = {}
+        ours_side = f"ours at {args.head or 'this checkout'}: trace-assets materialize"
+        revisions = {ours_side: args.head} | (
+            {f"ours at {args.base}: trace-assets materialize": args.base} if args.base else {}
+        )
 
-    def run(side: str, command: list[str], env: dict[str, str] | None = None, result_file: bool = True) -> None:
-        warm_tree(trace_jobs)
-        sides.setdefault(side, []).append(measure(command, env, result_file))
+        def run(side: str, command: list[str], env: dict[str, str] | None = None, result_file: bool = True) -> None:
+            warm_tree(trace_jobs)
+            sides.setdefault(side, []).append(measure(command, env, result_file))
 
-    try:
-        with checkouts(revisions, work) as code:
-            for repeat in range(repeats + 1):  # the first round warms the instance and the interpreters' caches
-                print(f"[{repeat}/{repeats}] {trials} trials", file=sys.stderr, flush=True)
-                folder = Path(tempfile.mkdtemp(prefix="round-", dir=work))
-                for number, (side, checkout) in enumerate(code.items()):  # each its own staging, publish root
-                    staging, published = folder / f"staging-{number}", folder / f"published-{number}"
-                    env = {
-                        "DAGSTER_HOME": str(home),
-                        "TRACE_ASSETS_STAGING_ROOT": str(staging),
-                        "PYTHONPATH": str(checkout),
-                    }
-                    run(side, cli_command(traces_root, run_id, published), env, False)
-                run("harbor: export_traces", harbor_command(harbor_python, trace_jobs), HARBOR_OFFLINE_ENV)
-                run("ours: steps without Dagster", ours_command(str(traces_root), run_id, folder / "steps"))
-                run(
-                    f"ours: import {OUR_MODULE}",
-                    import_command(sys.executable, OUR_MODULE),
-                    {"PYTHONPATH": str(code[ours_side])},
-                    False,
-                )
-                run(
-                    f"harbor: import {HARBOR_MODULE}",
-                    import_command(harbor_python, HARBOR_MODULE),
-                    HARBOR_OFFLINE_ENV,
-                    False,
-                )
-                shutil.rmtree(folder)
-                if repeat == 0:
-                    sides.clear()
-    except ChildFailed as failure:
-        print(f"benchmark child failed: {failure}", file=sys.stderr)
-        return 1
-    finally:
-        if not args.work_dir:
-            shutil.rmtree(work, ignore_errors=True)
+        try:
+            with checkouts(revisions, work) as code:
+                for repeat in range(repeats + 1):  # the first round warms the instance and the interpreters' caches
+                    print(f"[{repeat}/{repeats}] {trials} trials", file=sys.stderr, flush=True)
+                    folder = Path(tempfile.mkdtemp(prefix="round-", dir=work))
+                    for number, (side, checkout) in enumerate(code.items()):  # each its own staging, publish root
+                        staging, published = folder / f"staging-{number}", folder / f"published-{number}"
+                        env = {
+                            "DAGSTER_HOME": str(home),
+                            "TRACE_ASSETS_STAGING_ROOT": str(staging),
+                            "PYTHONPATH": str(checkout),
+                        }
+                        run(side, cli_command(traces_root, run_id, published), env, False)
+                    run("harbor: export_traces", harbor_command(harbor_python, trace_jobs), HARBOR_OFFLINE_ENV)
+                    run("ours: steps without Dagster", ours_command(str(traces_root), run_id, folder / "steps"))
+                    run(
+                        f"ours: import {OUR_MODULE}",
+                        import_command(sys.executable, OUR_MODULE),
+                        {"PYTHONPATH": str(code[ours_side])},
+                        False,
+                    )
+                    run(
+                        f"harbor: import {HARBOR_MODULE}",
+                        import_command(harbor_python, HARBOR_MODULE),
+                        HARBOR_OFFLINE_ENV,
+                        False,
+                    )
+                    shutil.rmtree(folder)
+                    if repeat == 0:
+                        sides.clear()
+        except ChildFailed as failure:
+            print(f"benchmark child failed: {failure}", file=sys.stderr)
+            return 1
     harbor = best_run(sides["harbor: export_traces"]).wall_seconds
     rows = [
         [side, f"{best_run(runs).wall_seconds:.2f}", f"{best_cpu(runs):.2f}", f"{peak_rss(runs):.0f}",
@@ -772,17 +783,13 @@ def large_trajectories(args: argparse.Namespace) -> int:
     from benchmarks.generate_traces import generate_run, inflate_trajectories
 
     trials, megabytes = (float(part) for part in args.large_trajectories.split(":"))
-    work = Path(args.work_dir or tempfile.mkdtemp(prefix="bench-large-"))
     run_id = f"large-{int(trials)}x{megabytes:g}mb"
-    if not (work / run_id / "manifest.json").exists():
-        generate_run(work, run_id, int(trials), seed=SEED, episode_prompts=False)
-        inflate_trajectories(work / run_id, megabytes)
-    try:
+    with work_folder(args.work_dir, "bench-large-") as work:
+        if not (work / run_id / "manifest.json").exists():
+            generate_run(work, run_id, int(trials), seed=SEED, episode_prompts=False)
+            inflate_trajectories(work / run_id, megabytes)
         with tempfile.TemporaryDirectory(prefix="bench-large-staging-") as staging:
             run = measure(ours_command(str(work), run_id, Path(staging)))
-    finally:
-        if not args.work_dir:
-            shutil.rmtree(work, ignore_errors=True)
     peak = run.peak_rss_mib
     verdict = "PASS" if peak <= LARGE_RSS_TARGET_MIB else "FAIL"
     print(
@@ -798,20 +805,16 @@ def benchmark(args: argparse.Namespace) -> int:
     repeats = args.repeats or (2 if args.quick else 3)
     s3_trials = args.s3_trials if args.s3_trials is not None else (QUICK_S3_TRIALS if args.quick else DEFAULT_S3_TRIALS)
     harbor_python = pick_harbor_python(args)
-    work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
-    work.mkdir(parents=True, exist_ok=True)
-    info = machine()
-    started = time.perf_counter()
-    shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
-    try:
-        results = run_local(work, sizes, shape, repeats, harbor_python)
-        s3 = run_s3(work, s3_trials, shape) if s3_trials else None
-    except ChildFailed as failure:
-        print(f"benchmark child failed: {failure}", file=sys.stderr)
-        return 1
-    finally:
-        if not args.work_dir:
-            shutil.rmtree(work, ignore_errors=True)
+    with work_folder(args.work_dir, "bench-pipeline-") as work:
+        info = machine()
+        started = time.perf_counter()
+        shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
+        try:
+            results = run_local(work, sizes, shape, repeats, harbor_python)
+            s3 = run_s3(work, s3_trials, shape) if s3_trials else None
+        except ChildFailed as failure:
+            print(f"benchmark child failed: {failure}", file=sys.stderr)
+            return 1
 
     load_at_end = round(os.getloadavg()[0], 2)
     harbor_version = next((r.harbor[0].report["python"] for r in results.values() if r.harbor), None)
