@@ -328,7 +328,7 @@ class TraceStore:
         except (FileNotFoundError, PermissionError) as err:  # deleted, or its access revoked, since the listing
             return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         except OSError as err:
-            if start > 0 and err.errno == errno.EINVAL:  # S3's 416: the object shrank below `start`
+            if err.errno == errno.EINVAL:  # S3's 416: the object shrank below `start` (or was emptied)
                 return b""
             raise FetchError(scope.key, {base + key: err}) from err
         return bytes(data)

@@ -45,7 +45,8 @@ def test_s3_raw_scan_finds_prompt_and_chunk_straddling_secrets_like_a_local_one(
 def test_s3_objects_of_exactly_n_chunks_and_objects_deleted_after_the_listing_scan_like_local_ones(
     tmp_path, s3_endpoint, s3_bucket
 ):
-    """A range from an object's end is a 416 on S3 and a deleted object a 404: neither fails the scan."""
+    """A range from an object's end is a 416 on S3 (from its start too, once it was emptied) and a
+    deleted object a 404: none fails the scan."""
     token = crc_token(random.Random(16), "ghp_")
     tail = f" {token}\n"
     files = {
@@ -53,8 +54,10 @@ def test_s3_objects_of_exactly_n_chunks_and_objects_deleted_after_the_listing_sc
         f"{TRIAL}/agent/gone-small.txt": "small\n",
         f"{TRIAL}/agent/gone-large.log": "b " * CHUNK,
         f"{TRIAL}/agent/kept.txt": "kept\n",
+        f"{TRIAL}/agent/emptied.log": "c " * CHUNK,
     }
     gone = {f"{TRIAL}/agent/gone-small.txt", f"{TRIAL}/agent/gone-large.log"}
+    emptied = f"{TRIAL}/agent/emptied.log"
     local = tmp_path / "traces"
     for key, text in files.items():
         path = local / SAMPLE_RUN / "trace_jobs" / key
@@ -66,13 +69,15 @@ def test_s3_objects_of_exactly_n_chunks_and_objects_deleted_after_the_listing_sc
     upload_tree(local / SAMPLE_RUN, fs, f"{root}/{SAMPLE_RUN}")
     storage = ObjectStorage(endpoint_url=s3_endpoint, region_name="us-east-1")
 
-    def scan(store: TraceStore, delete) -> dict:
+    def scan(store: TraceStore, delete, empty) -> dict:
         listed = store.iter_run
 
         def delete_after_listing(scope):
             for page in listed(scope):
                 for key in gone & set(page.keys):
                     delete(key)
+                if emptied in page.keys:
+                    empty(emptied)
                 yield page
 
         store.iter_run = delete_after_listing  # type: ignore[method-assign]
@@ -81,10 +86,19 @@ def test_s3_objects_of_exactly_n_chunks_and_objects_deleted_after_the_listing_sc
     s3 = scan(
         TraceStore(root, storage.storage_options(root), max_concurrency=16),
         lambda key: fs.rm_file(f"{root}/{SAMPLE_RUN}/trace_jobs/{key}"),
+        lambda key: fs.pipe_file(f"{root}/{SAMPLE_RUN}/trace_jobs/{key}", b""),
     )
-    on_disk = scan(TraceStore(str(local)), lambda key: (local / SAMPLE_RUN / "trace_jobs" / key).unlink())
+    on_disk = scan(
+        TraceStore(str(local)),
+        lambda key: (local / SAMPLE_RUN / "trace_jobs" / key).unlink(),
+        lambda key: (local / SAMPLE_RUN / "trace_jobs" / key).write_bytes(b""),
+    )
     assert s3 == on_disk
-    assert (s3["skipped"], s3["objects_scanned"], s3["chunks_scanned"]) == ({"unreadable": 2}, 2, 4)
+    assert (s3["skipped"], s3["objects_scanned"], s3["chunks_scanned"]) == (
+        {"unreadable": 2},
+        3,
+        4,
+    )  # the emptied one: scanned, no chunk
     assert {entry["object"]: entry["kinds"] for entry in s3["objects"]} == {
         f"{TRIAL}/agent/exact.log": {"github_token": {"live": 1}}
     }
