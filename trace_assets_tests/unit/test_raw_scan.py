@@ -205,6 +205,21 @@ def test_an_object_refused_part_way_is_named_partially_scanned(tmp_path, traces)
     assert _found(report, key) == {"github_token": {"live": 1}}  # what its first chunk held, named so
 
 
+def test_a_key_block_whose_chunks_are_scanned_in_two_batches_is_one_object(tmp_path):
+    """Its BEGIN marker counts in the first chunk, its END in the second: each batch saw the object."""
+    key = f"{TRIAL}/agent/key.log"
+    pem = ec_pem()  # shorter than the overlap, as every key is than the real one
+    counted_first = CHUNK - OVERLAP  # where the first chunk's counted part ends
+    assert 100 < len(pem) < OVERLAP - 100
+    root = _lone_run(tmp_path, {key: "d " * ((counted_first - 100) // 2) + f"\n{pem}\n" + "e " * CHUNK})
+    store = TraceStore(str(root))
+    whole = _scan_with(root, 2**20)
+    batched = RawTreeScan(store, RunScope(SAMPLE_RUN), ScanOptions(), CHUNK, OVERLAP, batch_bytes=1).run()
+    assert batched["chunks_scanned"] > 2 and whole["pem"]["markers"] == 2
+    assert batched["pem"] == whole["pem"] and batched["pem"]["rows"] == 1
+    assert _found(batched, key) == {"private_key": {"live": 1}}
+
+
 SWEEP_CHUNK, SWEEP_OVERLAP = 1024, 400  # the first text's counted part ends at 624
 SWEEP_LIMIT = SWEEP_CHUNK - SWEEP_OVERLAP
 
