@@ -89,12 +89,17 @@ _CLOUDFLARE_GLOBAL_KEY = re.compile(r"[a-f0-9]{37}")  # lowercase hex: a mixed-c
 _VAULT_TOKEN = re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}")
 
 
+# Context before a value is bounded (no `*` or `+`): the raw scan's chunks start MARGIN_CHARS (256)
+# before their counted part, so a match whose value starts there is found with its whole context.
+# Whitespace between a keyword and its value: up to 16 characters (gitleaks allows 3 to 5).
+_GAP = r"\s{0,16}"
+_SPACES = r"\s{1,16}"
 # A keyword, then up to 30 name characters (`WANDB_API_KEY`, `cohere.api_key`), then an assignment.
-_ASSIGN = r"[A-Za-z0-9_.-]{0,30}[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
+_ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
 # A vendor's name may also be followed by one more word (`vercel token = ...`): its value's shape is specific.
-_VENDOR_ASSIGN = r"[A-Za-z0-9_.-]{0,30}(?: [A-Za-z_]{1,20})?[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
+_VENDOR_ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}(?: [A-Za-z_]{{1,20}})?[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
 # The exact credential variable (`WANDB_API_KEY=`, `"HEROKU_API_KEY":`): nothing between it and the assignment.
-_EXACT_ASSIGN = r"[\"']?\s*(?:=>|:=|[:=])\s*[\"'`]?"
+_EXACT_ASSIGN = rf"[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
 _END = r"(?:[^A-Za-z0-9_+/=.~-]|$)"
 
 
@@ -139,7 +144,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         "aws_secret_access_key",
         (
             Rule(
-                r"(?:(?i:aws[a-z_]{0,20}secret[a-z_]{0,20}|secret_?access_?key)[\\\"'\s]*(?::|=>?)[\\\"'\s]*"
+                r"(?:(?i:aws[a-z_]{0,20}secret[a-z_]{0,20}|secret_?access_?key)[\\\"'\s]{0,16}(?::|=>?)[\\\"'\s]{0,16}"
                 r"|\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}[\s,:;|\"'=]{1,8})([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
                 ("secret", "AKIA", "ASIA", "ABIA", "ACCA"),
             ),
@@ -223,7 +228,11 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         "wandb_api_key",
         (
             *_bare_value(["wandb_api_key", "wandb_key"], ["wandb"], "[a-f0-9]{40}|local-[a-f0-9]{40}"),
-            Rule(r"(?i:machine\s+api\.wandb\.ai\s+login\s+\S+\s+password)\s+([a-f0-9]{40})\b", ("api.wandb.ai",)),
+            Rule(
+                rf"(?i:machine{_SPACES}api\.wandb\.ai{_SPACES}login{_SPACES}\S{{1,128}}{_SPACES}password){_SPACES}"
+                r"([a-f0-9]{40})\b",
+                ("api.wandb.ai",),
+            ),
         ),
         judge.mixes_letters_and_digits,  # lowercase hex: a mixed-case check could never pass
     ),
@@ -239,7 +248,9 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         (
             Rule(r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
             # an .npmrc line: legacy tokens are UUIDs, only the key name says what they are
-            Rule(rf"//[^\s/]+/:_authToken=\s*({_UUID_ANY_CASE}|npm_[A-Za-z0-9]{{36}})\b", ("/:_authToken=",)),
+            Rule(
+                rf"//[^\s/]{{1,128}}/:_authToken={_GAP}({_UUID_ANY_CASE}|npm_[A-Za-z0-9]{{36}})\b", ("/:_authToken=",)
+            ),
         ),
         lambda key: judge.crc32_base62_ok(key, 4),
     ),
@@ -365,7 +376,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         "modal_token_secret",
         (
             Rule(
-                r"(?i:token[_-]secret)[\"']?(?:\s*[:=]\s*[\"']?|\s+)(as-[A-Za-z0-9]{22})\b",
+                rf"(?i:token[_-]secret)[\"']?(?:{_GAP}[:=]{_GAP}[\"']?|{_SPACES})(as-[A-Za-z0-9]{{22}})\b",
                 ("token_secret", "token-secret"),
             ),
         ),
@@ -376,16 +387,18 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     # ---- credentials in context: headers, URLs, docker auth, generic assignments
     SecretKind(
         "bearer_token",
-        (Rule(r"(?i:bearer)\s+([A-Za-z0-9_\-.~+/]{20,}=*)", ("bearer",)),),
+        (Rule(rf"(?i:bearer){_SPACES}([A-Za-z0-9_\-.~+/]{{20,}}=*)", ("bearer",)),),
         judged=Judged.GENERIC,
     ),
     _token(
         "basic_auth",
-        r"(?i:authorization[\"']?\s*[:=]\s*[\"']?basic)\s+([A-Za-z0-9+/]{8,}={0,2})",
+        rf"(?i:authorization[\"']?{_GAP}[:=]{_GAP}[\"']?basic){_SPACES}([A-Za-z0-9+/]{{8,}}={{0,2}})",
         ["authorization"],
         judge.basic_credentials,
     ),
-    _token("docker_auth", r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{8,}={0,2})\"", ['"auth"'], judge.basic_credentials),
+    _token(
+        "docker_auth", rf"\"auth\"{_GAP}:{_GAP}\"([A-Za-z0-9+/]{{8,}}={{0,2}})\"", ['"auth"'], judge.basic_credentials
+    ),
     SecretKind(
         "url_password",
         (Rule(r"[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:@/'\"<>]{0,64}:([^\s@/'\"<>]{3,128})@[A-Za-z0-9.\[-]", ("://",)),),

@@ -206,6 +206,8 @@ class SecretScanner:
         self._tasks: dict[str, set[str]] = {kind.name: set() for kind in self.kinds}
         pem_counts = ("markers", "rows", "blocks", "truncated", "parseable", "placeholder", "max_decoded_bytes")
         self._pem = dict.fromkeys(pem_counts, 0)
+        # a set, not a count per batch: a large object's chunks may hold its markers in two batches
+        self._pem_rows: set[int] = set()
         self._pem_tasks: set[str] = set()
         self._pem_blocks: dict[tuple[str | None, str], dict[str, Any]] = {}
         self._pem_blocks_omitted = 0
@@ -225,7 +227,8 @@ class SecretScanner:
         matches, judgements, _, markers = _judged_texts(self._finder, self._judge, texts, counted or {})
         self._bytes_scanned += int(texts.select(pl.col("text").str.len_bytes().sum()).item() or 0)
         self._pem["markers"] += int(markers["pem_markers"].sum() or 0)
-        self._pem["rows"] += markers["row_id"].n_unique()
+        self._pem_rows.update(markers["row_id"].unique().to_list())
+        self._pem["rows"] = len(self._pem_rows)
         self._pem_tasks.update(markers["task"].drop_nulls().unique().to_list())
         if not matches:
             return

@@ -8,12 +8,15 @@ import os
 import random
 import shutil
 from pathlib import Path
+from re import _constants as re_constants
+from re import _parser as re_parser
 
 import pytest
 
 from trace_assets.scope import RunScope
+from trace_assets.secret_scan.kinds import BUILTIN_KINDS
 from trace_assets.secret_scan.scanner import ScanOptions
-from trace_assets.steps.raw_scan import RawTreeScan, raw_scan
+from trace_assets.steps.raw_scan import MARGIN_CHARS, RawTreeScan, raw_scan
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.secret_framings import PROMPT, crc_token, ec_pem, rsa_pem
@@ -202,30 +205,75 @@ def test_an_object_refused_part_way_is_named_partially_scanned(tmp_path, traces)
     assert _found(report, key) == {"github_token": {"live": 1}}  # what its first chunk held, named so
 
 
+def test_a_key_block_whose_chunks_are_scanned_in_two_batches_is_one_object(tmp_path):
+    """Its BEGIN marker counts in the first chunk, its END in the second: each batch saw the object."""
+    key = f"{TRIAL}/agent/key.log"
+    pem = ec_pem()  # shorter than the overlap, as every key is than the real one
+    counted_first = CHUNK - OVERLAP  # where the first chunk's counted part ends
+    assert 100 < len(pem) < OVERLAP - 100
+    root = _lone_run(tmp_path, {key: "d " * ((counted_first - 100) // 2) + f"\n{pem}\n" + "e " * CHUNK})
+    store = TraceStore(str(root))
+    whole = _scan_with(root, 2**20)
+    batched = RawTreeScan(store, RunScope(SAMPLE_RUN), ScanOptions(), CHUNK, OVERLAP, batch_bytes=1).run()
+    assert batched["chunks_scanned"] > 2 and whole["pem"]["markers"] == 2
+    assert batched["pem"] == whole["pem"] and batched["pem"]["rows"] == 1
+    assert _found(batched, key) == {"private_key": {"live": 1}}
+
+
 SWEEP_CHUNK, SWEEP_OVERLAP = 1024, 400  # the first text's counted part ends at 624
 SWEEP_LIMIT = SWEEP_CHUNK - SWEEP_OVERLAP
 
 
-def _sweep_cases() -> dict[str, str]:
+def _sweep_cases() -> dict[str, tuple[str, int]]:
+    """Each case's text and how many characters of context come before its value."""
     rng = random.Random(8)
+    gap = "\n" + " " * 15  # the longest whitespace run a context may hold
+    netrc_key = "".join(rng.choice("0123456789abcdef") for _ in range(40))
+    netrc = f"machine{gap}api.wandb.ai{gap}login{gap}{'u' * 128}{gap}password{gap}"  # the longest netrc context
+    vercel = "vercel_token = "
     return {
-        "keyword": "vercel_token = " + "".join(rng.choice("ABCDEFGHJKmnpqrstuvw23456789") for _ in range(24)),
-        "letter_before_token": "x" + crc_token(rng, "ghp_"),
-        "token": crc_token(rng, "ghp_"),
-        "pem": ec_pem(),
+        "keyword": (vercel + "".join(rng.choice("ABCDEFGHJKmnpqrstuvw23456789") for _ in range(24)), len(vercel)),
+        "longest_context": (netrc + netrc_key, len(netrc)),
+        "letter_before_token": ("x" + crc_token(rng, "ghp_"), 0),
+        "token": (crc_token(rng, "ghp_"), 0),
+        "pem": (ec_pem(), 0),
     }
 
 
-@pytest.mark.parametrize("case", ["keyword", "letter_before_token", "token", "pem"])
+@pytest.mark.parametrize("case", ["keyword", "longest_context", "letter_before_token", "token", "pem"])
 def test_a_secret_anywhere_around_a_chunk_boundary_scans_as_in_the_whole_text(tmp_path, case):
-    secret = _sweep_cases()[case]
+    secret, context = _sweep_cases()[case]
     filler = "lorem ipsum dolor sit amet\n" * 200
     key = f"{TRIAL}/agent/swept.log"
     differences = []
+    # `start` is where the value starts: its context lies before it, in the previous chunk's part or not
     for start in [*range(SWEEP_LIMIT - 40, SWEEP_LIMIT + 40), *range(SWEEP_CHUNK - 40, SWEEP_CHUNK + 40, 4)]:
-        root = _lone_run(tmp_path / str(start), {key: filler[: start - 1] + " " + secret + " " + filler})
+        root = _lone_run(tmp_path / str(start), {key: filler[: start - context - 1] + " " + secret + " " + filler})
         whole, chunked = _scan_with(root, 2**20), _scan_with(root, SWEEP_CHUNK, SWEEP_OVERLAP)
         fields = ("kinds", "findings", "objects", "pem")
         if [chunked[f] for f in fields] != [whole[f] for f in fields]:
             differences.append(start)
+        if case == "longest_context":
+            assert _found(whole, key) == {"wandb_api_key": {"live": 1}}
     assert differences == []
+
+
+def _context_width(regex: str) -> int:
+    """The most characters a match of `regex` can hold before its secret: group 1, or the whole match.
+    A secret group nested inside another group is not measured here: unbounded, so the test names it."""
+    pattern = re_parser.parse(regex)
+    items = list(pattern)
+    for index, (op, argument) in enumerate(items):
+        if op is re_constants.SUBPATTERN and argument[0] == 1:
+            return int(re_parser.SubPattern(pattern.state, items[:index]).getwidth()[1])
+    return re_constants.MAXREPEAT if pattern.state.groups > 1 else 0
+
+
+def test_every_kind_s_context_fits_in_the_raw_scan_s_margin():
+    """A chunk's text starts MARGIN_CHARS before its counted part: a value starting there is found
+    with its keyword only if no context is longer (and one character more, for `\\b` or `^` before it)."""
+    assert _context_width(r"login\s+(x)") >= re_constants.MAXREPEAT  # what the bound catches
+    assert _context_width(r"(?:a|(b))c") >= re_constants.MAXREPEAT
+    widths = {kind.name: max(_context_width(rule.regex) for rule in kind.rules) for kind in BUILTIN_KINDS}
+    assert {name: width for name, width in widths.items() if width >= MARGIN_CHARS} == {}
+    assert widths["wandb_api_key"] == 240  # the netrc rule: the longest context today
