@@ -9,8 +9,8 @@ plus `overlap_chars` characters before the chunk's own: a match counts in the te
 inside the counted part, `[margin, len - overlap)` (the first text from 0, the last to its end), so
 each is counted exactly once, whole (a secret is shorter than the overlap), with its keyword and
 the character before it (`\b` sees what the file holds): every kind's context before its value is
-bounded and shorter than the margin, as a test measures from the regexes (in characters as
-matched: a context written with JSON escapes takes more in the file). An object gone or refused at
+bounded, as a test measures from the regexes, and the margin holds it even written in the most
+expanded form the scanner reads back (JSON escaped twice). An object gone or refused at
 read time is skipped, named so; one refused after some of its chunks is listed as partially
 scanned, with what its scanned chunks held. An object with a NUL byte in its first bytes is binary
 and skipped, named so; bytes that are not UTF-8 are scanned as U+FFFD and counted.
@@ -37,7 +37,9 @@ from trace_assets.store.trace_store import FetchError, TraceStore
 RAW_SCAN_REPORT = "raw_secret_scan.json"  # in the scope's staging folder
 CHUNK_BYTES = 4 * 2**20  # an object larger than this is read a chunk at a time
 OVERLAP_CHARS = 64 * 1024  # longer than any secret the kinds match (a 16k-bit RSA PEM is about 12 KB)
-MARGIN_CHARS = 256  # longer than any kind's context before its value (bounded in kinds.py: 240 at most)
+# Longer than any kind's context before its value (bounded in kinds.py: 240 characters as matched)
+# as the file may hold it: JSON escaped twice, a character can take up to 11 (`\\u005cu0041`).
+MARGIN_CHARS = 4096
 BATCH_BYTES = 32 * 2**20  # small objects fetched, and text held, before a scan
 BINARY_SNIFF_BYTES = 8192  # as git does: a NUL byte in the first 8 KiB means binary
 RAW_COLUMN = "object"  # the scanner's `column` for a raw text; its `trace_source` holds the object key

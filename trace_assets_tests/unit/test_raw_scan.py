@@ -220,7 +220,7 @@ def test_a_key_block_whose_chunks_are_scanned_in_two_batches_is_one_object(tmp_p
     assert _found(batched, key) == {"private_key": {"live": 1}}
 
 
-SWEEP_CHUNK, SWEEP_OVERLAP = 1024, 400  # the first text's counted part ends at 624
+SWEEP_CHUNK, SWEEP_OVERLAP = 8192, 400  # twice the margin; the first text's counted part ends at 7,792
 SWEEP_LIMIT = SWEEP_CHUNK - SWEEP_OVERLAP
 
 
@@ -231,29 +231,38 @@ def _sweep_cases() -> dict[str, tuple[str, int]]:
     netrc_key = "".join(rng.choice("0123456789abcdef") for _ in range(40))
     netrc = f"machine{gap}api.wandb.ai{gap}login{gap}{'u' * 128}{gap}password{gap}"  # the longest netrc context
     vercel = "vercel_token = "
+    # the same with tabs, in a JSON string escaped twice (an agent writing a config file through a
+    # heredoc): 400 characters of the file before the value, 240 as the regex sees them
+    tabbed = netrc.replace(" ", "\t")
+    escaped = json.dumps(json.dumps(tabbed)[1:-1])[1:-1]
     return {
         "keyword": (vercel + "".join(rng.choice("ABCDEFGHJKmnpqrstuvw23456789") for _ in range(24)), len(vercel)),
         "longest_context": (netrc + netrc_key, len(netrc)),
+        "escaped_context": (escaped + netrc_key, len(escaped)),
         "letter_before_token": ("x" + crc_token(rng, "ghp_"), 0),
         "token": (crc_token(rng, "ghp_"), 0),
         "pem": (ec_pem(), 0),
     }
 
 
-@pytest.mark.parametrize("case", ["keyword", "longest_context", "letter_before_token", "token", "pem"])
+@pytest.mark.parametrize(
+    "case", ["keyword", "longest_context", "escaped_context", "letter_before_token", "token", "pem"]
+)
 def test_a_secret_anywhere_around_a_chunk_boundary_scans_as_in_the_whole_text(tmp_path, case):
     secret, context = _sweep_cases()[case]
-    filler = "lorem ipsum dolor sit amet\n" * 200
+    filler = "lorem ipsum dolor sit amet\n" * (SWEEP_CHUNK // 10)
     key = f"{TRIAL}/agent/swept.log"
     differences = []
     # `start` is where the value starts: its context lies before it, in the previous chunk's part or not
     for start in [*range(SWEEP_LIMIT - 40, SWEEP_LIMIT + 40), *range(SWEEP_CHUNK - 40, SWEEP_CHUNK + 40, 4)]:
-        root = _lone_run(tmp_path / str(start), {key: filler[: start - context - 1] + " " + secret + " " + filler})
+        text = filler[: start - context - 1] + " " + secret + " " + filler
+        assert text.index(secret) + context == start
+        root = _lone_run(tmp_path / str(start), {key: text})
         whole, chunked = _scan_with(root, 2**20), _scan_with(root, SWEEP_CHUNK, SWEEP_OVERLAP)
         fields = ("kinds", "findings", "objects", "pem")
         if [chunked[f] for f in fields] != [whole[f] for f in fields]:
             differences.append(start)
-        if case == "longest_context":
+        if case in ("longest_context", "escaped_context"):
             assert _found(whole, key) == {"wandb_api_key": {"live": 1}}
     assert differences == []
 
@@ -275,5 +284,6 @@ def test_every_kind_s_context_fits_in_the_raw_scan_s_margin():
     assert _context_width(r"login\s+(x)") >= re_constants.MAXREPEAT  # what the bound catches
     assert _context_width(r"(?:a|(b))c") >= re_constants.MAXREPEAT
     widths = {kind.name: max(_context_width(rule.regex) for rule in kind.rules) for kind in BUILTIN_KINDS}
-    assert {name: width for name, width in widths.items() if width >= MARGIN_CHARS} == {}
+    most_escaped = 11  # file characters for one the regex sees, JSON escaped twice: `\\u005cu0041` is `A`
+    assert {name: width for name, width in widths.items() if (width + 1) * most_escaped > MARGIN_CHARS} == {}
     assert widths["wandb_api_key"] == 240  # the netrc rule: the longest context today
