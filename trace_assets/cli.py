@@ -624,7 +624,7 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
 
 def recheck_command(keys: list[str]) -> int:
     """Record, for each scope, a request the sensor reads at its next tick (see `defs/recheck.py`,
-    shared with the sensor); a run stands for its step partitions."""
+    shared with the UI's `recheck_scopes` job); a run stands for its step partitions."""
     import getpass
 
     from trace_assets.defs.recheck import request_rechecks, unknown_scope_reason

@@ -1,14 +1,19 @@
 """Re-check requests: an operator asks the sensor to list scopes at its next tick, whatever their
 back-off. A request is a runless observation of `published_shards` for the scope's partition
-(shown on the asset's page); `trace-assets recheck` records it through `request_rechecks`, the
-sensor reads it once (`recheck_requests`).
+(shown on the asset's page); `trace-assets recheck` and the `recheck_scopes` job (the UI's
+Launchpad) record it through `request_rechecks`, the sensor reads it once (`recheck_requests`).
+
+The job takes no pool and is not partitioned, so neither `hub_commits` nor the one-run-per-partition
+limit holds it behind, or it behind it, a running export of the same scope.
 """
 
 import dagster as dg
+from pydantic import Field
 
 from trace_assets.defs.assets import published_shards
+from trace_assets.defs.jobs import RUN_EXECUTOR
 from trace_assets.defs.partitions import TRACE_RUNS
-from trace_assets.scope import partitions_named, validate_scope_keys
+from trace_assets.scope import InvalidScopeKey, partitions_named, validate_scope_keys
 
 PUBLISHED = published_shards.key
 RECHECK_METADATA = "recheck_requested_by"  # marks a re-check request among the asset's observations
@@ -57,3 +62,35 @@ def recheck_requests(instance: dg.DagsterInstance, after: int | None) -> tuple[s
         if not page.has_more:
             return keys, newest
         cursor = page.cursor
+
+
+class RecheckScopes(dg.Config):
+    scopes: list[str] = Field(description="scope keys (run/step-N), or runs: all their steps")
+
+
+@dg.op(description="Records a re-check request for each scope; the sensor lists them at its next tick")
+def request_recheck(context: dg.OpExecutionContext, config: RecheckScopes) -> None:
+    if not config.scopes:
+        raise dg.Failure(description="no scopes given: name at least one scope key in `scopes`", allow_retries=False)
+    try:
+        asked = request_rechecks(context.instance, config.scopes, f"recheck_scopes run {context.run_id}")
+    except InvalidScopeKey as error:  # the run fails naming the keys, without a traceback to read
+        raise dg.Failure(description=str(error), allow_retries=False) from None
+    for key, scopes in asked.items():
+        if scopes:
+            context.log.info(f"{key}: re-check requested for {', '.join(scopes)}; the sensor lists it at its next tick")
+    unknown = [key for key, scopes in asked.items() if not scopes]
+    if unknown:
+        raise dg.Failure(
+            description="; ".join(unknown_scope_reason(key) for key in unknown),
+            metadata={"requested": [scope for scopes in asked.values() for scope in scopes], "unknown": unknown},
+            allow_retries=False,
+        )
+
+
+@dg.job(
+    executor_def=RUN_EXECUTOR,
+    description="Make the sensor list these scopes at its next tick, whatever their back-off (as `trace-assets recheck`)",
+)
+def recheck_scopes() -> None:
+    request_recheck()
