@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from trace_assets.harbor.options import add_export_arguments, export_overrides
 from trace_assets.run_tags import SWEEP_TAG
-from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, validate_scope_key
+from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, validate_scope_key, validate_scope_keys
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES
 
 # Dagster and the resources take seconds to import: only the commands that run import them, so
@@ -137,19 +137,6 @@ def _config(args: argparse.Namespace) -> TraceAssetsConfig:
         **export_overrides(args),
         allow_shrink=args.allow_shrink,
     )
-
-
-def _validated(run_ids: list[str]) -> list[str]:
-    """Every id checked before anything is registered or written; all bad ones named at once."""
-    problems = []
-    for run_id in run_ids:
-        try:
-            validate_scope_key(run_id)
-        except InvalidScopeKey as error:
-            problems.append(str(error))
-    if problems:
-        raise InvalidScopeKey("; ".join(problems) + " (nothing was registered or written)")
-    return list(dict.fromkeys(run_ids))
 
 
 def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
@@ -635,30 +622,24 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
     return 1 if failures else 0
 
 
-def request_rechecks(keys: list[str]) -> int:
-    """Record, for each scope, a request the sensor reads at its next tick (a runless observation of
-    `published_shards`, visible on the asset's page); a run stands for its step partitions."""
+def recheck_command(keys: list[str]) -> int:
+    """Record, for each scope, a request the sensor reads at its next tick (see `defs/recheck.py`,
+    shared with the UI's `recheck_scopes` job); a run stands for its step partitions."""
     import getpass
 
-    from trace_assets.defs.partitions import TRACE_RUNS
-    from trace_assets.defs.sensors import recheck_observation
+    from trace_assets.defs.recheck import request_rechecks, unknown_scope_reason
 
-    instance = _instance()
-    known = set(instance.get_dynamic_partitions(TRACE_RUNS))
     requested_by = f"trace-assets recheck ({getpass.getuser()}@{socket.gethostname()})"
-    failures = 0
-    for key in keys:
-        scopes = [key] if key in known else sorted(k for k in known if k.startswith(key + "/"))
+    asked = request_rechecks(_instance(), keys, requested_by)
+    for key, scopes in asked.items():
         if not scopes:
-            failures += 1
-            reason = f"{key!r} is not a partition the sensor knows; nothing to re-check"
+            reason = unknown_scope_reason(key)
             _say(reason)
             print(json.dumps({"run_id": key, "status": "unknown", "reason": reason}), flush=True)
         for scope in scopes:
-            instance.report_runless_asset_event(recheck_observation(scope, requested_by))
             _say(f"{scope}: re-check requested; the sensor lists it at its next tick")
             print(json.dumps({"run_id": scope, "status": "recheck_requested"}), flush=True)
-    return 1 if failures else 0
+    return 1 if not all(asked.values()) else 0
 
 
 def print_status() -> int:
@@ -676,16 +657,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "status":
             return print_status()
         if args.command == "recheck":
-            return request_rechecks(_validated(args.run_ids))
+            return recheck_command(validate_scope_keys(args.run_ids))
         trace_config = _config(args)
         if args.command == "runs":
             for run_id in _run_ids(trace_config):
                 print(run_id)
             return 0
         if args.command == "forget":
-            return forget_runs(_validated(args.run_ids), trace_config)
+            return forget_runs(validate_scope_keys(args.run_ids), trace_config)
         if args.command == "backfill":
-            run_ids = _run_ids(trace_config) if args.all else _scopes(_validated(args.run_ids), trace_config)
+            run_ids = _run_ids(trace_config) if args.all else _scopes(validate_scope_keys(args.run_ids), trace_config)
             if not run_ids:
                 raise ValueError(f"no runs under {trace_config.traces_root}")
             missing = [run_id for run_id in run_ids if not _run_exists(trace_config, RunScope.from_key(run_id))]
@@ -693,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
             run_config = _as_run_config(trace_config)
             return backfill_runs(run_ids, run_config, args.wait, args.webserver, trace_config.sweep_name())
-        scopes = _scopes(_validated(args.run_ids), trace_config)
+        scopes = _scopes(validate_scope_keys(args.run_ids), trace_config)
         if args.dry_run:
             return dry_run_runs(scopes, trace_config)
         return materialize_runs(scopes, trace_config, args.verbose)

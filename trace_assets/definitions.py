@@ -1,4 +1,4 @@
-"""The code location `dagster dev` and the CLI load: assets, checks, job, sensor, resources."""
+"""The code location `dagster dev` and the CLI load: assets, checks, jobs, sensors, resources."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from trace_assets.defs.checks import (
 )
 from trace_assets.defs.jobs import ASSETS, RUN_EXECUTOR, export_trace_run
 from trace_assets.defs.partitions import trace_runs
+from trace_assets.defs.recheck import recheck_scopes
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
 from trace_assets.defs.sensors import new_trace_runs_sensor
 from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_publish
@@ -30,7 +31,7 @@ def build_definitions(
     return dg.Definitions(
         assets=[*ASSETS, sweep_coverage],
         asset_checks=CHECKS,
-        jobs=[export_trace_run, refresh_sweep_coverage],
+        jobs=[export_trace_run, refresh_sweep_coverage, recheck_scopes],
         sensors=[new_trace_runs_sensor, sweep_coverage_after_publish],
         resources={
             "trace_config": trace_config,

@@ -18,7 +18,7 @@ pipeline writes beside a scope's folders can never be another scope's folder.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -63,6 +63,26 @@ def validate_scope_key(key: str) -> str:
                 "starting with a letter or digit (no spaces, backslashes or control characters)"
             )
     return key
+
+
+def validate_scope_keys(keys: Iterable[str]) -> list[str]:
+    """Every key checked before anything is registered or written, all bad ones named at once;
+    the keys in order, without repeats."""
+    keys = list(keys)
+    problems = []
+    for key in keys:
+        try:
+            validate_scope_key(key)
+        except InvalidScopeKey as error:
+            problems.append(str(error))
+    if problems:
+        raise InvalidScopeKey("; ".join(problems) + " (nothing was registered or written)")
+    return list(dict.fromkeys(keys))
+
+
+def partitions_named(key: str, known: Collection[str]) -> list[str]:
+    """The known partitions a key names: itself, or for a run split into steps its step partitions."""
+    return [key] if key in known else sorted(k for k in known if k.startswith(key + "/"))
 
 
 def is_scope_key(key: str) -> bool:

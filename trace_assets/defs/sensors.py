@@ -18,48 +18,17 @@ import dagster as dg
 
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
+from trace_assets.defs.recheck import PUBLISHED, recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.discovery import cursor_extra, is_current, plan_queue_tick, plan_tick
 from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
 
-PUBLISHED = dg.AssetKey("published_shards")
 SKIPS_SHOWN = 20  # scopes named in a tick's skip reason; the log names them all
 INTERVAL = int(os.environ.get("TRACE_ASSETS_SENSOR_INTERVAL_SECONDS", "60"))
 # Long enough that the next tick deletes a message before it shows again (else it is read twice).
 QUEUE_VISIBILITY_SECONDS = max(300, 5 * INTERVAL)
-RECHECK_METADATA = "recheck_requested_by"  # marks `trace-assets recheck`'s observations
-
-
-def recheck_observation(key: str, requested_by: str) -> dg.AssetObservation:
-    """The request to re-list scope `key` at the sensor's next tick, whatever its back-off."""
-    return dg.AssetObservation(asset_key=PUBLISHED, partition=key, metadata={RECHECK_METADATA: requested_by})
-
-
-def _recheck_requests(instance: dg.DagsterInstance, after: int | None) -> tuple[set[str], int | None]:
-    """Scopes asked to be re-checked since storage id `after`, and the newest id seen (on a first
-    tick, `after` None: none asked, the id to read from next)."""
-    if after is None:
-        latest = instance.fetch_observations(PUBLISHED, limit=1).records
-        return set(), latest[0].storage_id if latest else 0
-    keys, newest = set(), after
-    cursor = None
-    while True:
-        page = instance.fetch_observations(
-            dg.AssetRecordsFilter(asset_key=PUBLISHED, after_storage_id=after),
-            limit=1000,
-            cursor=cursor,
-            ascending=True,
-        )
-        for record in page.records:
-            newest = max(newest, record.storage_id)
-            observation = record.asset_observation
-            if observation is not None and observation.partition and RECHECK_METADATA in observation.metadata:
-                keys.add(observation.partition)
-        if not page.has_more:
-            return keys, newest
-        cursor = page.cursor
 
 
 @dg.sensor(
@@ -91,7 +60,7 @@ def new_trace_runs_sensor(
 
     known = instance.get_dynamic_partitions(TRACE_RUNS)
     extra = cursor_extra(context.cursor)
-    recheck, seen = _recheck_requests(instance, extra.get("rechecked_through"))
+    recheck, seen = recheck_requests(instance, extra.get("rechecked_through"))
     if recheck:
         context.log.info(f"re-check requested for {', '.join(sorted(recheck))}")
     queue_url = trace_config.event_queue_url

@@ -13,8 +13,8 @@ import dagster as dg
 import pytest
 
 from trace_assets.definitions import build_definitions
+from trace_assets.defs.recheck import request_rechecks
 from trace_assets.defs.resources import config_from_env
-from trace_assets.defs.sensors import recheck_observation
 from trace_assets.discovery import BACKOFF_START, listing_fingerprint, plan_queue_tick, plan_tick
 from trace_assets.queue_events import Touch
 from trace_assets.run_tags import SWEEP_TAG
@@ -266,7 +266,7 @@ def test_a_cp_p_resync_of_new_content_is_exported_again(traces_root):
         result.write_bytes(data.replace(b"0", b"1", 1) if b"0" in data else data[::-1])  # same size, new content
         os.utime(result, ns=(before.st_atime_ns, before.st_mtime_ns))  # as cp -p keeps it
         assert result.stat().st_size == before.st_size and result.stat().st_mtime_ns == before.st_mtime_ns
-        instance.report_runless_asset_event(recheck_observation("run-a", "test"))
+        request_rechecks(instance, ["run-a"], "test")
         resynced = _tick(defs, instance, first.cursor)
         assert [r.partition_key for r in resynced.run_requests] == ["run-a"]  # published before the change was seen
         assert resynced.run_requests[0].run_key != first.run_requests[0].run_key

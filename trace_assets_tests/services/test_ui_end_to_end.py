@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -21,13 +20,13 @@ from dagster_graphql import DagsterGraphQLClient
 from trace_assets_tests.support.helpers import SAMPLE_RUN
 from trace_assets_tests.support.service_processes import (
     CHROMIUM,
-    ServiceProcess,
     require_binary,
     running_daemon,
     running_webserver,
     service_env,
     stop_process_group,
 )
+from trace_assets_tests.support.webserver_graphql import loaded_repository, wait_for_run
 
 JOB = "export_trace_run"
 ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"
@@ -39,17 +38,10 @@ CHROMIUM_FLAGS = [
     "--window-size=1600,1200",
     "--virtual-time-budget=15000",  # the UI is a JS app: let it fetch and render before the capture
 ]  # fmt: skip
-RUN_TIMEOUT_SECONDS = 180
 # The whole run in its worker process: a subprocess per step re-imports the code, doubling the test's time.
 # dagster_graphql's client calls gql the old way, once per request.
 pytestmark = pytest.mark.filterwarnings("ignore:Using variable_values:DeprecationWarning")
 
-WORKSPACE_QUERY = """
-{ workspaceOrError { ... on Workspace { locationEntries {
-    name loadStatus
-    locationOrLoadError { ... on RepositoryLocation { repositories { name } } ... on PythonError { message } }
-} } } }
-"""
 ADD_PARTITION = """
 mutation AddPartition($repository: RepositorySelector!, $partitionKey: String!) {
   addDynamicPartition(repositorySelector: $repository, partitionsDefName: "trace_runs", partitionKey: $partitionKey) {
@@ -99,30 +91,6 @@ def write_instance_config(dagster_home: Path) -> None:
         "nux": {"enabled": False},
     }
     (dagster_home / "dagster.yaml").write_text(yaml.safe_dump(config))
-
-
-def loaded_repository(client: DagsterGraphQLClient, timeout: float = 90) -> dict[str, str]:
-    """The repository selector of the code location, once the webserver has loaded it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        entries = client._execute(WORKSPACE_QUERY)["workspaceOrError"]["locationEntries"]
-        if entries and entries[0]["loadStatus"] == "LOADED":
-            location = entries[0]["locationOrLoadError"]
-            assert "repositories" in location, f"code location failed to load: {location.get('message')}"
-            return {"repositoryLocationName": entries[0]["name"], "repositoryName": location["repositories"][0]["name"]}
-        time.sleep(0.5)
-    raise AssertionError(f"code location not loaded within {timeout:.0f}s")
-
-
-def wait_for_run(client: DagsterGraphQLClient, run_id: str, daemon: ServiceProcess) -> dg.DagsterRunStatus:
-    deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        status = client.get_run_status(run_id)
-        if status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
-            return status
-        daemon.require_alive()
-        time.sleep(1)
-    raise AssertionError(f"run {run_id} still {status} after {RUN_TIMEOUT_SECONDS}s\n{daemon.log_tail()}")
 
 
 class MetadataTable(HTMLParser):

@@ -8,7 +8,15 @@ from trace_assets.accounting import Coverage
 from trace_assets.defs.resources import ConfigError, config_from_env
 from trace_assets.publishing.shrink_guard import ShrinkRefused, refuse_worse_version
 from trace_assets.roots import overlapping_roots
-from trace_assets.scope import InvalidScopeKey, RunScope, nesting_conflicts, refuse_nesting, validate_scope_key
+from trace_assets.scope import (
+    InvalidScopeKey,
+    RunScope,
+    nesting_conflicts,
+    partitions_named,
+    refuse_nesting,
+    validate_scope_key,
+    validate_scope_keys,
+)
 
 
 @pytest.mark.parametrize("key", ["rl-sample-run", "run_1.2", "sweep/step-25", "A/b/c"])
@@ -38,6 +46,21 @@ def test_bad_keys_are_refused_with_the_reason(key, why):
     with pytest.raises(InvalidScopeKey, match="run id") as refused:
         RunScope(key)
     assert why in str(refused.value)
+
+
+def test_every_bad_key_is_named_at_once():
+    assert validate_scope_keys(["b", "a", "b"]) == ["b", "a"]
+    with pytest.raises(InvalidScopeKey) as refused:
+        validate_scope_keys(["good", "bad key", "../up"])
+    assert "'bad key'" in str(refused.value) and "'../up'" in str(refused.value) and "good" not in str(refused.value)
+
+
+def test_a_run_names_its_step_partitions():
+    known = {"run-a", "run-ab", "run-b/step-1", "run-b/step-2", "run-bc/step-1"}
+    assert partitions_named("run-a", known) == ["run-a"]  # not run-ab
+    assert partitions_named("run-b", known) == ["run-b/step-1", "run-b/step-2"]  # not run-bc's
+    assert partitions_named("run-b/step-2", known) == ["run-b/step-2"]
+    assert partitions_named("run-z", known) == []
 
 
 def test_a_key_inside_another_is_refused():
