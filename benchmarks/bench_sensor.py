@@ -35,7 +35,7 @@ import boto3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trace_assets.discovery import BACKOFF_START, listing_fingerprint, plan_queue_tick, plan_tick
+from trace_assets.discovery import BACKOFF_START, TickSources, listing_fingerprint, plan_queue_tick, plan_tick
 from trace_assets.queue_events import EventQueue, read_messages
 from trace_assets.scope import RunScope
 from trace_assets.store.objects import ObjectBatch
@@ -82,6 +82,7 @@ def main() -> None:
     with FaultProxy(endpoint) as proxy:
         options = {"endpoint_url": proxy.url, "key": "testing", "secret": "testing", "skip_instance_cache": True}
         store = TraceStore(f"s3://{bucket}/traces", options)
+        sources = scope_sources(store)
 
         def tick(cursor: str | None, now: float, settle: float = SETTLE) -> tuple[object, int, float]:
             proxy.reset_stats()
@@ -89,9 +90,7 @@ def main() -> None:
             plan = plan_tick(
                 cursor,
                 store.run_folders(),
-                lambda run: [s.key for s in store.scopes(run)],
-                lambda key: store.iter_run(RunScope.from_key(key)),
-                lambda key: None,
+                sources,
                 [],
                 now,
                 settle,
@@ -167,6 +166,16 @@ def _fingerprint_cost(objects: int = 154_311, repeats: int = 5) -> dict[str, obj
     }
 
 
+def scope_sources(store: TraceStore) -> TickSources:
+    """The sensor's reads over the bucket; nothing published, no failed export."""
+    return TickSources(
+        lambda run: [s.key for s in store.scopes(run)],
+        lambda key: store.iter_run(RunScope.from_key(key)),
+        lambda key: None,
+        lambda key: False,
+    )
+
+
 def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, cursor, start) -> dict[str, object]:
     """Queue mode's steady ticks from the full mode's last cursor: S3 and SQS requests per tick."""
     sqs = boto3.client("sqs", endpoint_url=endpoint, **creds)
@@ -192,9 +201,7 @@ def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, curso
         plan = plan_queue_tick(
             cursor,
             read_messages(bodies, bucket, "traces/").touches,
-            lambda run: [s.key for s in store.scopes(run)],
-            lambda key: store.iter_run(RunScope.from_key(key)),
-            lambda key: None,
+            scope_sources(store),
             [],
             start + (args.ticks + n + 1) * INTERVAL,
             SETTLE,

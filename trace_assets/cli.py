@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trace_assets.harbor.options import add_export_arguments, export_overrides
-from trace_assets.run_tags import SWEEP_TAG
+from trace_assets.run_tags import PARTITION_TAG, SWEEP_TAG
 from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, validate_scope_key, validate_scope_keys
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES
 
@@ -499,7 +499,7 @@ def _finished_by_runs(instance: dg.DagsterInstance, backfill_id: str, partitions
     runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
     newest: dict[str | None, dg.DagsterRunStatus] = {}
     for run in runs:  # newest first: a partition re-executed within the backfill counts by its last run
-        newest.setdefault(run.tags.get("dagster/partition"), run.status)
+        newest.setdefault(run.tags.get(PARTITION_TAG), run.status)
     finished = {partition: status for partition, status in newest.items() if status in _finished_statuses()}
     if set(partitions) - set(finished):
         return None
@@ -518,9 +518,9 @@ def _report_runs(instance: dg.DagsterInstance, url: str, backfill_id: str) -> in
     runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
     latest: dict[str, dg.DagsterRun] = {}
     for run in runs:  # newest first: a partition re-executed within the backfill is reported by its last run
-        latest.setdefault(run.tags.get("dagster/partition", ""), run)
-    for run in sorted(latest.values(), key=lambda r: r.tags.get("dagster/partition", "")):
-        partition = run.tags.get("dagster/partition", "")
+        latest.setdefault(run.tags.get(PARTITION_TAG, ""), run)
+    for run in sorted(latest.values(), key=lambda r: r.tags.get(PARTITION_TAG, "")):
+        partition = run.tags.get(PARTITION_TAG, "")
         line: dict[str, Any] = {"run_id": partition, "dagster_run_id": run.run_id, "status": run.status.value}
         records = instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=last_episode_rows.key, asset_partitions=[partition]), limit=20

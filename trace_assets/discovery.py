@@ -13,8 +13,11 @@ object's modification time: a sweep finished days ago is requested on first sigh
 published (by the CLI or a backfill: `published_at` reads the asset's materializations) and not
 written since is taken as exported, never exported twice.
 
-An operator's re-check request (`trace-assets recheck SCOPE`) lists a scope at the next tick
-whatever its back-off (`recheck`).
+An operator's re-check request (`trace-assets recheck SCOPE`, the `recheck_scopes` job) lists a
+scope at the next tick whatever its back-off (`recheck`); one whose listing fails is listed again
+at the next tick. A scope requested but never published whose export run failed is requested
+again (with a new run key: Dagster never launches a run key twice) at its next re-check or on
+request, so a transient failure does not leave it unexported for good.
 
 Queue mode (`plan_queue_tick`): when the bucket sends S3 event notifications to an SQS queue, a
 tick visits only the runs and steps the events touched, the scopes still settling and those an
@@ -28,7 +31,8 @@ The cursor maps each scope to `[fingerprint, quiet_since, fingerprint_requested,
 backoff]` and each run to `[next_check]`: a few dozen bytes a scope; in queue mode it also holds
 touches whose listing failed (`retry`, visited again next tick). The sensor keeps its own state
 beside these (`extra`: the queue's receipt handles to delete, the last re-check request read).
-Pure: the sensor hands in the listings, the publish times and the clock. One bad run or scope
+Pure: the sensor hands in the listings, the publish times, the export runs' failures
+(`TickSources`) and the clock. One bad run or scope
 never hides the others: its error is reported, its cursor entry kept, and it is listed again on
 the next tick; a scope whose folder is gone is dropped from the cursor.
 """
@@ -75,11 +79,24 @@ def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None
     return fingerprint([], count, size, modified, tokens)[:16], None if newest is None else newest / 1e6
 
 
+@dataclass(frozen=True)
+class TickSources:
+    """What a tick reads, handed in by the sensor: a run's scope keys (its trace_jobs/ listed with a
+    delimiter), a scope's full listing, when a scope was last published (None: never), and whether
+    a scope's latest export run failed."""
+
+    run_scopes: Callable[[str], list[str]]
+    listing: Callable[[str], Iterable[ObjectBatch]]
+    published_at: Callable[[str], float | None]
+    export_failed: Callable[[str], bool]
+
+
 @dataclass
 class TickPlan:
     """What one tick decided: scopes to export (key, fingerprint), new keys, and why the rest wait."""
 
     requests: list[tuple[str, str]] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)  # requested again after a failed export: a new run key
     new_keys: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # scope key -> why it is not requested
     errors: dict[str, str] = field(default_factory=dict)  # run or scope -> its listing's error
@@ -135,9 +152,7 @@ def _minutes(seconds: float) -> int:
 def plan_tick(
     cursor: str | None,
     run_ids: Iterable[str],
-    run_scopes: Callable[[str], list[str]],
-    listing: Callable[[str], Iterable[ObjectBatch]],
-    published_at: Callable[[str], float | None],
+    sources: TickSources,
     known: Iterable[str],
     now: float,
     settle: float,
@@ -162,7 +177,7 @@ def plan_tick(
         keys = sorted(ours)
         if pending or now >= run_check:
             try:
-                keys = run_scopes(run_id)
+                keys = sources.run_scopes(run_id)
                 plan.listed_runs += 1
             except Exception as err:  # this run's listing, not the tick's: the other runs go on
                 plan.errors[run_id] = f"{type(err).__name__}: {err}"
@@ -170,7 +185,7 @@ def plan_tick(
                 next_runs[run_id] = [run_check]
                 continue
         for key in keys:
-            planned = _plan_scope(key, scopes.get(key), listing, published_at, now, settle, plan, key in recheck)
+            planned = _plan_scope(key, scopes.get(key), sources, now, settle, plan, key in recheck)
             if planned is not None:
                 next_scopes[key] = planned
         plan.new_keys += [key for key in keys if key not in known and key in next_scopes]
@@ -187,6 +202,11 @@ def _run_of(key: str) -> str:
     return RunScope.from_key(key).run_id
 
 
+def _touch_of(key: str) -> Touch:
+    scope = RunScope.from_key(key)
+    return Touch(scope.run_id, scope.step)
+
+
 def _touched_key(touch: Touch, keys: Collection[str]) -> str | None:
     """The scope an object of `touch` lies in, among the run's scope keys (None: in none of them)."""
     if touch.step is not None and f"{touch.run_id}/{touch.step}" in keys:
@@ -197,9 +217,7 @@ def _touched_key(touch: Touch, keys: Collection[str]) -> str | None:
 def plan_queue_tick(
     cursor: str,
     touches: Iterable[Touch],
-    run_scopes: Callable[[str], list[str]],
-    listing: Callable[[str], Iterable[ObjectBatch]],
-    published_at: Callable[[str], float | None],
+    sources: TickSources,
     known: Iterable[str],
     now: float,
     settle: float,
@@ -231,7 +249,7 @@ def plan_queue_tick(
         unseen = any(key not in scopes for key in asked if _run_of(key) == run_id)  # asked, not yet in the cursor
         if run_id not in runs or unseen or any(_touched_key(touch, ours) is None for touch in by_run[run_id]):
             try:  # a new run or step folder: its run's scopes, from one delimiter listing
-                keys = run_scopes(run_id)
+                keys = sources.run_scopes(run_id)
                 plan.listed_runs += 1
             except Exception as err:  # this run only: its touches are visited again next tick
                 plan.errors[run_id] = f"{type(err).__name__}: {err}"
@@ -249,14 +267,14 @@ def plan_queue_tick(
             if key not in touched and key not in asked and key not in settling and entry is not None:
                 continue  # nothing happened to it
             trusted = entry is not None and key in settling and key not in touched and key not in asked
-            planned = _plan_scope(
-                key, entry, listing, published_at, now, settle, plan, key in touched or key in asked, trusted
-            )
+            planned = _plan_scope(key, entry, sources, now, settle, plan, key in touched or key in asked, trusted)
             if key in plan.gone:
                 next_scopes.pop(key, None)
                 continue
             if planned is None or (key in plan.errors and key in touched):
                 retry |= {touch for touch in by_run[run_id] if _touched_key(touch, keys) == key}
+            if key in plan.errors and key in asked:  # a re-check request is not used up by a failed listing
+                retry.add(_touch_of(key))
             if planned is not None:
                 next_scopes[key] = planned
         plan.new_keys += [key for key in keys if key not in known and key in next_scopes]
@@ -267,8 +285,7 @@ def plan_queue_tick(
 def _plan_scope(
     key: str,
     entry: list | None,
-    listing: Callable[[str], Iterable[ObjectBatch]],
-    published_at: Callable[[str], float | None],
+    sources: TickSources,
     now: float,
     settle: float,
     plan: TickPlan,
@@ -288,26 +305,34 @@ def _plan_scope(
         current, newest = previous_fp, since
     else:
         try:
-            current, newest = listing_fingerprint(listing(key))
+            current, newest = listing_fingerprint(sources.listing(key))
         except FileNotFoundError:  # deleted since its run was listed (or since the event that named it)
             plan.skipped[key] = "gone from the traces root"
             plan.gone.append(key)
             return None
-        except Exception as err:  # this scope's listing only
+        except Exception as err:  # this scope's listing only: listed again next tick, a re-check request too
             plan.errors[key] = f"{type(err).__name__}: {err}"
-            return entry
+            return None if entry is None else [*entry[:3], min(next_check, now), backoff]
         plan.listed_scopes += 1
     if current != previous_fp:  # quiet since its newest object, unless that is older (a deletion)
         since = newest if newest is not None and (since is None or newest > since) else now
         since = min(since, now)
+    published = sources.published_at(key) if requested == current else None
+    if requested == current and (published is None or published < since) and sources.export_failed(key):
+        plan.requests.append((key, current))  # its export failed: again, on the same back-off as a re-check
+        plan.retried.append(key)
+        backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
+        return [current, since, requested, now + _spread(key, backoff), backoff]
     if requested == current:
         backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
-        plan.skipped[key] = "published and unchanged"
+        plan.skipped[key] = (
+            "published and unchanged" if published is not None else "export requested, not published yet"
+        )
         return [current, since, requested, now + _spread(key, backoff), backoff]
     if now - since < settle:
         plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
         return [current, since, requested, now, 0.0]
-    published = published_at(key)
+    published = sources.published_at(key)
     # Published after the listing took its current form (`since`: its newest object's time, or when
     # the sensor saw the change, for a re-sync that kept modification times): nothing to export.
     if published is not None and published >= since:

@@ -1,5 +1,6 @@
-"""The `trace_assets/sweep` run tag: which sweep a run belongs to, for tag concurrency limits per
-sweep (deploy/k8s/dagster.yaml), set on every run the sensor, the CLI and backfills launch."""
+"""Run tags: `trace_assets/sweep`, which sweep a run belongs to, for tag concurrency limits per
+sweep (deploy/k8s/dagster.yaml), set on every run the sensor, the CLI and backfills launch; and
+Dagster's own partition tag, by which a scope's runs are found."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from urllib.parse import urlsplit
 
 SWEEP_TAG = "trace_assets/sweep"
+PARTITION_TAG = "dagster/partition"  # Dagster sets it on every partitioned run (its public name is private)
 # Kept to a Kubernetes label value's syntax (at most 63 characters of letters, digits, '-', '_'
 # and '.', starting and ending with a letter or digit), so a deployment may copy it to pod labels
 # (dagster-k8s does not by itself) or metrics labels, and UI tag filters read it plainly.

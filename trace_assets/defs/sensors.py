@@ -20,9 +20,9 @@ from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import PUBLISHED, recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
-from trace_assets.discovery import cursor_extra, is_current, plan_queue_tick, plan_tick
+from trace_assets.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick
 from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
-from trace_assets.run_tags import SWEEP_TAG
+from trace_assets.run_tags import PARTITION_TAG, SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
 
 SKIPS_SHOWN = 20  # scopes named in a tick's skip reason; the log names them all
@@ -58,9 +58,21 @@ def new_trace_runs_sensor(
     def listing(key: str) -> Any:
         return store.iter_run(RunScope.from_key(key))
 
+    def export_failed(key: str) -> bool:
+        """The scope's newest run (sensor, backfill, UI or CLI) failed; one an operator canceled is
+        left for them to launch again."""
+        newest = instance.get_runs(dg.RunsFilter(tags={PARTITION_TAG: key}), limit=1)
+        return bool(newest) and newest[0].status == dg.DagsterRunStatus.FAILURE
+
+    sources = TickSources(run_scopes, listing, published_at, export_failed)
+    now = time.time()
+
     known = instance.get_dynamic_partitions(TRACE_RUNS)
     extra = cursor_extra(context.cursor)
-    recheck, seen = recheck_requests(instance, extra.get("rechecked_through"))
+    asked, seen = recheck_requests(instance, extra.get("rechecked_through"))
+    recheck = {key for key in asked if is_scope_key(key)}  # an observation from any caller: checked here
+    for key in sorted(asked - recheck):
+        context.log.warning(f"re-check request for {key!r} ignored: not a scope key")
     if recheck:
         context.log.info(f"re-check requested for {', '.join(sorted(recheck))}")
     queue_url = trace_config.event_queue_url
@@ -78,11 +90,9 @@ def new_trace_runs_sensor(
         plan = plan_queue_tick(
             context.cursor or "",
             reading.touches,
-            run_scopes,
-            listing,
-            published_at,
+            sources,
             known,
-            time.time(),
+            now,
             trace_config.settle_seconds,
             recheck,
             {"rechecked_through": seen, "acks": handles},
@@ -91,11 +101,9 @@ def new_trace_runs_sensor(
         plan = plan_tick(
             context.cursor,
             [run_id for run_id in store.run_folders() if is_scope_key(run_id)],  # see scope.validate_scope_key
-            run_scopes,
-            listing,
-            published_at,
+            sources,
             known,
-            time.time(),
+            now,
             trace_config.settle_seconds,
             recheck=recheck,
             extra={"rechecked_through": seen},
@@ -117,7 +125,16 @@ def new_trace_runs_sensor(
     tags = {SWEEP_TAG: trace_config.sweep_name()}
     return dg.SensorResult(
         skip_reason="; ".join(reasons[:SKIPS_SHOWN]) + more if reasons and not plan.requests else None,
-        run_requests=[dg.RunRequest(partition_key=key, run_key=f"{key}:{fp}", tags=tags) for key, fp in plan.requests],
+        run_requests=[
+            dg.RunRequest(partition_key=key, run_key=_run_key(key, fp, key in plan.retried, now), tags=tags)
+            for key, fp in plan.requests
+        ],
         dynamic_partitions_requests=[trace_runs.build_add_request(plan.new_keys)] if plan.new_keys else [],
         cursor=plan.cursor,
     )
+
+
+def _run_key(key: str, fingerprint: str, retried: bool, now: float) -> str:
+    """A scope's export, once per listing; a retry after a failed export needs a key of its own
+    (Dagster never launches a run key twice)."""
+    return f"{key}:{fingerprint}:retry-{int(now)}" if retried else f"{key}:{fingerprint}"

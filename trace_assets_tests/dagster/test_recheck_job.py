@@ -113,7 +113,8 @@ def test_a_recheck_from_the_launchpad_lists_the_scope_at_the_next_tick(services)
             services.client.terminate_run(export)
 
         listed = sensor_tick(services.defs, instance, waiting.cursor)  # listed now, not in an hour
-        assert listed.skip_reason.skip_message == f"'{SCOPE}': published and unchanged"
+        # the export was canceled, not failed: not launched again by the sensor
+        assert listed.skip_reason.skip_message == f"'{SCOPE}': export requested, not published yet"
         again = sensor_tick(services.defs, instance, listed.cursor)  # the request is read once
         assert f"'{SCOPE}': published and unchanged; re-checked in" in again.skip_reason.skip_message
 

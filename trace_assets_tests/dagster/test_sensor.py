@@ -13,9 +13,9 @@ import dagster as dg
 import pytest
 
 from trace_assets.definitions import build_definitions
-from trace_assets.defs.recheck import request_rechecks
+from trace_assets.defs.recheck import RECHECK_METADATA, request_rechecks
 from trace_assets.defs.resources import config_from_env
-from trace_assets.discovery import BACKOFF_START, listing_fingerprint, plan_queue_tick, plan_tick
+from trace_assets.discovery import BACKOFF_START, TickSources, listing_fingerprint, plan_queue_tick, plan_tick
 from trace_assets.queue_events import Touch
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.store.objects import ObjectBatch
@@ -92,6 +92,10 @@ def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
         assert len(published.cursor) < 600
 
 
+def _sources(run_scopes, listing, published_at=lambda key: None, export_failed=lambda key: False) -> TickSources:
+    return TickSources(run_scopes, listing, published_at, export_failed)
+
+
 def _pages(count: int, newest_us: int) -> list[ObjectBatch]:
     return [ObjectBatch([f"t{i}/result.json" for i in range(count)], [1] * count, [None] * count, [newest_us] * count)]
 
@@ -106,7 +110,7 @@ def test_settled_scopes_are_listed_again_only_on_their_back_off():
 
     def tick(cursor, now):
         listed.clear()
-        return plan_tick(cursor, sizes, lambda run: [run], listing, lambda key: None, [], now, settle=600)
+        return plan_tick(cursor, sizes, _sources(lambda run: [run], listing), [], now, settle=600)
 
     first = tick(None, 2000.0)
     assert len(first.requests) == 10 and len(listed) == 10
@@ -128,9 +132,7 @@ def test_cursor_stays_small_for_thousands_of_scopes():
     plan = plan_tick(
         None,
         runs,
-        lambda run: [f"{run}/step-{s}" for s in (1, 2)],
-        lambda key: _pages(2, 1_000_000),
-        lambda key: None,
+        _sources(lambda run: [f"{run}/step-{s}" for s in (1, 2)], lambda key: _pages(2, 1_000_000)),
         [],
         now=1e6,
         settle=0,
@@ -162,11 +164,9 @@ def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
     def tick(cursor, touches, now, recheck=()):
         listed.clear()
         runs_listed.clear()
-        return plan_queue_tick(
-            cursor, touches, run_scopes, listing, lambda key: None, known, now, settle=600, recheck=recheck
-        )
+        return plan_queue_tick(cursor, touches, _sources(run_scopes, listing), known, now, settle=600, recheck=recheck)
 
-    first = plan_tick(None, steps, run_scopes, listing, lambda key: None, [], 2000.0, settle=600)
+    first = plan_tick(None, steps, _sources(run_scopes, listing), [], 2000.0, settle=600)
     assert len(first.requests) == 20
     quiet = tick(first.cursor, [], 2060.0)
     assert listed == [] and runs_listed == [] and quiet.requests == [] and quiet.skipped == {}
@@ -192,7 +192,7 @@ def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
     assert "retry" not in json.loads(retried.cursor)
 
     asked = tick(retried.cursor, [], 2920.0, recheck={"run-0/step-1"})  # the operator's re-check
-    assert listed == ["run-0/step-1"] and asked.skipped == {"run-0/step-1": "published and unchanged"}
+    assert listed == ["run-0/step-1"] and asked.skipped == {"run-0/step-1": "export requested, not published yet"}
 
     del sizes["run-9/step-1"]  # deleted: its ObjectRemoved events touch it, its listing finds nothing
     deleted = tick(asked.cursor, [Touch("run-9", "step-1")], 2980.0)
@@ -236,7 +236,7 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         assert asked.returncode == 1 and "'run-z' is not a partition the sensor knows" in asked.stderr
         assert [json.loads(line)["status"] for line in asked.stdout.splitlines()] == ["recheck_requested", "unknown"]
         listed = _tick(defs, instance, waiting.cursor)  # listed now, not in an hour
-        assert listed.skip_message == "'run-a': published and unchanged"
+        assert listed.skip_message == "'run-a': export requested, not published yet"  # no export ran here
         assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
         again = _tick(defs, instance, listed.cursor)  # the request is read once
         assert "'run-a': published and unchanged; re-checked in" in again.skip_message
@@ -270,3 +270,81 @@ def test_a_cp_p_resync_of_new_content_is_exported_again(traces_root):
         resynced = _tick(defs, instance, first.cursor)
         assert [r.partition_key for r in resynced.run_requests] == ["run-a"]  # published before the change was seen
         assert resynced.run_requests[0].run_key != first.run_requests[0].run_key
+
+
+def test_a_scope_whose_export_failed_is_requested_again_at_its_re_check_or_on_request():
+    failed: set[str] = set()
+    published: dict[str, float] = {}
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(3, 1_000_000_000), published.get, lambda key: key in failed
+    )
+
+    def tick(cursor, now, recheck=()):
+        return plan_tick(cursor, ["run-a", "run-b"], sources, [], now, settle=600, recheck=recheck)
+
+    first = tick(None, 2000.0)
+    assert sorted(key for key, _ in first.requests) == ["run-a", "run-b"] and first.retried == []
+    published["run-b"] = 2100.0  # run-b's export published; run-a's still running
+    running = tick(first.cursor, 2060.0, recheck={"run-a", "run-b"})
+    assert running.requests == []
+    assert running.skipped == {"run-a": "export requested, not published yet", "run-b": "published and unchanged"}
+    failed.add("run-a")  # then it failed: asked again, it is requested again
+    asked = tick(running.cursor, 2120.0, recheck={"run-a"})
+    assert asked.requests == first.requests[:1] and asked.retried == ["run-a"]
+    assert tick(asked.cursor, 2180.0).requests == []  # not every tick: on the re-check's back-off
+    due = tick(asked.cursor, 2120.0 + 4 * BACKOFF_START + 1)  # still failed at its next re-check (back-off doubled)
+    assert due.retried == ["run-a"] and [key for key, _ in due.requests] == ["run-a"]
+
+
+def test_a_re_check_whose_listing_fails_is_not_used_up():
+    broken = {"run-a"}
+
+    def listing(key):
+        if key in broken:
+            raise OSError("endpoint down")
+        return _pages(3, 1_000_000_000)
+
+    sources = _sources(lambda run: [run], listing)
+    broken.clear()
+    first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
+    broken.add("run-a")
+    asked = plan_tick(first.cursor, ["run-a"], sources, [], 2060.0, settle=600, recheck={"run-a"})
+    assert "run-a" in asked.errors
+    broken.clear()
+    again = plan_tick(asked.cursor, ["run-a"], sources, [], 2120.0, settle=600)  # no new request: still listed
+    assert again.listed_scopes == 1 and again.skipped == {"run-a": "export requested, not published yet"}
+
+    queued = plan_queue_tick(first.cursor, [], sources, ["run-a"], 2060.0, settle=600)  # queue mode alike
+    broken.add("run-a")
+    asked = plan_queue_tick(queued.cursor, [], sources, ["run-a"], 2120.0, settle=600, recheck={"run-a"})
+    assert "run-a" in asked.errors
+    broken.clear()
+    again = plan_queue_tick(asked.cursor, [], sources, ["run-a"], 2180.0, settle=600)
+    assert again.listed_scopes == 1 and again.skipped == {"run-a": "export requested, not published yet"}
+
+
+def test_a_failed_export_is_requested_again_under_a_new_run_key_and_a_bad_re_check_is_ignored(traces_root):
+    published_root = traces_root.parent / "published"
+    config = {"traces_root": str(traces_root), "publish_root": str(published_root), "on_secret": "allow"}
+    defs = build_definitions(config_from_env({}, **config, settle_seconds=60))
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
+    published_root.write_text("a file where the publish root's folder goes")
+    export = defs.resolve_job_def("export_trace_run")
+
+    with dg.instance_for_test() as instance:
+        first = _tick(defs, instance, None)
+        [request] = first.run_requests
+        assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
+        # any caller may record an observation: one that names no scope is logged and ignored
+        odd = dg.AssetObservation(asset_key="published_shards", partition="run a", metadata={RECHECK_METADATA: "api"})
+        instance.report_runless_asset_event(odd)
+        request_rechecks(instance, ["run-a"], "test")
+        retried = _tick(defs, instance, first.cursor)
+        [again] = retried.run_requests
+        assert again.partition_key == "run-a" and again.run_key not in (None, request.run_key)  # Dagster runs it
+
+        published_root.unlink()
+        assert export.execute_in_process(instance=instance, partition_key="run-a").success
+        request_rechecks(instance, ["run-a"], "test")
+        published = _tick(defs, instance, retried.cursor)
+        assert published.run_requests == [] and "'run-a': published and unchanged" in published.skip_message
