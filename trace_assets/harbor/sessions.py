@@ -106,7 +106,8 @@ class _MessageBuilder:
     """Steps -> messages for one session, keeping tool call ids unique across its files.
 
     Copied context repeats a trajectory's call ids in its continuation; a repeat gets a `#n`
-    suffix so every `toolCallId` names exactly one call.
+    suffix so every `toolCallId` names exactly one call. Each id remembers the next suffix to try,
+    so a trajectory repeating one id n times costs n steps, not n²/2.
     """
 
     def __init__(self, default_model: str | None, subagent_paths: dict[str, str]) -> None:
@@ -114,6 +115,7 @@ class _MessageBuilder:
         self.subagent_paths = subagent_paths  # subagent file name -> its session's file name
         self.messages: list[dict[str, Any]] = []
         self._call_ids: set[str] = set()
+        self._next_suffix: dict[str, int] = {}  # call id -> the suffix its next repeat tries first
 
     def add_trajectory(self, trajectory: Trajectory) -> None:
         for index, step in enumerate(trajectory.steps):
@@ -124,10 +126,14 @@ class _MessageBuilder:
 
     def _unique_call_id(self, raw: Any, fallback: str) -> str:
         call_id = str(raw) if raw not in (None, "") else fallback
-        candidate, suffix = call_id, 1
-        while candidate in self._call_ids:
+        if call_id not in self._call_ids:
+            self._call_ids.add(call_id)
+            return call_id
+        suffix = self._next_suffix.get(call_id, 2)
+        while f"{call_id}#{suffix}" in self._call_ids:  # a real id may already read `x#2`
             suffix += 1
-            candidate = f"{call_id}#{suffix}"
+        self._next_suffix[call_id] = suffix + 1
+        candidate = f"{call_id}#{suffix}"
         self._call_ids.add(candidate)
         return candidate
 

@@ -19,6 +19,7 @@ from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.sessions import (
     SESSIONS_DIR,
     Role,
+    _MessageBuilder,
     arguments_json,
     epoch_ms,
     file_stem,
@@ -381,3 +382,35 @@ def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> N
     assert json.loads((out / "secret_scan.json").read_text())["redacted"]["github_token"] >= 1
     card = (out / "README.md").read_text()
     assert "config_name: sessions" in card and "## Sessions" in card
+
+
+# ---------------------------------------------------------------- hostile trajectories
+
+
+def _trajectory(steps: list[dict[str, Any]], name: str = "trajectory.json") -> Any:
+    parsed = parse_trajectory(json.dumps({"steps": steps}).encode(), name)
+    assert not isinstance(parsed, Exception)
+    return parsed
+
+
+class _CountingSet(set):
+    """A set that counts membership checks: the work `_unique_call_id` does, without a clock."""
+
+    checks = 0
+
+    def __contains__(self, item: object) -> bool:
+        self.checks += 1
+        return super().__contains__(item)
+
+
+def test_many_repeats_of_one_call_id_stay_unique_in_linear_work() -> None:
+    repeats = 5000
+    calls = [{"tool_call_id": "x#3", "function_name": "f"}] + [{"tool_call_id": "x", "function_name": "f"}] * repeats
+    step = {"source": "agent", "message": "a", "tool_calls": calls}
+    builder = _MessageBuilder(None, {})
+    builder._call_ids = seen = _CountingSet()
+    builder.add_trajectory(_trajectory([{"source": "user", "message": "q"}, step]))
+    ids = [call["id"] for call in builder.messages[1]["toolCalls"]]
+    assert ids[:4] == ["x#3", "x", "x#2", "x#4"]  # a real `x#3` is never given again
+    assert len(set(ids)) == len(ids) == repeats + 1
+    assert seen.checks < 3 * len(ids)  # counting suffixes from 1 each time took ~repeats²/2
