@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,8 +60,26 @@ class Session:
     messages: list[dict[str, Any]]
 
     def to_jsonl(self) -> bytes:
+        """Strict JSON lines: a non-finite number (a NaN reward in result.json) is written as null."""
         lines = [self.header, *({"type": "message", "message": message} for message in self.messages)]
-        return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+        return "".join(json_line(line) for line in lines).encode()
+
+
+def json_line(value: Any) -> str:
+    """One line of strict JSON; `allow_nan=False` makes a non-finite number that slipped past the
+    cleaning an error rather than a `NaN` token strict readers refuse."""
+    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    """The value with NaN and ±inf replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def file_stem(trial_name: str) -> str:
@@ -95,11 +114,16 @@ def arguments_json(arguments: Any) -> str:
     """Tool call arguments as the JSON string the format asks for; a string holding JSON is kept."""
     if isinstance(arguments, str):
         try:
-            json.loads(arguments)
+            json.loads(arguments, parse_constant=_refuse_constant)
         except ValueError:
             return json.dumps(arguments, ensure_ascii=False)
         return arguments
-    return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
+    return json.dumps(_finite({} if arguments is None else arguments), ensure_ascii=False, allow_nan=False)
+
+
+def _refuse_constant(name: str) -> Any:
+    """`NaN` and `Infinity` are Python's JSON, not JSON: a string holding them is kept as text."""
+    raise ValueError(f"{name} is not JSON")
 
 
 class _MessageBuilder:

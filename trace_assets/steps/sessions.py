@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import CONVERSATION_TYPE
-from trace_assets.harbor.sessions import SESSIONS_DIR, sessions_from_files
+from trace_assets.harbor.sessions import SESSIONS_DIR, json_line, sessions_from_files
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import SecretScanner
 from trace_assets.steps.staging import RunStaging, write_atomically, write_json_atomically
@@ -188,5 +188,5 @@ def copy_sessions(folder: Path, out_dir: Path, redact: Callable[[pa.Table], pa.T
                 container[key] = message["content"]
             target = out_dir / session.path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in session.lines))
+            target.write_text("".join(json_line(line) for line in session.lines))
     return session_counts(folder)

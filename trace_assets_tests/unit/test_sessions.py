@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import string
@@ -393,6 +394,15 @@ def _trajectory(steps: list[dict[str, Any]], name: str = "trajectory.json") -> A
     return parsed
 
 
+def _strict_json(line: str | bytes) -> Any:
+    """The line as JSON strict readers take it: `NaN` and `Infinity` fail the test."""
+
+    def refuse(name: str) -> Any:
+        pytest.fail(f"{name} in {line!r}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
 class _CountingSet(set):
     """A set that counts membership checks: the work `_unique_call_id` does, without a clock."""
 
@@ -414,3 +424,40 @@ def test_many_repeats_of_one_call_id_stay_unique_in_linear_work() -> None:
     assert ids[:4] == ["x#3", "x", "x#2", "x#4"]  # a real `x#3` is never given again
     assert len(set(ids)) == len(ids) == repeats + 1
     assert seen.checks < 3 * len(ids)  # counting suffixes from 1 each time took ~repeats²/2
+
+
+def test_a_non_finite_number_is_null_in_strict_json() -> None:
+    summary = TrialSummary("t", "task", "terminus-2", "m", "p", "", "job", math.nan, None, "nan")
+    call = {"tool_call_id": "c", "function_name": "f", "arguments": {"n": math.inf}}
+    text_call = {"tool_call_id": "d", "function_name": "f", "arguments": '{"n": NaN}'}
+    steps = [{"source": "user", "message": "q"}, {"source": "agent", "message": "a", "tool_calls": [call, text_call]}]
+    [main] = trial_sessions(summary, [_trajectory(steps)], [], "run")
+    lines = main.to_jsonl().decode().splitlines()
+    strict = [_strict_json(line) for line in lines]
+    assert strict[0]["reward"] is None
+    arguments = [call["function"]["arguments"] for call in strict[2]["message"]["toolCalls"]]
+    assert arguments == ['{"n": null}', json.dumps('{"n": NaN}')]
+    check_session_file(main.to_jsonl())
+
+
+def _trial_folder(trace_jobs: Path, folder: str, trial_name: str, files: dict[str, Any], reward: Any = 1.0) -> None:
+    """A crafted trial folder: result.json naming `trial_name` and agent files (values as JSON)."""
+    (trace_jobs / folder / "agent").mkdir(parents=True)
+    result = {"trial_name": trial_name, "task_name": "task", "agent_info": {"name": "terminus-2"}}
+    result["verifier_result"] = {"rewards": {"reward": reward}}
+    (trace_jobs / folder / "result.json").write_text(json.dumps(result))
+    for name, value in files.items():
+        (trace_jobs / folder / "agent" / name).write_text(json.dumps(value))
+
+
+def _said(text: str) -> dict[str, Any]:
+    return {"steps": [{"source": "user", "message": "q"}, {"source": "agent", "message": text}]}
+
+
+def test_a_nan_reward_is_null_in_the_written_session(tmp_path: Path) -> None:
+    trace_jobs = tmp_path / "traces" / "run" / "trace_jobs"
+    _trial_folder(trace_jobs, "t__1", "t__1", {"trajectory.json": _said("answer")}, reward=math.nan)
+    staging = export(tmp_path / "traces", "run", tmp_path / "staging")
+    [data] = session_files(staging).values()
+    header = _strict_json(data.splitlines()[0])
+    assert header["reward"] is None
