@@ -11,6 +11,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.generate_traces import generate_run
@@ -20,6 +21,7 @@ from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.sessions import (
     SESSIONS_DIR,
     Role,
+    SessionSkip,
     _MessageBuilder,
     arguments_json,
     epoch_ms,
@@ -452,6 +454,117 @@ def _trial_folder(trace_jobs: Path, folder: str, trial_name: str, files: dict[st
 
 def _said(text: str) -> dict[str, Any]:
     return {"steps": [{"source": "user", "message": "q"}, {"source": "agent", "message": text}]}
+
+
+def _statuses(staging: RunStaging) -> dict[str, dict[str, Any]]:
+    return {s["trial_dir"]: s for s in pq.read_table(staging.statuses).to_pylist()}
+
+
+def _texts(data: bytes) -> list[str]:
+    return [m["content"] for m in check_session_file(data)]
+
+
+def test_a_nameless_subagent_file_does_not_overwrite_the_main_session(tmp_path: Path) -> None:
+    trace_jobs = tmp_path / "traces" / "run" / "trace_jobs"
+    files = {"trajectory.json": _said("MAIN ANSWER"), "trajectory..json": _said("SUBAGENT")}
+    _trial_folder(trace_jobs, "t__1", "t__1", files)
+    staging = export(tmp_path / "traces", "run", tmp_path / "staging")
+    assert list(session_files(staging)) == [session_path("t__1")]
+    assert "MAIN ANSWER" in _texts(session_files(staging)[session_path("t__1")])
+    coverage = json.loads(staging.coverage.read_text())
+    assert coverage["exported"] == 1 and coverage["sessions_skipped"] == {"invalid_subagent_name": 1}
+    assert "session skipped (invalid_subagent_name): agent/trajectory..json" in _statuses(staging)["t__1"]["detail"]
+    with pytest.raises(ValueError):
+        session_path("t__1", "")
+
+
+def test_a_copied_trial_folder_gets_no_session_over_the_original(tmp_path: Path) -> None:
+    """`cp -r A__1 B__2` keeps result.json's trial_name: both rows are exported, the first trial
+    keeps its session, the copy is refused by name; once the original is gone the copy gets it."""
+    traces = tmp_path / "traces"
+    trace_jobs = traces / "run" / "trace_jobs"
+    _trial_folder(trace_jobs, "A__1", "A__1", {"trajectory.json": _said("A's real answer")})
+    _trial_folder(trace_jobs, "B__2", "A__1", {"trajectory.json": _said("B's hostile text")})
+    staging = export(traces, "run", tmp_path / "staging")
+    assert [row["trial_name"] for row in rows_of(staging)] == ["A__1", "A__1"]
+    files = session_files(staging)
+    assert list(files) == [session_path("A__1")] and "A's real answer" in _texts(files[session_path("A__1")])
+    coverage = json.loads(staging.coverage.read_text())
+    assert coverage["sessions"] == 1 and coverage["sessions_skipped"] == {"session_path_taken": 1}
+    assert "session_path_taken" in _statuses(staging)["B__2"]["detail"]
+
+    shutil.rmtree(trace_jobs / "A__1")
+    again = export(traces, "run", tmp_path / "staging")
+    assert "B's hostile text" in _texts(session_files(again)[session_path("A__1")])
+    assert json.loads(again.coverage.read_text())["sessions_skipped"] == {}
+
+
+def test_a_kept_session_written_over_this_run_is_refused_by_name(tmp_path: Path) -> None:
+    """B's session of the run before is on a path A claims now that A's trajectory reads: A comes
+    first and writes it, so unchanged B keeps nothing rather than A's file."""
+    traces = tmp_path / "traces"
+    trace_jobs = traces / "run" / "trace_jobs"
+    _trial_folder(trace_jobs, "A__1", "X", {"trajectory.json": _said("A's answer")})
+    _trial_folder(trace_jobs, "B__2", "X", {"trajectory.json": _said("B's answer")})
+    (trace_jobs / "A__1" / "agent" / "trajectory.json").write_text("{not json")
+    first = export(traces, "run", tmp_path / "staging")
+    assert _statuses(first)["A__1"]["status"] == "excluded"
+    assert "B's answer" in _texts(session_files(first)[session_path("X")])
+
+    (trace_jobs / "A__1" / "agent" / "trajectory.json").write_text(json.dumps(_said("A's answer")))
+    for _ in range(2):  # B is re-read the run after, and refused again
+        again = export(traces, "run", tmp_path / "staging")
+        assert read_manifest(staged_sessions(again)) == {"A__1": [session_path("X")], "B__2": []}
+        assert "A's answer" in _texts(session_files(again)[session_path("X")])
+        assert json.loads(again.coverage.read_text())["sessions_skipped"] == {"session_path_taken": 1}
+        assert "session skipped (session_path_taken)" in _statuses(again)["B__2"]["detail"]
+
+
+def test_the_writer_never_overwrites_another_trials_path(tmp_path: Path) -> None:
+    writer = SessionWriter(tmp_path / SESSIONS_DIR)
+    scope = RunScope("run")
+    files = {"agent/trajectory.json": json.dumps(_said("first")).encode()}
+    assert writer.write("one", _summary("same"), files, scope) == []
+    copy = {"agent/trajectory.json": json.dumps(_said("second")).encode()}
+    [refused] = writer.write("two", _summary("same"), copy, scope)
+    assert refused.reason is SessionSkip.PATH_TAKEN and "one" in refused.detail
+    counts = writer.close()
+    assert counts.sessions == 1 and counts.skipped == {"session_path_taken": 1}
+    assert "first" in _texts((tmp_path / session_path("same")).read_bytes())
+
+
+def test_a_trial_whose_session_fails_keeps_its_row(tmp_path: Path) -> None:
+    """A subagent reference that is a number, a trial name too long for a file name: the row is
+    exported and the session written; whatever else the converter trips on skips the session only."""
+    trace_jobs = tmp_path / "traces" / "run" / "trace_jobs"
+    steps = _said("answer")["steps"]
+    steps[1]["observation"] = {"results": [{"content": "out", "subagent_trajectory_ref": 5}]}
+    _trial_folder(trace_jobs, "ref__1", "ref__1", {"trajectory.json": {"steps": steps}})
+    long_name = "long-" + "x" * 300
+    _trial_folder(trace_jobs, "long__2", long_name, {"trajectory.json": _said("long")})
+    staging = export(tmp_path / "traces", "run", tmp_path / "staging")
+    files = session_files(staging)
+    assert {json.loads(data.splitlines()[0])["trial_name"] for data in files.values()} == {"ref__1", long_name}
+    assert all(len(path.rsplit("/", 1)[-1]) < 200 for path in files)
+    assert session_path(long_name) != session_path(long_name[:-1])
+    assert json.loads(staging.coverage.read_text())["sessions_skipped"] == {}
+
+
+def test_an_unconvertible_session_is_named_not_an_exclusion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import trace_assets.steps.sessions as sessions_step
+
+    def trip(*_: Any) -> Any:
+        raise TypeError("'int' object is not iterable")
+
+    monkeypatch.setattr(sessions_step, "sessions_from_files", trip)
+    trace_jobs = tmp_path / "traces" / "run" / "trace_jobs"
+    _trial_folder(trace_jobs, "t__1", "t__1", {"trajectory.json": _said("answer")})
+    staging = export(tmp_path / "traces", "run", tmp_path / "staging")
+    status = _statuses(staging)["t__1"]
+    assert status["status"] == "exported" and status["rows"] == 1
+    assert "session skipped (unconvertible_trajectory): TypeError" in status["detail"]
+    coverage = json.loads(staging.coverage.read_text())
+    assert coverage["sessions"] == 0 and coverage["sessions_skipped"] == {"unconvertible_trajectory": 1}
 
 
 def test_a_nan_reward_is_null_in_the_written_session(tmp_path: Path) -> None:
