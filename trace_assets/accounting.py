@@ -74,6 +74,7 @@ class Coverage:
     subagent_rows: int = 0
     sessions: int = 0  # session files for the Hub's trace viewer, main and subagent
     subagent_sessions: int = 0
+    sessions_skipped: dict[str, int] = field(default_factory=dict)  # SessionSkip -> sessions not written
 
     @property
     def export_ratio(self) -> float:
@@ -100,6 +101,7 @@ class Coverage:
             "subagent_rows": self.subagent_rows,
             "sessions": self.sessions,
             "subagent_sessions": self.subagent_sessions,
+            "sessions_skipped": dict(sorted(self.sessions_skipped.items())),
         }
 
     @classmethod
@@ -108,4 +110,5 @@ class Coverage:
         return cls(
             **{name: data[name] for name in names},
             **{name: data.get(name, 0) for name in ("sessions", "subagent_sessions")},  # absent before sessions
+            sessions_skipped=data.get("sessions_skipped", {}),
         )

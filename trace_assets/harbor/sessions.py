@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +36,29 @@ SESSIONS_DIR = "sessions"
 # a grown run moves no file.
 BUCKET_HEX_CHARS = 2
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]")
+# A file name stays far under the 255 bytes file systems allow: stem, digest, subagent, `.jsonl`.
+MAX_STEM_CHARS = 150
+# What `trajectory.<subagent>.json` may name: Harbor's are like `summarization-1-summary`.
+_SUBAGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class SessionSkip(StrEnum):
+    """Why an exported trial has no session file, or lacks one subagent's; its rows stand."""
+
+    INVALID_SUBAGENT_NAME = "invalid_subagent_name"  # `trajectory..json`: no name to file it under
+    PATH_TAKEN = "session_path_taken"  # another trial's session holds the path (a copied trial folder)
+    UNCONVERTIBLE = "unconvertible_trajectory"  # a shape the converter did not foresee
+
+
+@dataclass(frozen=True)
+class SkippedSession:
+    reason: SessionSkip
+    detail: str
+
+    @property
+    def note(self) -> str:
+        """How the trial's status detail in trials.parquet names it."""
+        return f"session skipped ({self.reason.value}): {self.detail}"
 
 
 class Role(StrEnum):
@@ -59,23 +83,57 @@ class Session:
     messages: list[dict[str, Any]]
 
     def to_jsonl(self) -> bytes:
+        """Strict JSON lines: a non-finite number (a NaN reward in result.json) is written as null."""
         lines = [self.header, *({"type": "message", "message": message} for message in self.messages)]
-        return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+        return "".join(json_line(line) for line in lines).encode()
+
+
+def json_line(value: Any) -> str:
+    """One line of strict JSON; `allow_nan=False` makes a non-finite number that slipped past the
+    cleaning an error rather than a `NaN` token strict readers refuse."""
+    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    """The value with NaN and ±inf replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def file_stem(trial_name: str) -> str:
-    """The trial name made safe as a file name; an altered name gets a digest so two never collide."""
+    """The trial name made safe as a file name; a name altered (characters outside `A-Za-z0-9._-`)
+    or cut to `MAX_STEM_CHARS` gets a digest of the whole name so two never collide."""
     safe = _UNSAFE_NAME_CHARS.sub("_", trial_name).lstrip(".") or "_"
-    if safe != trial_name:
-        safe = f"{safe}-{hashlib.sha256(trial_name.encode()).hexdigest()[:8]}"
+    if safe != trial_name or len(safe) > MAX_STEM_CHARS:
+        safe = f"{safe[:MAX_STEM_CHARS]}-{hashlib.sha256(trial_name.encode()).hexdigest()[:8]}"
     return safe
+
+
+def subagent_name_problem(file_name: str) -> str | None:
+    """Why `trajectory.<subagent>.json` cannot name a session of its own; None when it can."""
+    name = subagent_source(file_name)
+    if _SUBAGENT_NAME.fullmatch(name):
+        return None
+    return f"agent/{file_name}: subagent name {name!r} is not 1-64 of A-Za-z0-9._- starting alphanumeric"
 
 
 def session_path(trial_name: str, subagent: str | None = None) -> str:
     """`sessions/<bucket>/<trial>.jsonl`, or `<trial>.<subagent>.jsonl` beside it."""
+    if subagent is not None and not _SUBAGENT_NAME.fullmatch(subagent):
+        raise ValueError(f"subagent name {subagent!r} would not give a file of its own")  # see subagent_name_problem
     bucket = hashlib.sha256(trial_name.encode()).hexdigest()[:BUCKET_HEX_CHARS]
     stem = file_stem(trial_name) + (f".{subagent}" if subagent else "")
     return f"{SESSIONS_DIR}/{bucket}/{stem}.jsonl"
+
+
+def dicts_in(value: Any) -> list[dict[str, Any]]:
+    """The objects of a list a trajectory holds; anything else (`5`, a string, null) holds none."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def epoch_ms(timestamp: Any) -> int | None:
@@ -95,18 +153,24 @@ def arguments_json(arguments: Any) -> str:
     """Tool call arguments as the JSON string the format asks for; a string holding JSON is kept."""
     if isinstance(arguments, str):
         try:
-            json.loads(arguments)
+            json.loads(arguments, parse_constant=_refuse_constant)
         except ValueError:
             return json.dumps(arguments, ensure_ascii=False)
         return arguments
-    return json.dumps({} if arguments is None else arguments, ensure_ascii=False)
+    return json.dumps(_finite({} if arguments is None else arguments), ensure_ascii=False, allow_nan=False)
+
+
+def _refuse_constant(name: str) -> Any:
+    """`NaN` and `Infinity` are Python's JSON, not JSON: a string holding them is kept as text."""
+    raise ValueError(f"{name} is not JSON")
 
 
 class _MessageBuilder:
     """Steps -> messages for one session, keeping tool call ids unique across its files.
 
     Copied context repeats a trajectory's call ids in its continuation; a repeat gets a `#n`
-    suffix so every `toolCallId` names exactly one call.
+    suffix so every `toolCallId` names exactly one call. Each id remembers the next suffix to try,
+    so a trajectory repeating one id n times costs n steps, not n²/2.
     """
 
     def __init__(self, default_model: str | None, subagent_paths: dict[str, str]) -> None:
@@ -114,6 +178,7 @@ class _MessageBuilder:
         self.subagent_paths = subagent_paths  # subagent file name -> its session's file name
         self.messages: list[dict[str, Any]] = []
         self._call_ids: set[str] = set()
+        self._next_suffix: dict[str, int] = {}  # call id -> the suffix its next repeat tries first
 
     def add_trajectory(self, trajectory: Trajectory) -> None:
         for index, step in enumerate(trajectory.steps):
@@ -124,10 +189,14 @@ class _MessageBuilder:
 
     def _unique_call_id(self, raw: Any, fallback: str) -> str:
         call_id = str(raw) if raw not in (None, "") else fallback
-        candidate, suffix = call_id, 1
-        while candidate in self._call_ids:
+        if call_id not in self._call_ids:
+            self._call_ids.add(call_id)
+            return call_id
+        suffix = self._next_suffix.get(call_id, 2)
+        while f"{call_id}#{suffix}" in self._call_ids:  # a real id may already read `x#2`
             suffix += 1
-            candidate = f"{call_id}#{suffix}"
+        self._next_suffix[call_id] = suffix + 1
+        candidate = f"{call_id}#{suffix}"
         self._call_ids.add(candidate)
         return candidate
 
@@ -142,7 +211,7 @@ class _MessageBuilder:
             if step.get("reasoning_content"):
                 message["reasoningContent"] = message_text(step["reasoning_content"])
             tool_calls = []
-            for position, call in enumerate(step.get("tool_calls") or []):
+            for position, call in enumerate(dicts_in(step.get("tool_calls"))):
                 call_id = self._unique_call_id(call.get("tool_call_id"), f"call_{index}_{position}")
                 calls[str(call.get("tool_call_id"))] = call_id
                 tool_calls.append(
@@ -169,7 +238,7 @@ class _MessageBuilder:
     ) -> None:
         """Results answering a call become `tool` messages; without calls they are what the agent
         read next, a `user` message, as in the rows. Subagent references become links."""
-        results = [r for r in as_dict(step.get("observation")).get("results") or [] if isinstance(r, dict)]
+        results = dicts_in(as_dict(step.get("observation")).get("results"))
         texts = [(r, message_text(r["content"])) for r in results if "content" in r]
         if texts and call_ids:
             positional = len(texts) == len(call_ids)
@@ -181,8 +250,8 @@ class _MessageBuilder:
         elif texts:
             self._append({"role": Role.USER.value, "content": "\n".join(text for _, text in texts)}, timestamp)
         for result in results:
-            for ref in result.get("subagent_trajectory_ref") or []:
-                self._add_subagent_link(as_dict(ref))
+            for ref in dicts_in(result.get("subagent_trajectory_ref")):
+                self._add_subagent_link(ref)
 
     def _add_subagent_link(self, ref: dict[str, Any]) -> None:
         file_name = str(ref.get("trajectory_path") or "").rsplit("/", 1)[-1]
@@ -293,14 +362,16 @@ def sessions_from_files(
     run_id: str,
     training_step: str | None = None,
     harness: str = "",
-) -> list[Session]:
-    """`trial_sessions` from an exported trial's fetched files (paths relative to the trial folder).
+) -> tuple[list[Session], list[SkippedSession]]:
+    """`trial_sessions` from an exported trial's fetched files (paths relative to the trial folder),
+    and the subagent files left out for a name no session can be filed under.
 
     Called only for trials the rows step exported, so the main files parse; a subagent file that
     does not is left out, as it gives no row either.
     """
     main_files: dict[str, Trajectory] = {}
     subagents: list[Trajectory] = []
+    skipped: list[SkippedSession] = []
     for path in sorted(files):
         name = agent_file(path)
         if name is None or not (is_main_trajectory_file(name) or is_subagent_file(name)):
@@ -309,12 +380,16 @@ def sessions_from_files(
         if isinstance(parsed, Exclusion):
             continue
         if is_subagent_file(name):  # Harbor's two sets overlap for names like trajectory.x.json
-            subagents.append(parsed)
+            problem = subagent_name_problem(name)
+            if problem is None:
+                subagents.append(parsed)
+            else:
+                skipped.append(SkippedSession(SessionSkip.INVALID_SUBAGENT_NAME, problem))
         if is_main_trajectory_file(name):
             main_files[name] = parsed
     if agent_file(MAIN_TRAJECTORY) not in main_files:
-        return []
+        return [], skipped
     chain = _continuation_chain(main_files)
     if isinstance(chain, Exclusion):
-        return []
-    return trial_sessions(summary, chain, subagents, run_id, training_step, harness)
+        return [], skipped
+    return trial_sessions(summary, chain, subagents, run_id, training_step, harness), skipped

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_assets.harbor.sessions import BUCKET_HEX_CHARS, SESSIONS_DIR
+from trace_assets.harbor.sessions import BUCKET_HEX_CHARS, MAX_STEM_CHARS, SESSIONS_DIR
 from trace_assets.steps.sessions import SessionCounts
 
 SESSIONS_CONFIG = "sessions"
@@ -31,5 +31,21 @@ def sessions_prose(counts: SessionCounts) -> str:
         f"repo_type='dataset')`, where `<bucket>` is the first {BUCKET_HEX_CHARS} hex characters of the "
         f"trial name's sha256. A subagent's session (a context summarization) sits beside its trial's as "
         f"`<trial_name>.<subagent>.jsonl`; the main session's header lists them under `subagent_sessions` "
-        f"and its messages link them where they ran. The secret scan covers these files too."
+        f"and its messages link them where they ran. A trial name with characters outside `A-Za-z0-9._-`, "
+        f"or over {MAX_STEM_CHARS} characters, is made safe and gets `-` and 8 hex characters of its sha256; "
+        f"every header's `trial_name` is its rows'. The secret scan covers these files too.{skipped_prose(counts)}"
+    )
+
+
+def skipped_prose(counts: SessionCounts) -> str:
+    """Sessions an exported trial has not, by reason; `trials.parquet`'s detail names each trial."""
+    if not counts.skipped:
+        return ""
+    reasons = ", ".join(f"`{reason}` {n:,}" for reason, n in counts.skipped.items())
+    return (
+        f" Sessions not written though their trial's rows were ({reasons}): `invalid_subagent_name` is a "
+        f"subagent file whose name gives no file of its own, `session_path_taken` a trial whose result.json "
+        f"names a trial another folder already holds (a copied folder; the first keeps the session), "
+        f"`unconvertible_trajectory` a trajectory the converter could not read; `trials.parquet`'s `detail` "
+        f"names each trial."
     )

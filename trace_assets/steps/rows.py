@@ -119,6 +119,7 @@ def export_rows(
         if sessions is not None:
             counts = sessions.close()
             coverage.sessions, coverage.subagent_sessions = counts.sessions, counts.subagent_sessions
+            coverage.sessions_skipped = counts.skipped
     coverage.excluded = dict(excluded)
     coverage.unscored = excluded.get(Reason.NO_RESULT_JSON.value, 0)
     coverage.scored = coverage.trial_dirs - coverage.unscored
@@ -147,7 +148,8 @@ def _exported(
     trial_dir: str,
 ) -> TrialExport:
     """One trial's rows (and session files); an unreadable file, or anything export raises, is the
-    trial's exclusion."""
+    trial's exclusion. A session that cannot be written is named in the status detail, never the
+    exclusion of a trial whose rows are good."""
     blobs: dict[str, bytes] = {}
     for key, blob in files.items():
         if isinstance(blob, Exclusion):
@@ -156,12 +158,12 @@ def _exported(
     try:
         summary = summary_from_scored(summary_record)
         result = export_trial(summary, blobs, scope.run_id, options)
-        if sessions is not None and result.exclusion is None:
-            sessions.write(trial_dir, summary, blobs, scope)
-        return result
     except Exception as err:  # a shape no rule foresaw: this trial's problem, not the run's
         detail = f"{type(err).__name__} while building rows from {', '.join(sorted(files))}: {err}"
         return TrialExport(exclusion=Exclusion(Reason.INVALID_TRAJECTORY, detail))
+    if sessions is not None and result.exclusion is None:
+        result.notes.extend(skipped.note for skipped in sessions.write(trial_dir, summary, blobs, scope))
+    return result
 
 
 def _repaired_note(repaired: int) -> str | None:
@@ -264,7 +266,9 @@ def _export_batch(
             rows.append((trial.trial_dir, earlier_rows))
             stats.cached += 1
             if sessions is not None and cached["status"] == TrialStatus.EXPORTED:
-                sessions.keep(trial.trial_dir)
+                taken = sessions.keep(trial.trial_dir)
+                if taken is not None:
+                    status["detail"] = "; ".join(filter(None, [status["detail"], taken.note]))
         else:
             status.update(status=TrialStatus.EXCLUDED.value, reason=record["status"], detail=record["detail"])
         fresh = trial.trial_dir in wanted or record["status"] != SCORED  # else all came from the cache

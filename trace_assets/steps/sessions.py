@@ -3,15 +3,17 @@ bytes it already fetched, scanned with the rows, and copied (redacted when asked
 folder.
 
 `sessions.json` beside the folder lists each exported trial's files, main session first, so an
-unchanged trial keeps the files of the run before and a trial that is gone loses them.
+unchanged trial keeps the files of the run before and a trial that is gone loses them;
+`sessions_skipped.json` names the sessions an exported trial has not (see `SessionSkip`).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,12 +23,19 @@ import pyarrow as pa
 
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import CONVERSATION_TYPE
-from trace_assets.harbor.sessions import SESSIONS_DIR, sessions_from_files
+from trace_assets.harbor.sessions import (
+    SESSIONS_DIR,
+    SessionSkip,
+    SkippedSession,
+    json_line,
+    sessions_from_files,
+)
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import SecretScanner
 from trace_assets.steps.staging import RunStaging, write_atomically, write_json_atomically
 
 MANIFEST = "sessions.json"
+SKIPPED = "sessions_skipped.json"
 SCAN_BATCH_SESSIONS = 64
 SESSION_TRACE_SOURCE = "session"  # how the scan report names texts that came from session files
 # Keys whose values are the format's own vocabulary, never trial text.
@@ -51,6 +60,7 @@ class SessionCounts:
     sessions: int  # session files, main and subagent
     subagent_sessions: int
     bytes: int
+    skipped: dict[str, int] = field(default_factory=dict)  # SessionSkip -> sessions not written
     version: str = ""  # set when published: the content-named folder under sessions/ the card names
 
 
@@ -60,46 +70,103 @@ def read_manifest(folder: Path) -> dict[str, list[str]]:
     return json.loads(manifest.read_text()) if manifest.is_file() else {}
 
 
+def read_skipped(folder: Path) -> dict[str, list[SkippedSession]]:
+    """trial folder -> the sessions its files gave none of, and why; {} when none."""
+    skipped = folder.parent / SKIPPED
+    recorded = json.loads(skipped.read_text()) if skipped.is_file() else {}
+    return {
+        trial_dir: [SkippedSession(SessionSkip(item["reason"]), item["detail"]) for item in items]
+        for trial_dir, items in recorded.items()
+    }
+
+
 class SessionWriter:
-    """Writes each exported trial's session files as the rows step goes; `close` drops the rest."""
+    """Writes each exported trial's session files as the rows step goes; `close` drops the rest.
+
+    Each path belongs to one trial: a trial whose session would land on a path another trial
+    already holds this run (a copied trial folder keeps its result.json's `trial_name`) gets
+    none, named `session_path_taken`, and is re-read next run in case the holder is gone.
+    """
 
     def __init__(self, folder: Path, harness: str = "") -> None:
         self.folder = folder
         self.harness = harness
         self._previous = read_manifest(folder)
+        self._previous_skipped = read_skipped(folder)
         self._current: dict[str, list[str]] = {}
+        self._skipped: dict[str, list[SkippedSession]] = {}
+        self._owners: dict[str, str] = {}  # path -> the trial folder holding it this run
 
     def _local(self, path: str) -> Path:
         return self.folder.parent / path
 
     def has(self, trial_dir: str) -> bool:
-        """The trial's files from the run before are all still there (so it need not be re-read)."""
+        """The trial's files from the run before are all still there (so it need not be re-read),
+        and none was refused for a path another trial held."""
         paths = self._previous.get(trial_dir)
-        return paths is not None and all(self._local(path).is_file() for path in paths)
+        refused = any(s.reason is SessionSkip.PATH_TAKEN for s in self._previous_skipped.get(trial_dir, []))
+        return paths is not None and not refused and all(self._local(path).is_file() for path in paths)
 
-    def keep(self, trial_dir: str) -> None:
-        self._current[trial_dir] = self._previous[trial_dir]
+    def keep(self, trial_dir: str) -> SkippedSession | None:
+        """Keep the trial's files of the run before, unless a trial before it in this run wrote
+        over one (a trial excluded last run, now exported): then it has none, and that is returned."""
+        paths = self._previous[trial_dir]
+        skipped = self._previous_skipped.get(trial_dir, [])
+        taken = self._taken(trial_dir, paths)
+        if taken is not None:
+            paths, skipped = [], [*skipped, taken]
+        self._claim(trial_dir, paths, skipped)
+        return taken
 
-    def write(self, trial_dir: str, summary: TrialSummary, files: Mapping[str, bytes], scope: RunScope) -> None:
-        paths = []
-        for session in sessions_from_files(summary, files, scope.run_id, scope.step, self.harness):
+    def write(
+        self, trial_dir: str, summary: TrialSummary, files: Mapping[str, bytes], scope: RunScope
+    ) -> list[SkippedSession]:
+        """Write the trial's session files; returns the sessions it gets none of, and why."""
+        try:
+            sessions, skipped = sessions_from_files(summary, files, scope.run_id, scope.step, self.harness)
+        except Exception as err:  # a shape no rule foresaw: this trial's session, not its rows
+            sessions, skipped = [], [SkippedSession(SessionSkip.UNCONVERTIBLE, f"{type(err).__name__}: {err}")]
+        taken = self._taken(trial_dir, [session.path for session in sessions])
+        if taken is not None:
+            sessions, skipped = [], [*skipped, taken]
+        for session in sessions:
             write_atomically(self._local(session.path), partial(Path.write_bytes, data=session.to_jsonl()))
-            paths.append(session.path)
+        self._claim(trial_dir, [session.path for session in sessions], skipped)
+        return skipped
+
+    def _taken(self, trial_dir: str, paths: list[str]) -> SkippedSession | None:
+        """A trial's sessions go together (the main one links the rest): one taken path refuses all."""
+        for path in paths:
+            owner = self._owners.get(path, trial_dir)
+            if owner != trial_dir:
+                return SkippedSession(SessionSkip.PATH_TAKEN, f"{path} holds {owner}'s session")
+        return None
+
+    def _claim(self, trial_dir: str, paths: list[str], skipped: list[SkippedSession]) -> None:
         self._current[trial_dir] = paths
+        self._owners.update(dict.fromkeys(paths, trial_dir))
+        if skipped:
+            self._skipped[trial_dir] = skipped
 
     def drop(self, trial_dir: str) -> None:
         """Forget a trial written this run that ended excluded after all (its rows could not be
         stored): `close` then deletes its files, so no session is published without its row."""
-        self._current.pop(trial_dir, None)
+        for path in self._current.pop(trial_dir, []):
+            del self._owners[path]
+        self._skipped.pop(trial_dir, None)
 
     def close(self) -> SessionCounts:
         """Delete every file no exported trial owns (gone trials, a failed run's leftovers), then
-        record the manifest."""
-        owned = {path for paths in self._current.values() for path in paths}
+        record the manifest and the skipped sessions."""
         if self.folder.exists():
             for path in sorted(self.folder.rglob("*")):
-                if path.is_file() and path.relative_to(self.folder.parent).as_posix() not in owned:
+                if path.is_file() and path.relative_to(self.folder.parent).as_posix() not in self._owners:
                     path.unlink()
+        skipped = {
+            trial_dir: [{"reason": s.reason.value, "detail": s.detail} for s in items]
+            for trial_dir, items in self._skipped.items()
+        }
+        write_json_atomically(self.folder.parent / SKIPPED, skipped)
         write_json_atomically(self.folder.parent / MANIFEST, self._current)
         return session_counts(self.folder)
 
@@ -107,10 +174,12 @@ class SessionWriter:
 def session_counts(folder: Path) -> SessionCounts:
     manifest = read_manifest(folder)
     paths = [path for paths in manifest.values() for path in paths]
+    skipped = Counter(s.reason.value for items in read_skipped(folder).values() for s in items)
     return SessionCounts(
         sessions=len(paths),
         subagent_sessions=sum(len(paths) - 1 for paths in manifest.values() if paths),
         bytes=sum((folder.parent / path).stat().st_size for path in paths),
+        skipped=dict(sorted(skipped.items())),
     )
 
 
@@ -188,5 +257,5 @@ def copy_sessions(folder: Path, out_dir: Path, redact: Callable[[pa.Table], pa.T
                 container[key] = message["content"]
             target = out_dir / session.path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in session.lines))
+            target.write_text("".join(json_line(line) for line in session.lines))
     return session_counts(folder)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import string
@@ -10,6 +11,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.generate_traces import generate_run
@@ -19,6 +21,8 @@ from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.sessions import (
     SESSIONS_DIR,
     Role,
+    SessionSkip,
+    _MessageBuilder,
     arguments_json,
     epoch_ms,
     file_stem,
@@ -381,3 +385,192 @@ def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> N
     assert json.loads((out / "secret_scan.json").read_text())["redacted"]["github_token"] >= 1
     card = (out / "README.md").read_text()
     assert "config_name: sessions" in card and "## Sessions" in card
+
+
+# ---------------------------------------------------------------- hostile trajectories
+
+
+def _trajectory(steps: list[dict[str, Any]], name: str = "trajectory.json") -> Any:
+    parsed = parse_trajectory(json.dumps({"steps": steps}).encode(), name)
+    assert not isinstance(parsed, Exception)
+    return parsed
+
+
+def _strict_json(line: str | bytes) -> Any:
+    """The line as JSON strict readers take it: `NaN` and `Infinity` fail the test."""
+
+    def refuse(name: str) -> Any:
+        pytest.fail(f"{name} in {line!r}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+class _CountingSet(set):
+    """A set that counts membership checks: the work `_unique_call_id` does, without a clock."""
+
+    checks = 0
+
+    def __contains__(self, item: object) -> bool:
+        self.checks += 1
+        return super().__contains__(item)
+
+
+def test_many_repeats_of_one_call_id_stay_unique_in_linear_work() -> None:
+    repeats = 5000
+    calls = [{"tool_call_id": "x#3", "function_name": "f"}] + [{"tool_call_id": "x", "function_name": "f"}] * repeats
+    step = {"source": "agent", "message": "a", "tool_calls": calls}
+    builder = _MessageBuilder(None, {})
+    builder._call_ids = seen = _CountingSet()
+    builder.add_trajectory(_trajectory([{"source": "user", "message": "q"}, step]))
+    ids = [call["id"] for call in builder.messages[1]["toolCalls"]]
+    assert ids[:4] == ["x#3", "x", "x#2", "x#4"]  # a real `x#3` is never given again
+    assert len(set(ids)) == len(ids) == repeats + 1
+    assert seen.checks < 3 * len(ids)  # counting suffixes from 1 each time took ~repeats²/2
+
+
+def test_a_non_finite_number_is_null_in_strict_json() -> None:
+    summary = TrialSummary("t", "task", "terminus-2", "m", "p", "", "job", math.nan, None, "nan")
+    call = {"tool_call_id": "c", "function_name": "f", "arguments": {"n": math.inf}}
+    text_call = {"tool_call_id": "d", "function_name": "f", "arguments": '{"n": NaN}'}
+    steps = [{"source": "user", "message": "q"}, {"source": "agent", "message": "a", "tool_calls": [call, text_call]}]
+    [main] = trial_sessions(summary, [_trajectory(steps)], [], "run")
+    lines = main.to_jsonl().decode().splitlines()
+    strict = [_strict_json(line) for line in lines]
+    assert strict[0]["reward"] is None
+    arguments = [call["function"]["arguments"] for call in strict[2]["message"]["toolCalls"]]
+    assert arguments == ['{"n": null}', json.dumps('{"n": NaN}')]
+    check_session_file(main.to_jsonl())
+
+
+def _trial_folder(trace_jobs: Path, folder: str, trial_name: str, files: dict[str, Any], reward: Any = 1.0) -> None:
+    """A crafted trial folder: result.json naming `trial_name` and agent files (values as JSON)."""
+    (trace_jobs / folder / "agent").mkdir(parents=True)
+    result = {"trial_name": trial_name, "task_name": "task", "agent_info": {"name": "terminus-2"}}
+    result["verifier_result"] = {"rewards": {"reward": reward}}
+    (trace_jobs / folder / "result.json").write_text(json.dumps(result))
+    for name, value in files.items():
+        (trace_jobs / folder / "agent" / name).write_text(json.dumps(value))
+
+
+def _said(text: str) -> dict[str, Any]:
+    return {"steps": [{"source": "user", "message": "q"}, {"source": "agent", "message": text}]}
+
+
+def _statuses(staging: RunStaging) -> dict[str, dict[str, Any]]:
+    return {s["trial_dir"]: s for s in pq.read_table(staging.statuses).to_pylist()}
+
+
+def _texts(data: bytes) -> list[str]:
+    return [m["content"] for m in check_session_file(data)]
+
+
+def test_a_nameless_subagent_file_does_not_overwrite_the_main_session(tmp_path: Path) -> None:
+    trace_jobs = tmp_path / "traces" / "run" / "trace_jobs"
+    files = {"trajectory.json": _said("MAIN ANSWER"), "trajectory..json": _said("SUBAGENT")}
+    _trial_folder(trace_jobs, "t__1", "t__1", files)
+    staging = export(tmp_path / "traces", "run", tmp_path / "staging")
+    assert list(session_files(staging)) == [session_path("t__1")]
+    assert "MAIN ANSWER" in _texts(session_files(staging)[session_path("t__1")])
+    coverage = json.loads(staging.coverage.read_text())
+    assert coverage["exported"] == 1 and coverage["sessions_skipped"] == {"invalid_subagent_name": 1}
+    assert "session skipped (invalid_subagent_name): agent/trajectory..json" in _statuses(staging)["t__1"]["detail"]
+    with pytest.raises(ValueError):
+        session_path("t__1", "")
+
+
+def test_a_copied_trial_folder_gets_no_session_over_the_original(tmp_path: Path) -> None:
+    """`cp -r A__1 B__2` keeps result.json's trial_name: both rows are exported, the first trial
+    keeps its session, the copy is refused by name; once the original is gone the copy gets it."""
+    traces = tmp_path / "traces"
+    trace_jobs = traces / "run" / "trace_jobs"
+    _trial_folder(trace_jobs, "A__1", "A__1", {"trajectory.json": _said("A's real answer")})
+    _trial_folder(trace_jobs, "B__2", "A__1", {"trajectory.json": _said("B's hostile text")})
+    staging = export(traces, "run", tmp_path / "staging")
+    assert [row["trial_name"] for row in rows_of(staging)] == ["A__1", "A__1"]
+    files = session_files(staging)
+    assert list(files) == [session_path("A__1")] and "A's real answer" in _texts(files[session_path("A__1")])
+    coverage = json.loads(staging.coverage.read_text())
+    assert coverage["sessions"] == 1 and coverage["sessions_skipped"] == {"session_path_taken": 1}
+    assert "session_path_taken" in _statuses(staging)["B__2"]["detail"]
+
+    shutil.rmtree(trace_jobs / "A__1")
+    again = export(traces, "run", tmp_path / "staging")
+    assert "B's hostile text" in _texts(session_files(again)[session_path("A__1")])
+    assert json.loads(again.coverage.read_text())["sessions_skipped"] == {}
+
+
+def test_a_kept_session_written_over_this_run_is_refused_by_name(tmp_path: Path) -> None:
+    """B's session of the run before is on a path A claims now that A's trajectory reads: A comes
+    first and writes it, so unchanged B keeps nothing rather than A's file."""
+    traces = tmp_path / "traces"
+    trace_jobs = traces / "run" / "trace_jobs"
+    _trial_folder(trace_jobs, "A__1", "X", {"trajectory.json": _said("A's answer")})
+    _trial_folder(trace_jobs, "B__2", "X", {"trajectory.json": _said("B's answer")})
+    (trace_jobs / "A__1" / "agent" / "trajectory.json").write_text("{not json")
+    first = export(traces, "run", tmp_path / "staging")
+    assert _statuses(first)["A__1"]["status"] == "excluded"
+    assert "B's answer" in _texts(session_files(first)[session_path("X")])
+
+    (trace_jobs / "A__1" / "agent" / "trajectory.json").write_text(json.dumps(_said("A's answer")))
+    for _ in range(2):  # B is re-read the run after, and refused again
+        again = export(traces, "run", tmp_path / "staging")
+        assert read_manifest(staged_sessions(again)) == {"A__1": [session_path("X")], "B__2": []}
+        assert "A's answer" in _texts(session_files(again)[session_path("X")])
+        assert json.loads(again.coverage.read_text())["sessions_skipped"] == {"session_path_taken": 1}
+        assert "session skipped (session_path_taken)" in _statuses(again)["B__2"]["detail"]
+
+
+def test_the_writer_never_overwrites_another_trials_path(tmp_path: Path) -> None:
+    writer = SessionWriter(tmp_path / SESSIONS_DIR)
+    scope = RunScope("run")
+    files = {"agent/trajectory.json": json.dumps(_said("first")).encode()}
+    assert writer.write("one", _summary("same"), files, scope) == []
+    copy = {"agent/trajectory.json": json.dumps(_said("second")).encode()}
+    [refused] = writer.write("two", _summary("same"), copy, scope)
+    assert refused.reason is SessionSkip.PATH_TAKEN and "one" in refused.detail
+    counts = writer.close()
+    assert counts.sessions == 1 and counts.skipped == {"session_path_taken": 1}
+    assert "first" in _texts((tmp_path / session_path("same")).read_bytes())
+
+
+def test_a_trial_whose_session_fails_keeps_its_row(tmp_path: Path) -> None:
+    """A subagent reference that is a number, a trial name too long for a file name: the row is
+    exported and the session written; whatever else the converter trips on skips the session only."""
+    trace_jobs = tmp_path / "traces" / "run" / "trace_jobs"
+    steps = _said("answer")["steps"]
+    steps[1]["observation"] = {"results": [{"content": "out", "subagent_trajectory_ref": 5}]}
+    _trial_folder(trace_jobs, "ref__1", "ref__1", {"trajectory.json": {"steps": steps}})
+    long_name = "long-" + "x" * 300
+    _trial_folder(trace_jobs, "long__2", long_name, {"trajectory.json": _said("long")})
+    staging = export(tmp_path / "traces", "run", tmp_path / "staging")
+    files = session_files(staging)
+    assert {json.loads(data.splitlines()[0])["trial_name"] for data in files.values()} == {"ref__1", long_name}
+    assert all(len(path.rsplit("/", 1)[-1]) < 200 for path in files)
+    assert session_path(long_name) != session_path(long_name[:-1])
+    assert json.loads(staging.coverage.read_text())["sessions_skipped"] == {}
+
+
+def test_an_unconvertible_session_is_named_not_an_exclusion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import trace_assets.steps.sessions as sessions_step
+
+    def trip(*_: Any) -> Any:
+        raise TypeError("'int' object is not iterable")
+
+    monkeypatch.setattr(sessions_step, "sessions_from_files", trip)
+    trace_jobs = tmp_path / "traces" / "run" / "trace_jobs"
+    _trial_folder(trace_jobs, "t__1", "t__1", {"trajectory.json": _said("answer")})
+    staging = export(tmp_path / "traces", "run", tmp_path / "staging")
+    status = _statuses(staging)["t__1"]
+    assert status["status"] == "exported" and status["rows"] == 1
+    assert "session skipped (unconvertible_trajectory): TypeError" in status["detail"]
+    coverage = json.loads(staging.coverage.read_text())
+    assert coverage["sessions"] == 0 and coverage["sessions_skipped"] == {"unconvertible_trajectory": 1}
+
+
+def test_a_nan_reward_is_null_in_the_written_session(tmp_path: Path) -> None:
+    trace_jobs = tmp_path / "traces" / "run" / "trace_jobs"
+    _trial_folder(trace_jobs, "t__1", "t__1", {"trajectory.json": _said("answer")}, reward=math.nan)
+    staging = export(tmp_path / "traces", "run", tmp_path / "staging")
+    [data] = session_files(staging).values()
+    header = _strict_json(data.splitlines()[0])
+    assert header["reward"] is None
