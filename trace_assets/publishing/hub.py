@@ -251,25 +251,22 @@ def _publish(
     head = _prepare_revision(api, repo_id, revision, private)
     if shared:
         (shared_file, scratch), existing = shared, None
-        if head is not None:
-            try:
-                existing = Path(
-                    api.hf_hub_download(
-                        repo_id, shared_file.path, repo_type=REPO_TYPE, revision=head, cache_dir=scratch
-                    )
-                ).read_text()
-            except (EntryNotFoundError, RemoteEntryNotFoundError):
-                pass
+        try:
+            existing = Path(
+                api.hf_hub_download(repo_id, shared_file.path, repo_type=REPO_TYPE, revision=head, cache_dir=scratch)
+            ).read_text()
+        except (EntryNotFoundError, RemoteEntryNotFoundError):
+            pass
         merged = scratch / "shared-file"
         merged.write_text(shared_file.merge(existing))
         uploads = {**uploads, shared_file.path: merged}
-    remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head or revision)
+    remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head)
     stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
     if len(uploads) + len(stale_shards) > max_files_per_commit:
         batches = _BatchedPublish(
             api, repo_id, uploads, stale_folders, max_files_per_commit, retry or RetryPolicy(), progress
         )
-        return batches.publish(revision, commit_message)
+        return batches.publish(revision, commit_message, head)
     logger.info(
         "Publishing %d files to dataset %s@%s, deleting %d stale shards",
         len(uploads),
@@ -382,7 +379,7 @@ class SharedFile(NamedTuple):
     merge: Callable[[str | None], str]
 
 
-def _prepare_revision(api: HfApi, repo_id: str, revision: str, private: bool) -> str | None:
+def _prepare_revision(api: HfApi, repo_id: str, revision: str, private: bool) -> str:
     """Make sure repo and branch exist; return the head commit the publish is planned against."""
     api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
     if revision != DEFAULT_REVISION:
@@ -392,6 +389,7 @@ def _prepare_revision(api: HfApi, repo_id: str, revision: str, private: bool) ->
         raise HubPublishError(
             f"Dataset repo {repo_id} already exists and is public; pass private=False to publish to it anyway"
         )
+    assert info.sha is not None, "the Hub names every revision's head commit"
     return info.sha
 
 
@@ -485,8 +483,13 @@ class _BatchedPublish:
     one step: readers of `main` never see half of it. Each step is planned from what the pull
     request already holds, so a rerun after an interruption finds the open pull request by its
     title and resumes it, uploading and committing only what is not there yet; a batch that
-    failed on the wire but landed on the server is recognised the same way. A revision other
-    than `main` takes the batches directly (pull requests target `main`).
+    failed on the wire but landed on the server is recognised the same way. A pull request is
+    resumed only while it is based on the head of `main` the version was planned on: one opened
+    on an older `main` is closed and a new one started, since merging it would meet `main`'s newer
+    changes to the same files (the card, the root card) and fail, or undo them. Its LFS contents
+    stay in the repo's storage, so the new pull request uploads none of them again; only regular
+    files travel again, in its commits. A revision other than `main` takes the batches directly
+    (pull requests target `main`).
     """
 
     def __init__(
@@ -508,9 +511,10 @@ class _BatchedPublish:
         self.retry = retry
         self.deleted: set[str] = set()
 
-    def publish(self, revision: str, title: str) -> PublishedCommit:
-        number = self._pull_request(title) if revision == DEFAULT_REVISION else None
-        ref = revision if number is None else f"refs/pr/{number}"
+    def publish(self, revision: str, title: str, planned_on: str) -> PublishedCommit:
+        """`planned_on` is the head of `revision` the version (and a shared file's merge) was planned against."""
+        number = self._pull_request(title, planned_on) if revision == DEFAULT_REVISION else None
+        ref = revision if number is None else _pull_request_ref(number)
         transfer = self._upload_contents(ref)
         head = self._commit_batches(ref, title, transfer)
         transfer.finish_all()
@@ -537,17 +541,21 @@ class _BatchedPublish:
                 time.sleep(self.retry.wait_seconds * 2**attempt)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _pull_request(self, title: str) -> int:
-        """The open pull request an interrupted publish of this version left, else a new one."""
+    def _pull_request(self, title: str, planned_on: str) -> int:
+        """The open pull request an interrupted publish of this scope left, if it is still based on
+        `planned_on`, else a new one, which must start there; stale ones are closed on the way."""
         for discussion in self._call(
             lambda: list(
                 self.api.get_repo_discussions(self.repo_id, discussion_type="pull_request", repo_type=REPO_TYPE)
             )
         ):
-            if discussion.title == title and discussion.status in ("draft", "open"):
+            if discussion.title != title or discussion.status not in ("draft", "open"):
+                continue
+            if self._is_based_on(discussion.num, planned_on):
                 logger.info("Resuming pull request #%d of %s", discussion.num, self.repo_id)
                 return discussion.num
-        return self._call(
+            self._close(discussion.num, "main has moved since it was opened; a new pull request replaces it")
+        number = self._call(
             lambda: self.api.create_pull_request(
                 self.repo_id,
                 title=title,
@@ -555,6 +563,32 @@ class _BatchedPublish:
                 repo_type=REPO_TYPE,
             )
         ).num
+        start = self._call(lambda: self.api.dataset_info(self.repo_id, revision=_pull_request_ref(number))).sha
+        if start != planned_on:  # main moved after the plan: merging would undo that change of a shared file
+            self._close(number, "main moved while this version was being planned")
+            raise HubPublishError(
+                f"Publishing to dataset {self.repo_id}@{DEFAULT_REVISION} stopped: main moved from {planned_on}"
+                f" to {start} while the version was being planned; publishing again plans against the new head"
+            )
+        return number
+
+    def _is_based_on(self, number: int, commit: str) -> bool:
+        """Whether `commit`, main's head when this publish began, is in the pull request's history.
+        An earlier publish of the scope opened the pull request before that, so it was opened on
+        `commit`, and merging it moves main to exactly the pull request's files. One request per 50
+        commits of history (the Hub's page), made only when an open pull request of the scope is found."""
+        history = self._call(
+            lambda: self.api.list_repo_commits(self.repo_id, repo_type=REPO_TYPE, revision=_pull_request_ref(number))
+        )
+        return any(entry.commit_id == commit for entry in history)
+
+    def _close(self, number: int, why: str) -> None:
+        logger.warning("Closing pull request #%d of %s: %s", number, self.repo_id, why)
+        self._call(
+            lambda: self.api.change_discussion_status(
+                self.repo_id, number, "closed", comment=f"Closed by trace_assets: {why}.", repo_type=REPO_TYPE
+            )
+        )
 
     def _state(self, ref: str) -> tuple[str, dict[str, RepoFile]]:
         """The ref's head and every file under it."""
@@ -650,6 +684,10 @@ class _BatchedPublish:
         head = self._call(lambda: self.api.dataset_info(self.repo_id, revision=DEFAULT_REVISION)).sha
         assert head is not None, "the Hub names every revision's head commit"
         return head
+
+
+def _pull_request_ref(number: int) -> str:
+    return f"refs/pr/{number}"
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:

@@ -3,9 +3,11 @@
 Tests drive the real `huggingface_hub` client against it, so the request and response shapes
 follow that client's source (hf_api.py, _commit_api.py, lfs.py, file_download.py of
 huggingface_hub 2.4.0) rather than the docs. Supported: repo creation and info, branches and refs,
-tree listing, README metadata validation, preupload, the Git LFS batch API with single-part
+tree listing, a revision's commit history (newest first, 50 a page behind a `Link` header, as the
+Hub pages it), README metadata validation, preupload, the Git LFS batch API with single-part
 "basic" uploads, NDJSON commits, `/resolve` downloads, and pull requests (create, list, details,
-publish a draft, merge; commits to `refs/pr/N`).
+publish a draft, close, merge; commits to `refs/pr/N`). A pull request's ref starts at `main`'s
+head when it is created, so its history holds its base, as on the Hub.
 
 Off by default, for publishing at real sizes: a per-commit file limit (`max_files_per_commit`)
 and random failures (`failure_rate`, seeded) of preuploads and commits, half of the commit
@@ -37,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from posixpath import dirname
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import pytest
 import yaml
@@ -48,6 +50,8 @@ STAND_IN_TOKEN = "hf_standin_write_token_0123456789"
 # What a new dataset repo's .gitattributes marks as LFS on the real Hub (a representative subset).
 LFS_PATTERNS = ("*.parquet", "*.arrow", "*.bin", "*.gz", "*.zip", "*.zst", "*.tar", "*.npy", "*.safetensors")
 # The Hub refuses regular (non-LFS) files above 10 MB.
+# Commits per page of the Hub's commit history (its `Link: <...?p=1&limit=50>; rel="next"`).
+COMMITS_PER_PAGE = 50
 MAX_REGULAR_FILE_SIZE = 10 * 1024 * 1024
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
 
@@ -141,6 +145,15 @@ class _Repo:
         if oid not in self.commits:
             raise _HubError(404, f"Invalid rev id: {revision}", error_code="RevisionNotFound")
         return self.commits[oid]
+
+    def history(self, revision: str) -> list[CommitRecord]:
+        """The revision's head and its ancestors, newest first."""
+        history = []
+        commit: CommitRecord | None = self.resolve(revision)
+        while commit is not None:
+            history.append(commit)
+            commit = self.commits[commit.parent_oid] if commit.parent_oid else None
+        return history
 
 
 @dataclass
@@ -310,6 +323,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(rf"/api/datasets/{_REPO}"), "_dataset_info"),
     ("GET", re.compile(rf"/api/datasets/{_REPO}/revision/(?P<revision>[^/]+)"), "_dataset_info"),
     ("GET", re.compile(rf"/api/datasets/{_REPO}/refs"), "_list_refs"),
+    ("GET", re.compile(rf"/api/datasets/{_REPO}/commits/(?P<revision>[^/]+)"), "_list_commits"),
     ("POST", re.compile(rf"/api/datasets/{_REPO}/branch/(?P<branch>[^/]+)"), "_create_branch"),
     ("GET", re.compile(rf"/api/datasets/{_REPO}/tree/(?P<revision>[^/]+)(?:/(?P<path>.+))?"), "_list_tree"),
     ("POST", re.compile(rf"/api/datasets/{_REPO}/preupload/(?P<revision>[^/]+)"), "_preupload"),
@@ -447,6 +461,28 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
                 if not name.startswith("refs/")  # pull request refs
             ]
         self._send_json(200, {"branches": branches, "converts": [], "tags": [], "pullRequests": []})
+
+    def _list_commits(self, repo_id: str, revision: str) -> None:
+        """One page of the revision's history, newest first; the next page's URL in `Link`, as the Hub sends it."""
+        page = int(self._query.get("p", "0"))
+        limit = int(self._query.get("limit", str(COMMITS_PER_PAGE)))
+        with self.hub._lock:
+            history = self._readable_repo(repo_id).history(revision)
+        listed = [
+            {
+                "id": commit.oid,
+                "title": commit.title,
+                "message": commit.description,
+                "authors": [{"user": "stand-in"}],
+                "date": _hub_timestamp(commit.created_at),
+            }
+            for commit in history[page * limit : (page + 1) * limit]
+        ]
+        headers = {"X-Total-Count": str(len(history))}
+        if (page + 1) * limit < len(history):
+            next_page = f"{self.hub.url}/api/datasets/{repo_id}/commits/{quote(revision, safe='')}"
+            headers["Link"] = f'<{next_page}?p={page + 1}&limit={limit}>; rel="next"'
+        self._send_json(200, listed, headers=headers)
 
     def _create_branch(self, repo_id: str, branch: str) -> None:
         self._require_write_access()
