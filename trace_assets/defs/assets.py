@@ -94,6 +94,7 @@ def last_episode_rows(
             **excluded_trials_metadata(staging.statuses),
             "subagent_rows": dg.MetadataValue.int(coverage.subagent_rows),
             "sessions": dg.MetadataValue.int(coverage.sessions),
+            "sessions_skipped": dg.MetadataValue.json(coverage.sessions_skipped),  # by reason, see SessionSkip
             "trials_read": dg.MetadataValue.int(stats.reread),
             "trials_unchanged": dg.MetadataValue.int(stats.cached),
             "path": dg.MetadataValue.path(str(staging.rows)),

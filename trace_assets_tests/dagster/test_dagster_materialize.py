@@ -57,6 +57,7 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
     assert rows_meta["excluded"].records[0].data["meaning"] == "were scored but have no agent/trajectory.json"
     excluded = [r.data for r in rows_meta["excluded_trials"].records]
     assert len(excluded) == 8 and {"trial_name", "reason", "detail"} <= set(excluded[0])
+    assert (rows_meta["sessions"], rows_meta["sessions_skipped"]) == (34, {})
     published_meta = _metadata(instance, "published_shards")
     assert published_meta["shards"] == 3 and published_meta["num_examples"] == 28
     assert published_meta["dagster/row_count"] == 28
