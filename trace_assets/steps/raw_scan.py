@@ -13,7 +13,9 @@ bounded, as a test measures from the regexes, and the margin holds it even writt
 expanded form the scanner reads back (JSON escaped twice). An object gone or refused at
 read time is skipped, named so; one refused after some of its chunks is listed as partially
 scanned, with what its scanned chunks held. An object with a NUL byte in its first bytes is binary
-and skipped, named so; bytes that are not UTF-8 are scanned as U+FFFD and counted.
+and skipped, named so; one with a NUL byte further on is scanned up to it and read no further
+(partially scanned, `binary`): a sparse or padded file is not read to its listed size. Bytes that are not
+UTF-8 are scanned as U+FFFD and counted.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class RawSkip(StrEnum):
     SPECIAL = "special"  # a FIFO, socket or device: never opened
     UNREADABLE = "unreadable"  # a folder that cannot be entered, or a file that cannot be read
     UNDECODABLE_NAME = "undecodable_name"  # a name that is not UTF-8
-    BINARY = "binary"  # a NUL byte in its first 8 KiB: not text
+    BINARY = "binary"  # a NUL byte in its first 8 KiB (partly scanned: further on): not text
 
 
 _LISTED = {
@@ -201,17 +203,26 @@ class RawTreeScan:
                 reason = _REFUSED.get(data.reason, RawSkip.UNREADABLE)
                 if index == 0:
                     self._skip(key, reason)
-                else:
+                else:  # what was read is scanned to its end
+                    self._add(row_id, key, index, carried + decoder.decode(b"", True), (counted_from, None))
                     self._partially(key, reason, read)
                 return
             if index == 0 and b"\0" in data[:BINARY_SNIFF_BYTES]:
                 self._skip(key, RawSkip.BINARY)
                 return
+            # Text that turns binary (a sparse hole, an appended archive): scanned up to its first
+            # NUL byte and read no further, so a padded file is not read to its listed size.
+            binary_from = data.find(b"\0")
+            if binary_from >= 0:
+                data, final = data[:binary_from], True
             self._chunks += bool(data)  # an object that shrank since the listing may end in an empty read
             read += len(data)
             text = carried + decoder.decode(data, final)
             if final:
                 self._add(row_id, key, index, text, (counted_from, None))
+                if binary_from >= 0:
+                    self._partially(key, RawSkip.BINARY, read)
+                    return
                 break
             counted_until = max(counted_from, len(text) - self.overlap_chars)
             self._add(row_id, key, index, text, (counted_from, counted_until))
