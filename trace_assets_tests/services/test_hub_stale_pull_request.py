@@ -126,16 +126,22 @@ def test_a_killed_scope_publishes_after_another_scope_changed_the_shared_root_ca
     assert hub.pull_request_status(REPO_ID, 2) == "merged"
 
 
-def test_the_replacing_pull_request_uploads_no_lfs_content_again(
-    hub_server: HubStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    hub = hub_server
+def _v2_killed_before_its_merge(hub: HubStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """v1 on main, then v2's batched publish killed with its pull request complete, not merged."""
     publish(hub, write_version(tmp_path, "v1", shards=2))
     v2 = write_version(tmp_path, "v2", shards=30)
     with monkeypatch.context() as patch:
         killed_at(patch, "_merge")
         with pytest.raises(Killed):
             publish(hub, v2)
+    return v2
+
+
+def test_the_replacing_pull_request_uploads_no_lfs_content_again(
+    hub_server: HubStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub = hub_server
+    v2 = _v2_killed_before_its_merge(hub, tmp_path, monkeypatch)
     uploaded = hub.lfs_oids(REPO_ID)
     publish(hub, write_version(tmp_path, "v3", shards=3))
     requests_before = len(hub.requests)
@@ -153,12 +159,7 @@ def test_an_interrupted_pull_request_on_main_s_head_is_resumed_not_replaced(
     hub_server: HubStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hub = hub_server
-    publish(hub, write_version(tmp_path, "v1", shards=2))
-    v2 = write_version(tmp_path, "v2", shards=30)
-    with monkeypatch.context() as patch:
-        killed_at(patch, "_merge")
-        with pytest.raises(Killed):
-            publish(hub, v2)
+    v2 = _v2_killed_before_its_merge(hub, tmp_path, monkeypatch)
     batches = len(hub.commits(REPO_ID, "refs/pr/1"))
 
     publish(hub, v2)
