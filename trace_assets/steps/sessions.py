@@ -20,6 +20,7 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import CONVERSATION_TYPE
@@ -251,11 +252,25 @@ def copy_sessions(folder: Path, out_dir: Path, redact: Callable[[pa.Table], pa.T
             shutil.copytree(folder, out_dir / SESSIONS_DIR)
         return session_counts(folder)
     for batch in _iter_batches(folder):
-        redacted = redact(_as_rows(batch)).column("conversations").to_pylist()
-        for session, messages in zip(batch, redacted, strict=True):
-            for (container, key), message in zip(session.slots, messages, strict=True):
-                container[key] = message["content"]
+        texts = _as_rows(batch)
+        redacted = redact(texts)
+        changed = _changed_rows(texts, redacted)
+        for index, session in enumerate(batch):
             target = out_dir / session.path
             target.parent.mkdir(parents=True, exist_ok=True)
+            if index not in changed:  # nothing replaced: the staged bytes are what writing it would give
+                shutil.copyfile(folder.parent / session.path, target)
+                continue
+            messages = redacted.column("conversations")[index].as_py()
+            for (container, key), message in zip(session.slots, messages, strict=True):
+                container[key] = message["content"]
             target.write_text("".join(json_line(line) for line in session.lines))
     return session_counts(folder)
+
+
+def _changed_rows(before: pa.Table, after: pa.Table) -> set[int]:
+    """The rows (sessions) in which redaction replaced a text: only those are decoded and written
+    again, the rest copied (most sessions of a run hold no finding)."""
+    old, new = (table.column("conversations").combine_chunks() for table in (before, after))
+    differs = pc.not_equal(old.flatten().field("content"), new.flatten().field("content"))
+    return set(pc.filter(pc.list_parent_indices(old), differs).to_pylist())

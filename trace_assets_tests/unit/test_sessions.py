@@ -380,6 +380,12 @@ def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> N
     assert len(published) == len(session_files(staging))
     assert not any(token in text for text in published.values())
     assert any("[REDACTED:github_token]" in text for text in published.values())
+    # the sessions without a finding go out as staged, byte for byte; the leaky one alone is rewritten
+    [version] = [folder.name for folder in (out / SESSIONS_DIR).iterdir()]  # sessions/<version>/<bucket>/...
+    staged = session_files(staging)
+    as_published = {path: out / SESSIONS_DIR / version / Path(path).relative_to(SESSIONS_DIR) for path in staged}
+    rewritten = [path for path, data in staged.items() if as_published[path].read_bytes() != data]
+    assert rewritten == [path for path, data in staged.items() if token in data.decode()]
     for text in published.values():
         check_session_file(text.encode())
     assert json.loads((out / "secret_scan.json").read_text())["redacted"]["github_token"] >= 1
