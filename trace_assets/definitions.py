@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dagster as dg
 
+from trace_assets.defs.assets import HUB_COMMIT_POOL, published_shards_asset
 from trace_assets.defs.checks import (
     coverage_accounts_for_every_folder,
     export_ratio_above_threshold,
     no_live_secrets,
     raw_tree_secrets,
 )
-from trace_assets.defs.jobs import ASSETS, RUN_EXECUTOR, export_trace_run
+from trace_assets.defs.jobs import EXPORT_ASSETS, RUN_EXECUTOR, export_trace_run
 from trace_assets.defs.partitions import trace_runs
 from trace_assets.defs.recheck import recheck_scopes
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
@@ -27,16 +28,19 @@ def build_definitions(
     hub: HuggingFaceHub | None = None,
     loggers: dict[str, dg.LoggerDefinition] | None = None,
 ) -> dg.Definitions:
-    """The code location; `loggers` lets the CLI print one line per message instead of Dagster's."""
+    """The code location; `loggers` lets the CLI print one line per message instead of Dagster's.
+    Publishing takes the `hub_commits` pool only when the configured target is the Hub."""
+    hub = hub or hub_from_env()
+    publish = published_shards_asset(HUB_COMMIT_POOL if trace_config.publishes_to_hub(hub) else None)
     return dg.Definitions(
-        assets=[*ASSETS, sweep_coverage],
+        assets=[*EXPORT_ASSETS, publish, sweep_coverage],
         asset_checks=CHECKS,
         jobs=[export_trace_run, refresh_sweep_coverage, recheck_scopes],
         sensors=[new_trace_runs_sensor, sweep_coverage_after_publish],
         resources={
             "trace_config": trace_config,
             "object_storage": object_storage or ObjectStorage(),
-            "hub": hub or hub_from_env(),
+            "hub": hub,
         },
         loggers=loggers,
         executor=RUN_EXECUTOR,

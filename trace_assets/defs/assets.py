@@ -126,24 +126,44 @@ def secret_scan_report(
     return dg.MaterializeResult(metadata=scan_metadata(report, staging.scan_report))
 
 
-@dg.asset(
-    partitions_def=trace_runs,
-    group_name=GROUP,
-    kinds={"parquet", "huggingface"},
-    deps=[secret_scan_report],
-    pool=HUB_COMMIT_POOL,
-)
-def published_shards(
+def published_shards_asset(pool: str | None) -> dg.AssetsDefinition:
+    """`published_shards` in `pool`: the definitions put it in `hub_commits` when the configured
+    target is the Hub (its commits one at a time) and in none for a folder or S3 root, where scopes
+    publish side by side (each in its own folder; the root card merged by compare-and-swap)."""
+
+    @dg.asset(
+        name="published_shards",
+        partitions_def=trace_runs,
+        group_name=GROUP,
+        kinds={"parquet", "huggingface"},
+        deps=[secret_scan_report],
+        pool=pool,
+    )
+    def published_shards(
+        context: dg.AssetExecutionContext,
+        trace_config: TraceAssetsConfig,
+        object_storage: ObjectStorage,
+        hub: HuggingFaceHub,
+    ) -> dg.MaterializeResult:
+        """The run as a Hugging Face dataset folder: shards, card, coverage.json, trials.parquet.
+
+        Refused when it would replace the published version with a worse one (no rows, or fewer trial
+        folders or rows past `shrink_threshold`), unless `allow_shrink`.
+        """
+        return _publish_scope(context, trace_config, object_storage, hub)
+
+    return published_shards
+
+
+published_shards = published_shards_asset(HUB_COMMIT_POOL)  # its key, and the definition for Hub targets
+
+
+def _publish_scope(
     context: dg.AssetExecutionContext,
     trace_config: TraceAssetsConfig,
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
-    """The run as a Hugging Face dataset folder: shards, card, coverage.json, trials.parquet.
-
-    Refused when it would replace the published version with a worse one (no rows, or fewer trial
-    folders or rows past `shrink_threshold`), unless `allow_shrink`.
-    """
     scope = scope_of(context)
     target = trace_config.publish_target(object_storage, hub)
     with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:

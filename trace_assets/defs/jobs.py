@@ -12,7 +12,8 @@ from trace_assets.defs.assets import (
     secret_scan_report,
 )
 
-ASSETS = [raw_trial_listing, scored_trials, last_episode_rows, secret_scan_report, published_shards]
+EXPORT_ASSETS = [raw_trial_listing, scored_trials, last_episode_rows, secret_scan_report]  # then publishing
+ASSETS = [*EXPORT_ASSETS, published_shards]
 # Runs carry this tag so dagster.yaml can cap how many read the object store at once.
 STORE_READ_TAG = {"trace_assets/store": "read"}
 # The steps are a strictly linear chain: one process per step (the multiprocess default) only adds a

@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError, model_validator
 from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, Subagents, SuccessFilter, export_env
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.shrink_guard import DEFAULT_SHRINK_THRESHOLD
-from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target
+from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target, publishes_to_hub
 from trace_assets.queue_events import bucket_and_prefix
 from trace_assets.roots import refuse_overlapping_roots
 from trace_assets.run_tags import SWEEP_LABEL, sweep_label
@@ -262,6 +262,9 @@ class TraceAssetsConfig(dg.ConfigurableResource):
 
     def publish_target(self, storage: ObjectStorage, hub: HuggingFaceHub) -> PublishTarget:
         return choose_target(self.publish_root, storage.storage_options(self.publish_root), hub.settings())
+
+    def publishes_to_hub(self, hub: HuggingFaceHub) -> bool:
+        return publishes_to_hub(self.publish_root, hub.repo_id_template)
 
 
 class ConfigError(ValueError):

@@ -224,11 +224,16 @@ class HubTarget:
         return None
 
 
+def publishes_to_hub(publish_root: str, repo_id_template: str) -> bool:
+    """A repo template is set or the root is `hf://datasets/...`: `choose_target` picks the Hub."""
+    return bool(repo_id_template) or publish_root.startswith(PUBLISH_ROOT_PREFIX)
+
+
 def choose_target(publish_root: str, storage_options: dict[str, Any], hub: HubSettings) -> PublishTarget:
     """A Hub target when a repo template is set or the root is `hf://datasets/...`, else a folder."""
     if hub.repo_id_template:
         return HubTarget(hub)
-    if publish_root.startswith(PUBLISH_ROOT_PREFIX):
+    if publishes_to_hub(publish_root, hub.repo_id_template):
         root = parse_publish_root(publish_root)
         return HubTarget(hub, root.repo_id, root.revision, root.path_in_repo)
     return FolderTarget(publish_root, storage_options)
