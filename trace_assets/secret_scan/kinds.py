@@ -89,11 +89,12 @@ _CLOUDFLARE_GLOBAL_KEY = re.compile(r"[a-f0-9]{37}")  # lowercase hex: a mixed-c
 _VAULT_TOKEN = re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}")
 
 
-# Context before a value is bounded (no `*` or `+`): the raw scan's chunks start MARGIN_CHARS (256)
+# Context before a value is bounded (no `*` or `+`): the raw scan's chunks start MARGIN_CHARS
 # before their counted part, so a match whose value starts there is found with its whole context.
-# Whitespace between a keyword and its value: up to 16 characters (gitleaks allows 3 to 5).
-_GAP = r"\s{0,16}"
-_SPACES = r"\s{1,16}"
+# Whitespace between a keyword and its value: up to 128 characters (gitleaks allows 3 to 5), so
+# columns aligned in a printed table or config (`aws configure list`, `env | column -t`) still match.
+_GAP = r"\s{0,128}"
+_SPACES = r"\s{1,128}"
 # A keyword, then up to 30 name characters (`WANDB_API_KEY`, `cohere.api_key`), then an assignment.
 _ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
 # A vendor's name may also be followed by one more word (`vercel token = ...`): its value's shape is specific.
@@ -144,7 +145,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         "aws_secret_access_key",
         (
             Rule(
-                r"(?:(?i:aws[a-z_]{0,20}secret[a-z_]{0,20}|secret_?access_?key)[\\\"'\s]{0,16}(?::|=>?)[\\\"'\s]{0,16}"
+                r"(?:(?i:aws[a-z_]{0,20}secret[a-z_]{0,20}|secret_?access_?key)[\\\"'\s]{0,128}(?::|=>?)[\\\"'\s]{0,128}"
                 r"|\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}[\s,:;|\"'=]{1,8})([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
                 ("secret", "AKIA", "ASIA", "ABIA", "ACCA"),
             ),

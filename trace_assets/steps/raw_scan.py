@@ -39,9 +39,9 @@ from trace_assets.store.trace_store import FetchError, TraceStore
 RAW_SCAN_REPORT = "raw_secret_scan.json"  # in the scope's staging folder
 CHUNK_BYTES = 4 * 2**20  # an object larger than this is read a chunk at a time
 OVERLAP_CHARS = 64 * 1024  # longer than any secret the kinds match (a 16k-bit RSA PEM is about 12 KB)
-# Longer than any kind's context before its value (bounded in kinds.py: 240 characters as matched)
+# Longer than any kind's context before its value (bounded in kinds.py: 800 characters as matched)
 # as the file may hold it: JSON escaped twice, a character can take up to 11 (`\\u005cu0041`).
-MARGIN_CHARS = 4096
+MARGIN_CHARS = 16384
 BATCH_BYTES = 32 * 2**20  # small objects fetched, and text held, before a scan
 BINARY_SNIFF_BYTES = 8192  # as git does: a NUL byte in the first 8 KiB means binary
 RAW_COLUMN = "object"  # the scanner's `column` for a raw text; its `trace_source` holds the object key

@@ -235,19 +235,19 @@ def test_a_key_block_whose_chunks_are_scanned_in_two_batches_is_one_object(tmp_p
     assert _found(batched, key) == {"private_key": {"live": 1}}
 
 
-SWEEP_CHUNK, SWEEP_OVERLAP = 8192, 400  # twice the margin; the first text's counted part ends at 7,792
+SWEEP_CHUNK, SWEEP_OVERLAP = 32768, 400  # twice the margin; the first text's counted part ends at 32,368
 SWEEP_LIMIT = SWEEP_CHUNK - SWEEP_OVERLAP
 
 
 def _sweep_cases() -> dict[str, tuple[str, int]]:
     """Each case's text and how many characters of context come before its value."""
     rng = random.Random(8)
-    gap = "\n" + " " * 15  # the longest whitespace run a context may hold
+    gap = "\n" + " " * 127  # the longest whitespace run a context may hold
     netrc_key = "".join(rng.choice("0123456789abcdef") for _ in range(40))
     netrc = f"machine{gap}api.wandb.ai{gap}login{gap}{'u' * 128}{gap}password{gap}"  # the longest netrc context
     vercel = "vercel_token = "
     # the same with tabs, in a JSON string escaped twice (an agent writing a config file through a
-    # heredoc): 400 characters of the file before the value, 240 as the regex sees them
+    # heredoc): 2,080 characters of the file before the value, 800 as the regex sees them
     tabbed = netrc.replace(" ", "\t")
     escaped = json.dumps(json.dumps(tabbed)[1:-1])[1:-1]
     return {
@@ -301,4 +301,4 @@ def test_every_kind_s_context_fits_in_the_raw_scan_s_margin():
     widths = {kind.name: max(_context_width(rule.regex) for rule in kind.rules) for kind in BUILTIN_KINDS}
     most_escaped = 11  # file characters for one the regex sees, JSON escaped twice: `\\u005cu0041` is `A`
     assert {name: width for name, width in widths.items() if (width + 1) * most_escaped > MARGIN_CHARS} == {}
-    assert widths["wandb_api_key"] == 240  # the netrc rule: the longest context today
+    assert widths["wandb_api_key"] == 800  # the netrc rule: the longest context today

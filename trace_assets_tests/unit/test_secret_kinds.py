@@ -225,3 +225,19 @@ def test_ordinary_trace_text_beside_a_vendor_name_is_not_live(text):
 )
 def test_the_exact_credential_variable_keeps_a_bare_value_live(text, kind):
     assert _report(text)["kinds"][kind]["live"] == 1, text
+
+
+_AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8xK2m9PZ"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (f"aws_secret_access_key{' ' * 20}= {_AWS_SECRET}", "aws_secret_access_key"),
+        (f'DB_PASSWORD{" " * 24}= "S3cr3t-Pa55w0rd-9x7Q"', "generic_password"),
+        (f'  secret_key{" " * 40}= "{_AWS_SECRET}"', "generic_secret"),  # terraform fmt
+    ],
+)
+def test_a_value_in_an_aligned_column_is_found(text, kind):
+    """Printed tables and formatted configs pad keys to a column: up to 128 spaces before a value."""
+    assert _report(text)["kinds"][kind]["matches"] == 1, text
