@@ -13,8 +13,9 @@ bounded, as a test measures from the regexes, and the margin holds it even writt
 expanded form the scanner reads back (JSON escaped twice). An object gone or refused at
 read time is skipped, named so; one refused after some of its chunks is listed as partially
 scanned, with what its scanned chunks held. An object with a NUL byte in its first bytes is binary
-and skipped, named so; one with a NUL byte further on is scanned up to it and read no further
-(partially scanned, `binary`): a sparse or padded file is not read to its listed size. Bytes that are not
+and skipped, named so; a large one with a long run of NUL bytes further on (a sparse hole, zero
+padding: 64 KiB) is scanned up to it and read no further (partially scanned, `binary`), so a
+padded file is not read to its listed size; a stray NUL byte is text. Bytes that are not
 UTF-8 are scanned as U+FFFD and counted.
 """
 
@@ -44,6 +45,7 @@ OVERLAP_CHARS = 64 * 1024  # longer than any secret the kinds match (a 16k-bit R
 MARGIN_CHARS = 16384
 BATCH_BYTES = 32 * 2**20  # small objects fetched, and text held, before a scan
 BINARY_SNIFF_BYTES = 8192  # as git does: a NUL byte in the first 8 KiB means binary
+HOLE_BYTES = 64 * 1024  # a run of NUL bytes this long (a quarter chunk at most) is a sparse hole, not text
 RAW_COLUMN = "object"  # the scanner's `column` for a raw text; its `trace_source` holds the object key
 
 
@@ -54,7 +56,7 @@ class RawSkip(StrEnum):
     SPECIAL = "special"  # a FIFO, socket or device: never opened
     UNREADABLE = "unreadable"  # a folder that cannot be entered, or a file that cannot be read
     UNDECODABLE_NAME = "undecodable_name"  # a name that is not UTF-8
-    BINARY = "binary"  # a NUL byte in its first 8 KiB (partly scanned: further on): not text
+    BINARY = "binary"  # a NUL byte in its first 8 KiB (partly scanned: a run of them further on)
 
 
 _LISTED = {
@@ -117,6 +119,7 @@ class RawTreeScan:
     ) -> None:
         self.store, self.scope = store, scope
         self.chunk_bytes, self.overlap_chars, self.batch_bytes = chunk_bytes, overlap_chars, batch_bytes
+        self._hole = b"\0" * min(HOLE_BYTES, chunk_bytes // 4)
         self._scanner = SecretScanner(scope.key, options)
         self._pending = _PendingTexts()
         self._objects = 0  # listed, skipped or not: each gets a row id
@@ -210,9 +213,9 @@ class RawTreeScan:
             if index == 0 and b"\0" in data[:BINARY_SNIFF_BYTES]:
                 self._skip(key, RawSkip.BINARY)
                 return
-            # Text that turns binary (a sparse hole, an appended archive): scanned up to its first
-            # NUL byte and read no further, so a padded file is not read to its listed size.
-            binary_from = data.find(b"\0")
+            # A sparse hole after the text (`truncate -s`), or zero padding: scanned up to it and read
+            # no further, so a padded file is not read to its listed size. A stray NUL is text.
+            binary_from = data.find(self._hole)
             if binary_from >= 0:
                 data, final = data[:binary_from], True
             self._chunks += bool(data)  # an object that shrank since the listing may end in an empty read

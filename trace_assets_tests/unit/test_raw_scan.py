@@ -206,17 +206,17 @@ def test_an_object_refused_part_way_is_named_partially_scanned(tmp_path, traces)
 
 
 def test_text_that_turns_binary_is_read_no_further(tmp_path):
-    """A sparse hole after some text (`truncate -s`): scanned up to its first NUL byte (a secret
-    right before it found) and not read to its listed size."""
+    """A sparse hole after some text (`truncate -s`): scanned up to the hole (a secret right before
+    it found) and not read to its listed size; a stray NUL byte further on does not stop it."""
     token = crc_token(random.Random(9), "ghp_")
     key = f"{TRIAL}/agent/sparse.log"
-    text = "d " * (CHUNK - 100) + f" {token}\n"  # its token in the second chunk, before the hole
+    text = "d " * (CHUNK - 100) + "\0" + f" {token}\n"  # its token in the second chunk, before the hole
     root = _lone_run(tmp_path, {key: text})
     path = root / SAMPLE_RUN / "trace_jobs" / key
     os.truncate(path, 100 * CHUNK)
     report = _scan_with(root)
     assert report["partially_scanned"] == {"binary": 1} and report["chunks_scanned"] == 2
-    assert report["partially_scanned_objects"] == [{"object": key, "reason": "binary", "bytes_scanned": len(text)}]
+    assert report["partially_scanned_objects"] == [{"object": key, "reason": "binary", "bytes_scanned": 2 * CHUNK}]
     assert _found(report, key) == {"github_token": {"live": 1}}
 
 
