@@ -137,8 +137,19 @@ def raw_tree_secrets(
             ),
             "path": dg.MetadataValue.path(str(path)),
         },
-        description=None
-        if not flagged
-        else f"raw tree holds credentials ({', '.join(f'{k}: {n}' for k, n in sorted(flagged.items()))}) "
-        f"the policy blocks or redacts, in {report['objects_with_findings']} object(s); see {RAW_SCAN_REPORT}",
+        description=_raw_scan_description(report, flagged),
     )
+
+
+def _raw_scan_description(report: dict, flagged: dict[str, int]) -> str | None:
+    """What to look at: credentials the policy acts on, and objects read only in part (their rest unscanned)."""
+    parts = []
+    if flagged:
+        parts.append(
+            f"raw tree holds credentials ({', '.join(f'{k}: {n}' for k, n in sorted(flagged.items()))}) "
+            f"the policy blocks or redacts, in {report['objects_with_findings']} object(s)"
+        )
+    if report["partially_scanned"]:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(report["partially_scanned"].items()))
+        parts.append(f"objects scanned only in part: {reasons}")
+    return f"{'; '.join(parts)}; see {RAW_SCAN_REPORT}" if parts else None

@@ -164,12 +164,16 @@ def test_raw_tree_scan_is_off_by_default(tmp_path):
 def test_raw_tree_scan_finds_a_key_the_published_fields_never_hold(tmp_path):
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / RUN)
     key, fingerprint = _plant_in_episode_prompt(tmp_path / "traces")
+    sparse = next((tmp_path / "traces" / RUN / "trace_jobs").iterdir()) / "agent" / "sandbox.log"
+    sparse.write_text("a log the sandbox was still writing\n" * 1000)  # past the 8 KiB binary sniff
+    os.truncate(sparse, 6 * 2**20)  # its hole is never read, nor scanned
     with dg.instance_for_test() as instance:
         result = _materialize(instance, tmp_path, "redact", raw_scan=True)
         assert result.success  # the check warns; publishing goes on
         check = _raw_check(result)
     assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
     assert "github_token" in check.description and check.metadata["objects_with_findings"].value >= 1
+    assert "objects scanned only in part: 1 binary" in check.description
     [report_path] = (tmp_path / "staging").rglob("raw_secret_scan.json")
     report = json.loads(report_path.read_text())
     [entry] = [o for o in report["objects"] if o["object"] == key]
