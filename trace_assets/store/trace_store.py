@@ -328,9 +328,17 @@ class TraceStore:
         except (FileNotFoundError, PermissionError) as err:  # deleted, or its access revoked, since the listing
             return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         except OSError as err:
-            if err.errno == errno.EINVAL:  # S3's 416: the object shrank below `start` (or was emptied)
-                return b""
-            raise FetchError(scope.key, {base + key: err}) from err
+            # s3fs maps S3's 416 (the object shrank below `start`, or was emptied) to EINVAL, and
+            # also this object's other refusals (stored with SSE-C, an invalid request): only an
+            # object now that short is read as empty; the others are refused, named so.
+            if err.errno != errno.EINVAL:
+                raise FetchError(scope.key, {base + key: err}) from err
+            self.fs.invalidate_cache(base + key)
+            try:
+                size = self.fs.info(base + key)["size"]
+            except FileNotFoundError as gone:
+                return Exclusion(Reason.UNREADABLE, f"{key}: {gone}")
+            return b"" if isinstance(size, int) and size <= start else Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         return bytes(data)
 
     def _read_local(self, scope: RunScope, base: str, keys: list[str]) -> dict[str, bytes | Exclusion]:

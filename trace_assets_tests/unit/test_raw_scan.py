@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 from re import _constants as re_constants
 from re import _parser as re_parser
 
+import fsspec
 import pytest
 
 from trace_assets.scope import RunScope
@@ -302,3 +304,23 @@ def test_every_kind_s_context_fits_in_the_raw_scan_s_margin():
     most_escaped = 11  # file characters for one the regex sees, JSON escaped twice: `\\u005cu0041` is `A`
     assert {name: width for name, width in widths.items() if (width + 1) * most_escaped > MARGIN_CHARS} == {}
     assert widths["wandb_api_key"] == 800  # the netrc rule: the longest context today
+
+
+def test_an_object_the_store_refuses_as_an_invalid_request_is_skipped_not_read_as_empty():
+    """s3fs raises EINVAL for S3's 416 and for other refusals (an SSE-C object): only an object now
+    shorter than the read's start is empty; this one is refused, named so."""
+    token = crc_token(random.Random(11), "ghp_")
+    fs = fsspec.filesystem("memory")
+    root = f"/sse-c-{random.Random().getrandbits(32)}"
+    fs.pipe(f"{root}/{SAMPLE_RUN}/trace_jobs/{TRIAL}/agent/big.log", (f"TOKEN={token}\n" + "z " * CHUNK).encode())
+    store = TraceStore(f"memory://{root}")
+    read = store.fs.cat_file
+
+    def refuse_big_log(path, start=None, end=None, **kwargs):
+        if path.endswith("big.log"):
+            raise OSError(errno.EINVAL, "InvalidRequest: the object was stored with SSE-C")
+        return read(path, start=start, end=end, **kwargs)
+
+    store.fs.cat_file = refuse_big_log  # type: ignore[method-assign]
+    report = _scan_with(Path(root), store=store)
+    assert (report["objects_scanned"], report["skipped"]) == (0, {"unreadable": 1})
