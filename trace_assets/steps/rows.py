@@ -267,8 +267,8 @@ def _export_batch(
             stats.cached += 1
             if sessions is not None and cached["status"] == TrialStatus.EXPORTED:
                 taken = sessions.keep(trial.trial_dir)
-                if taken is not None:
-                    status["detail"] = "; ".join(filter(None, [status["detail"], taken.note]))
+                if taken:
+                    status["detail"] = "; ".join(filter(None, [status["detail"], *(s.note for s in taken)]))
         else:
             status.update(status=TrialStatus.EXCLUDED.value, reason=record["status"], detail=record["detail"])
         fresh = trial.trial_dir in wanted or record["status"] != SCORED  # else all came from the cache

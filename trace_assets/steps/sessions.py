@@ -108,14 +108,14 @@ class SessionWriter:
         refused = any(s.reason is SessionSkip.PATH_TAKEN for s in self._previous_skipped.get(trial_dir, []))
         return paths is not None and not refused and all(self._local(path).is_file() for path in paths)
 
-    def keep(self, trial_dir: str) -> SkippedSession | None:
+    def keep(self, trial_dir: str) -> list[SkippedSession]:
         """Keep the trial's files of the run before, unless a trial before it in this run wrote
-        over one (a trial excluded last run, now exported): then it has none, and that is returned."""
+        over one (a trial excluded last run, now exported): then it has none, and they are returned."""
         paths = self._previous[trial_dir]
         skipped = self._previous_skipped.get(trial_dir, [])
         taken = self._taken(trial_dir, paths)
-        if taken is not None:
-            paths, skipped = [], [*skipped, taken]
+        if taken:
+            paths, skipped = [], [*skipped, *taken]
         self._claim(trial_dir, paths, skipped)
         return taken
 
@@ -128,20 +128,26 @@ class SessionWriter:
         except Exception as err:  # a shape no rule foresaw: this trial's session, not its rows
             sessions, skipped = [], [SkippedSession(SessionSkip.UNCONVERTIBLE, f"{type(err).__name__}: {err}")]
         taken = self._taken(trial_dir, [session.path for session in sessions])
-        if taken is not None:
-            sessions, skipped = [], [*skipped, taken]
+        if taken:
+            sessions, skipped = [], [*skipped, *taken]
         for session in sessions:
             write_atomically(self._local(session.path), partial(Path.write_bytes, data=session.to_jsonl()))
         self._claim(trial_dir, [session.path for session in sessions], skipped)
         return skipped
 
-    def _taken(self, trial_dir: str, paths: list[str]) -> SkippedSession | None:
-        """A trial's sessions go together (the main one links the rest): one taken path refuses all."""
-        for path in paths:
-            owner = self._owners.get(path, trial_dir)
-            if owner != trial_dir:
-                return SkippedSession(SessionSkip.PATH_TAKEN, f"{path} holds {owner}'s session")
-        return None
+    def _taken(self, trial_dir: str, paths: list[str]) -> list[SkippedSession]:
+        """A trial's sessions go together (the main one links the rest): a path another trial holds
+        refuses them all, each named, so the figures count sessions."""
+        holders = {path: owner for path in paths if (owner := self._owners.get(path, trial_dir)) != trial_dir}
+        if not holders:
+            return []
+        return [
+            SkippedSession(
+                SessionSkip.PATH_TAKEN,
+                f"{path} holds {holders[path]}'s session" if path in holders else f"{path} goes with a taken one",
+            )
+            for path in paths
+        ]
 
     def _claim(self, trial_dir: str, paths: list[str], skipped: list[SkippedSession]) -> None:
         self._current[trial_dir] = paths

@@ -580,3 +580,20 @@ def test_a_nan_reward_is_null_in_the_written_session(tmp_path: Path) -> None:
     [data] = session_files(staging).values()
     header = _strict_json(data.splitlines()[0])
     assert header["reward"] is None
+
+
+def test_a_refused_trial_counts_each_of_its_sessions(tmp_path: Path) -> None:
+    """A copied trial with a subagent: both its sessions are refused, and both are counted."""
+    writer = SessionWriter(tmp_path / SESSIONS_DIR)
+    main = _said("main")
+    ref = [{"trajectory_path": "trajectory.summarization-1-summary.json"}]
+    main["steps"][1]["observation"] = {"results": [{"content": "s", "subagent_trajectory_ref": ref}]}
+    files = {
+        "agent/trajectory.json": json.dumps(main).encode(),
+        "agent/trajectory.summarization-1-summary.json": json.dumps(_said("sub")).encode(),
+    }
+    assert writer.write("one", _summary("same"), files, RunScope("run")) == []
+    refused = writer.write("two", _summary("same"), files, RunScope("run"))
+    assert [s.reason for s in refused] == [SessionSkip.PATH_TAKEN] * 2
+    counts = writer.close()
+    assert (counts.sessions, counts.subagent_sessions, counts.skipped) == (2, 1, {"session_path_taken": 2})
