@@ -348,3 +348,21 @@ def test_a_failed_export_is_requested_again_under_a_new_run_key_and_a_bad_re_che
         request_rechecks(instance, ["run-a"], "test")
         published = _tick(defs, instance, retried.cursor)
         assert published.run_requests == [] and "'run-a': published and unchanged" in published.skip_message
+
+
+def test_a_failed_export_is_not_hidden_by_a_later_run_of_other_assets(traces_root):
+    published_root = traces_root.parent / "published"
+    config = {"traces_root": str(traces_root), "publish_root": str(published_root), "on_secret": "allow"}
+    defs = build_definitions(config_from_env({}, **config, settle_seconds=60))
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
+    published_root.write_text("a file where the publish root's folder goes")
+    export = defs.resolve_job_def("export_trace_run")
+
+    with dg.instance_for_test() as instance:
+        first = _tick(defs, instance, None)
+        assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
+        listing = dg.AssetKey("raw_trial_listing")  # then someone materializes only the listing: a success
+        assert export.execute_in_process(instance=instance, partition_key="run-a", asset_selection=[listing]).success
+        request_rechecks(instance, ["run-a"], "test")
+        retried = _tick(defs, instance, first.cursor)
+        assert [r.partition_key for r in retried.run_requests] == ["run-a"]  # judged by the run that planned to publish
