@@ -45,6 +45,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from trace_assets.queue_events import Touch
@@ -58,6 +59,18 @@ CURSOR_VERSION = 3  # 3: fingerprints hold the objects' change tokens
 BACKOFF_START = 3600.0  # an exported scope's first re-check, an hour after its export
 BACKOFF_MAX = 7 * 86400.0  # then doubling up to a week
 RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this (a request a run)
+MAX_RETRIES = 3  # automatic requests again of one listing whose export failed; an operator's re-check still retries
+
+
+class LastCheck(StrEnum):
+    """What a scope's last check found, kept in its cursor entry: the skip reason until the next
+    check (reading the instance for every scope at every tick would cost more than the listing
+    the back-off saves)."""
+
+    REQUESTED = "requested"  # export requested (at that check or before), not published
+    PUBLISHED = "published"
+    RETRIED = "retried"  # its export failed: requested again
+    FAILED = "failed"  # its export failed after MAX_RETRIES retries: left until it changes or is asked
 
 
 def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None]:
@@ -297,9 +310,9 @@ def _plan_scope(
 
     `force`: list it whatever its back-off; `unchanged`: take the cursor's listing as current
     (queue mode: no event touched the scope since)."""
-    previous_fp, since, requested, next_check, backoff = entry or [None, None, None, 0.0, 0.0]
+    previous_fp, since, requested, next_check, backoff, retries, last = _fields(entry)
     if entry is not None and requested == previous_fp and now < next_check and not force:
-        plan.skipped[key] = f"published and unchanged; re-checked in {_minutes(next_check - now)} min"
+        plan.skipped[key] = _waiting_reason(last, retries, next_check - now)
         return entry
     if unchanged and entry is not None:
         current, newest = previous_fp, since
@@ -312,31 +325,86 @@ def _plan_scope(
             return None
         except Exception as err:  # this scope's listing only: listed again next tick, a re-check request too
             plan.errors[key] = f"{type(err).__name__}: {err}"
-            return None if entry is None else [*entry[:3], min(next_check, now), backoff]
+            return None if entry is None else [*entry[:3], min(next_check, now), *entry[4:]]
         plan.listed_scopes += 1
     if current != previous_fp:  # quiet since its newest object, unless that is older (a deletion)
         since = newest if newest is not None and (since is None or newest > since) else now
         since = min(since, now)
-    published = sources.published_at(key) if requested == current else None
-    if requested == current and (published is None or published < since) and sources.export_failed(key):
-        plan.requests.append((key, current))  # its export failed: again, on the same back-off as a re-check
-        plan.retried.append(key)
-        backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
-        return [current, since, requested, now + _spread(key, backoff), backoff]
     if requested == current:
-        backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
-        plan.skipped[key] = (
-            "published and unchanged" if published is not None else "export requested, not published yet"
-        )
-        return [current, since, requested, now + _spread(key, backoff), backoff]
+        return _check_export(key, current, since, backoff, retries, sources, now, plan, force)
     if now - since < settle:
         plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
-        return [current, since, requested, now, 0.0]
+        return [current, since, requested, now, 0.0, 0, last]  # a new listing: its retries start afresh
     published = sources.published_at(key)
     # Published after the listing took its current form (`since`: its newest object's time, or when
     # the sensor saw the change, for a re-sync that kept modification times): nothing to export.
     if published is not None and published >= since:
         plan.skipped[key] = "already published (by the CLI or a backfill) and unchanged since"
+        found = LastCheck.PUBLISHED
     else:
         plan.requests.append((key, current))
-    return [current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START]
+        if sources.export_failed(key):  # (a deleted cursor): its last run key may be this listing's
+            plan.retried.append(key)
+        found = LastCheck.REQUESTED
+    return [current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START, 0, found]
+
+
+def _check_export(
+    key: str,
+    current: str,
+    since: float,
+    backoff: float,
+    retries: int,
+    sources: TickSources,
+    now: float,
+    plan: TickPlan,
+    force: bool,
+) -> list:
+    """The next entry of a scope whose export was requested for its current listing: published,
+    still on its way, or failed (requested again, at most `MAX_RETRIES` times unless `force`)."""
+    backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
+    due = now + _spread(key, backoff)
+    published = sources.published_at(key)
+    if published is not None and published >= since:
+        plan.skipped[key] = "published and unchanged"
+        return [current, since, current, due, backoff, retries, LastCheck.PUBLISHED]
+    if not sources.export_failed(key):  # queued, running, or canceled by an operator (theirs to launch)
+        plan.skipped[key] = "export requested, not published yet"
+        return [current, since, current, due, backoff, retries, LastCheck.REQUESTED]
+    if retries >= MAX_RETRIES and not force:
+        plan.skipped[key] = _gave_up(retries)
+        return [current, since, current, due, backoff, retries, LastCheck.FAILED]
+    plan.requests.append((key, current))  # on the same back-off as a re-check
+    plan.retried.append(key)
+    return [current, since, current, due, backoff, retries + 1, LastCheck.RETRIED]
+
+
+def _fields(entry: list | None) -> tuple[Any, Any, Any, float, float, int, LastCheck | None]:
+    """A cursor entry's fields (fingerprint, quiet since, fingerprint requested: None for a new
+    scope); one written before retries were counted (five fields) has made none and recorded no
+    check."""
+    if entry is None:
+        return None, None, None, 0.0, 0.0, 0, None
+    previous_fp, since, requested, next_check, backoff, *counted = entry
+    retries, last = counted if counted else (0, None)
+    return previous_fp, since, requested, next_check, backoff, retries, None if last is None else LastCheck(last)
+
+
+def _gave_up(retries: int) -> str:
+    return f"export failed after {retries} retries; requested again when it changes or on request"
+
+
+def _waiting_reason(last: LastCheck | None, retries: int, wait: float) -> str:
+    """Why a scope whose re-check is not due is skipped: what its last check found."""
+    until = f"re-checked in {_minutes(wait)} min"
+    match last:
+        case LastCheck.PUBLISHED:
+            return f"published and unchanged; {until}"
+        case LastCheck.REQUESTED:
+            return f"export requested, not published at its last check; {until}"
+        case LastCheck.RETRIED:
+            return f"export failed, requested again (retry {retries}); {until}"
+        case LastCheck.FAILED:
+            return _gave_up(retries)
+        case None:  # an entry from before checks were recorded
+            return f"unchanged since its last check; {until}"

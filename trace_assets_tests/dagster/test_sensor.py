@@ -15,7 +15,15 @@ import pytest
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import RECHECK_METADATA, request_rechecks
 from trace_assets.defs.resources import config_from_env
-from trace_assets.discovery import BACKOFF_START, TickSources, listing_fingerprint, plan_queue_tick, plan_tick
+from trace_assets.defs.sensors import _run_key
+from trace_assets.discovery import (
+    BACKOFF_START,
+    MAX_RETRIES,
+    TickSources,
+    listing_fingerprint,
+    plan_queue_tick,
+    plan_tick,
+)
 from trace_assets.queue_events import Touch
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.store.objects import ObjectBatch
@@ -64,7 +72,10 @@ def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
         assert first.run_requests[0].tags[SWEEP_TAG] == "traces"  # the traces root's last segment
 
         unchanged = _tick(defs, instance, first.cursor)
-        assert unchanged.run_requests == [] and "published and unchanged; re-checked in" in unchanged.skip_message
+        assert (
+            unchanged.run_requests == []
+            and "export requested, not published at its last check; re-checked in" in unchanged.skip_message
+        )
 
         stepped = traces_root / "run-b" / "trace_jobs"
         for step in ("step-1", "step-2"):
@@ -230,7 +241,7 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         first = _tick(defs, instance, None)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         waiting = _tick(defs, instance, first.cursor)
-        assert "'run-a': published and unchanged; re-checked in" in waiting.skip_message
+        assert "'run-a': export requested, not published at its last check; re-checked in" in waiting.skip_message
 
         asked = recheck("run-a", "run-z")
         assert asked.returncode == 1 and "'run-z' is not a partition the sensor knows" in asked.stderr
@@ -239,7 +250,7 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         assert listed.skip_message == "'run-a': export requested, not published yet"  # no export ran here
         assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
         again = _tick(defs, instance, listed.cursor)  # the request is read once
-        assert "'run-a': published and unchanged; re-checked in" in again.skip_message
+        assert "'run-a': export requested, not published at its last check; re-checked in" in again.skip_message
 
 
 def test_fingerprint_holds_change_tokens_in_any_order():
@@ -366,3 +377,75 @@ def test_a_failed_export_is_not_hidden_by_a_later_run_of_other_assets(traces_roo
         request_rechecks(instance, ["run-a"], "test")
         retried = _tick(defs, instance, first.cursor)
         assert [r.partition_key for r in retried.run_requests] == ["run-a"]  # judged by the run that planned to publish
+
+
+def _due(cursor: str, key: str) -> float:
+    return json.loads(cursor)["scopes"][key][3]
+
+
+def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_changed():
+    sizes = {"run-a": 3}
+    failed = {"run-a"}  # every export fails (a secret scan that blocks, a shrink refused)
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(sizes[key], 1_000_000_000), lambda key: None, lambda key: key in failed
+    )
+
+    def tick(cursor, now, recheck=()):
+        return plan_tick(cursor, ["run-a"], sources, [], now, settle=600, recheck=recheck)
+
+    plan = tick(None, 2000.0)
+    retried, waiting = [], []
+    for _ in range(MAX_RETRIES + 1):
+        now = _due(plan.cursor, "run-a")  # each re-check, its back-off doubling
+        plan = tick(plan.cursor, now)
+        retried.append(plan.retried)
+        waiting.append(tick(plan.cursor, now + 60).skipped["run-a"])
+    assert retried == [["run-a"]] * MAX_RETRIES + [[]]
+    assert waiting[0].startswith("export failed, requested again (retry 1); re-checked in")
+    gave_up = f"export failed after {MAX_RETRIES} retries; requested again when it changes or on request"
+    assert plan.skipped == {"run-a": gave_up} and waiting[-1] == gave_up
+
+    asked = tick(plan.cursor, now + 120, recheck={"run-a"})  # an operator's re-check still retries
+    assert asked.retried == ["run-a"]
+    assert tick(asked.cursor, _due(asked.cursor, "run-a")).requests == []  # but only once
+
+    sizes["run-a"] = 4  # a changed listing: requested (a new run key), its retries counted afresh
+    changed = tick(asked.cursor, _due(asked.cursor, "run-a"))
+    assert changed.skipped["run-a"].startswith("settling")
+    settled = tick(changed.cursor, _due(asked.cursor, "run-a") + 600)
+    assert settled.retried == ["run-a"] and json.loads(settled.cursor)["scopes"]["run-a"][5] == 0
+    assert tick(settled.cursor, _due(settled.cursor, "run-a")).retried == ["run-a"]
+
+
+def test_the_skip_reason_before_a_re_check_says_what_the_last_check_found():
+    published: dict[str, float] = {}
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), published.get)
+    first = plan_tick(None, ["run-a", "run-b"], sources, [], 2000.0, settle=600)
+    published["run-b"] = 2100.0  # run-b's export published; run-a's never ran
+    checked = plan_tick(first.cursor, ["run-a", "run-b"], sources, [], 2120.0, settle=600, recheck={"run-a", "run-b"})
+    waiting = plan_tick(checked.cursor, ["run-a", "run-b"], sources, [], 2180.0, settle=600).skipped
+    assert waiting["run-a"].startswith("export requested, not published at its last check; re-checked in")
+    assert waiting["run-b"].startswith("published and unchanged; re-checked in")
+
+    cursor = json.loads(checked.cursor)  # an entry written before checks were recorded: five fields
+    cursor["scopes"] = {key: entry[:5] for key, entry in cursor["scopes"].items()}
+    old = plan_tick(json.dumps(cursor), ["run-a", "run-b"], sources, [], 2180.0, settle=600)
+    assert old.skipped["run-a"].startswith("unchanged since its last check; re-checked in")
+    assert old.cursor == plan_tick(json.dumps(cursor), ["run-a", "run-b"], sources, [], 2180.0, settle=600).cursor
+    assert plan_tick(old.cursor, ["run-a"], sources, [], _due(old.cursor, "run-a"), settle=600).skipped == {
+        "run-a": "export requested, not published yet"
+    }
+
+
+def test_a_deleted_cursor_requests_a_failed_export_under_a_new_run_key():
+    failed: set[str] = set()
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: None, lambda key: key in failed
+    )
+    first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
+    assert first.retried == []
+    failed.add("run-a")  # its export failed; then the cursor is deleted
+    afresh = plan_tick(None, ["run-a"], sources, [], 9000.0, settle=600)
+    assert afresh.requests == first.requests and afresh.retried == ["run-a"]
+    [(key, fp)] = afresh.requests
+    assert _run_key(key, fp, True, 9000.0) != _run_key(key, fp, False, 2000.0)  # Dagster launches it
