@@ -195,6 +195,8 @@ def plan_tick(
             except Exception as err:  # this run's listing, not the tick's: the other runs go on
                 plan.errors[run_id] = f"{type(err).__name__}: {err}"
                 next_scopes.update(ours)
+                for key in ours.keys() & recheck:  # a re-check request is not used up: due next tick
+                    next_scopes[key] = [*ours[key][:3], min(ours[key][3], now), *ours[key][4:]]
                 next_runs[run_id] = [run_check]
                 continue
         for key in keys:
@@ -247,6 +249,9 @@ def plan_queue_tick(
     next_runs, next_scopes = dict(runs), dict(scopes)
     retry: set[Touch] = set()
     settling = {key for key, entry in scopes.items() if entry[2] != entry[0]}
+    # Exported and unchanged, their re-check due: its publish and failure read again (no listing),
+    # so a failed export is requested again on the back-off, as in `plan_tick`.
+    due = {key for key, entry in scopes.items() if entry[2] == entry[0] and now >= entry[3]}
     asked = set(recheck)
     scopes_of_run: dict[str, list[str]] = {}  # grouped once: a tick's cost follows its touches
     for key in sorted(scopes):
@@ -254,7 +259,7 @@ def plan_queue_tick(
     by_run: dict[str, set[Touch]] = {}
     for touch in touches:
         by_run.setdefault(touch.run_id, set()).add(touch)
-    for key in settling | asked:
+    for key in settling | due | asked:
         by_run.setdefault(_run_of(key), set())
     for run_id in sorted(by_run):
         ours = scopes_of_run.get(run_id, [])
@@ -264,9 +269,9 @@ def plan_queue_tick(
             try:  # a new run or step folder: its run's scopes, from one delimiter listing
                 keys = sources.run_scopes(run_id)
                 plan.listed_runs += 1
-            except Exception as err:  # this run only: its touches are visited again next tick
+            except Exception as err:  # this run only: its touches and re-check requests are visited again next tick
                 plan.errors[run_id] = f"{type(err).__name__}: {err}"
-                retry |= by_run[run_id]
+                retry |= by_run[run_id] | {_touch_of(key) for key in asked if _run_of(key) == run_id}
                 continue
             for gone in set(ours) - set(keys):  # the run's layout changed (steps became the run, or back)
                 next_scopes.pop(gone, None)
@@ -277,9 +282,9 @@ def plan_queue_tick(
         touched = {_touched_key(touch, keys) for touch in by_run[run_id]} - {None}
         for key in keys:
             entry = scopes.get(key)
-            if key not in touched and key not in asked and key not in settling and entry is not None:
+            if key not in touched and key not in asked and key not in settling and key not in due and entry is not None:
                 continue  # nothing happened to it
-            trusted = entry is not None and key in settling and key not in touched and key not in asked
+            trusted = entry is not None and key not in touched and key not in asked  # settling or due
             planned = _plan_scope(key, entry, sources, now, settle, plan, key in touched or key in asked, trusted)
             if key in plan.gone:
                 next_scopes.pop(key, None)

@@ -19,6 +19,7 @@ from trace_assets.defs.sensors import _run_key
 from trace_assets.discovery import (
     BACKOFF_START,
     MAX_RETRIES,
+    RUN_RECHECK,
     TickSources,
     listing_fingerprint,
     plan_queue_tick,
@@ -435,6 +436,72 @@ def test_the_skip_reason_before_a_re_check_says_what_the_last_check_found():
     assert plan_tick(old.cursor, ["run-a"], sources, [], _due(old.cursor, "run-a"), settle=600).skipped == {
         "run-a": "export requested, not published yet"
     }
+
+
+def test_queue_mode_requests_a_failed_export_again_at_its_back_off_without_listing_it():
+    runs = [f"run-{i}" for i in range(10)]
+    failed: set[str] = set()
+    listed: list[str] = []
+    queried: list[str] = []
+
+    def listing(key):
+        listed.append(key)
+        return _pages(3, 1_000_000_000)
+
+    def published_at(key):
+        queried.append(key)
+
+    def export_failed(key):
+        queried.append(key)
+        return key in failed
+
+    sources = _sources(lambda run: [run], listing, published_at, export_failed)
+    first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
+    failed.add("run-3")
+    listed.clear()
+    queried.clear()
+    quiet = plan_queue_tick(first.cursor, [], sources, runs, 2060.0, settle=600)
+    assert listed == [] and queried == [] and quiet.skipped == {}  # nothing due: no read at all
+    now = _due(first.cursor, "run-3")
+    due = {key for key in runs if _due(first.cursor, key) <= now}
+    retried = plan_queue_tick(quiet.cursor, [], sources, runs, now, settle=600)
+    assert retried.requests == [("run-3", json.loads(first.cursor)["scopes"]["run-3"][0])]
+    assert retried.retried == ["run-3"] and listed == [] and retried.listed_scopes == 0  # no S3 request
+    assert set(queried) == due and retried.skipped == {
+        key: "export requested, not published yet" for key in due - {"run-3"}
+    }
+    queried.clear()
+    assert plan_queue_tick(retried.cursor, [], sources, runs, now + 60, settle=600).requests == [] and queried == []
+
+
+def test_a_re_check_whose_run_listing_fails_is_kept_for_the_next_tick():
+    steps = {"run-a": ["run-a/step-1"]}
+    down: set[str] = set()
+
+    def run_scopes(run):
+        if run in down:
+            raise OSError("endpoint down")
+        return steps[run]
+
+    failed = {"run-a/step-1"}
+    sources = _sources(run_scopes, lambda key: _pages(3, 1_000_000_000), lambda key: None, lambda key: key in failed)
+    first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
+    now = 2000.0 + RUN_RECHECK + 1  # the run's step folders are due, the scope's re-check is not
+    down.add("run-a")
+    asked = plan_tick(first.cursor, ["run-a"], sources, [], now, settle=600, recheck={"run-a/step-1"})
+    assert "run-a" in asked.errors and asked.requests == []
+    down.clear()
+    assert plan_tick(asked.cursor, ["run-a"], sources, [], now + 60, settle=600).retried == ["run-a/step-1"]
+
+    queued = plan_queue_tick(first.cursor, [], sources, ["run-a/step-1"], 2060.0, settle=600)  # queue mode alike
+    steps["run-a"].append("run-a/step-2")  # a step the cursor does not hold yet: asked, its run's listing fails
+    down.add("run-a")
+    known = ["run-a/step-1", "run-a/step-2"]
+    asked = plan_queue_tick(queued.cursor, [], sources, known, 2120.0, settle=600, recheck={"run-a/step-2"})
+    assert "run-a" in asked.errors
+    down.clear()
+    again = plan_queue_tick(asked.cursor, [], sources, known, 2180.0, settle=600)
+    assert [key for key, _ in again.requests] == ["run-a/step-2"]
 
 
 def test_a_deleted_cursor_requests_a_failed_export_under_a_new_run_key():
