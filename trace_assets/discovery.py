@@ -14,22 +14,30 @@ published (by the CLI or a backfill: `published_at` reads the asset's materializ
 written since is taken as exported, never exported twice.
 
 An operator's re-check request (`trace-assets recheck SCOPE`, the `recheck_scopes` job) lists a
-scope at the next tick whatever its back-off (`recheck`); one whose listing fails is listed again
-at the next tick. A scope requested but never published whose export run failed is requested
-again (with a new run key: Dagster never launches a run key twice) at its next re-check or on
-request, so a transient failure does not leave it unexported for good.
+scope at the next tick whatever its back-off (`recheck`); one whose listing (or its run's) fails
+is listed again at the next tick. A scope requested but not published since its listing settled,
+whose export run failed, is requested again (`TickPlan.retried`: a new run key, as Dagster never
+launches a run key twice) at its next re-check or on request, so a transient failure does not
+leave it unexported for good; at most `MAX_RETRIES` times for one listing (a blocked secret scan
+fails every time), then only when its listing changes or on request. A scope requested afresh
+(a deleted cursor) whose last export failed is marked retried too: its run key may be the failed
+run's. Until its re-check, a scope's skip reason is what its last check found (`LastCheck`).
 
 Queue mode (`plan_queue_tick`): when the bucket sends S3 event notifications to an SQS queue, a
-tick visits only the runs and steps the events touched, the scopes still settling and those an
-operator asked to re-check; there is no root listing and no back-off re-check (the events say
-what changed). A settling scope no event touched is not listed again: its listing is the one the
-cursor holds, so it settles on the clock alone. A touched scope already in the cursor costs one
+tick visits only the runs and steps the events touched, the scopes still settling, those an
+operator asked to re-check and those whose back-off re-check is due; there is no root listing
+and no back-off re-listing (the events say what changed). A settling or due scope no event
+touched is not listed again: its listing is the one the cursor holds, so it settles on the clock
+alone, and a due one costs only its publish and failure reads (a failed export retried as in
+`plan_tick`). A touched scope already in the cursor costs one
 listing; a new step folder also its run's `trace_jobs/` listing. The first tick (no cursor) plans
 the whole root as `plan_tick` does, so a deleted cursor still re-checks every scope.
 
 The cursor maps each scope to `[fingerprint, quiet_since, fingerprint_requested, next_check,
-backoff]` and each run to `[next_check]`: a few dozen bytes a scope; in queue mode it also holds
-touches whose listing failed (`retry`, visited again next tick). The sensor keeps its own state
+backoff, retries, last_check]` (an entry of the first five alone, from before retries were
+counted, is read as none made and no check recorded) and each run to `[next_check]`: about a
+hundred bytes a scope; in queue mode it also holds touches whose listing failed (`retry`, visited
+again next tick), re-check requests among them. The sensor keeps its own state
 beside these (`extra`: the queue's receipt handles to delete, the last re-check request read).
 Pure: the sensor hands in the listings, the publish times, the export runs' failures
 (`TickSources`) and the clock. One bad run or scope
@@ -96,7 +104,7 @@ def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None
 class TickSources:
     """What a tick reads, handed in by the sensor: a run's scope keys (its trace_jobs/ listed with a
     delimiter), a scope's full listing, when a scope was last published (None: never), and whether
-    a scope's latest export run failed."""
+    the latest run planned to publish a scope failed."""
 
     run_scopes: Callable[[str], list[str]]
     listing: Callable[[str], Iterable[ObjectBatch]]
