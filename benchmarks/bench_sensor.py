@@ -17,7 +17,12 @@ Target: steady requests per tick <= ceil(scopes / 1000) + the growing scopes' ow
 Then queue mode on the same sweep: the bucket's S3 event notifications go to an SQS queue on the
 same moto server, and `--ticks` more ticks (the growing steps written to as before) run
 `discovery.plan_queue_tick` over the scopes the events touched; S3 requests counted through the
-proxy as above, SQS requests (receives and deletes, on moto directly) counted apart.
+proxy as above, SQS requests (receives and deletes, on moto directly) counted apart. A last queue
+tick, with no event, runs past the first back-off: the scopes due have their publish and export
+runs read again (to retry a failed export) without a listing.
+
+Every tick also counts its instance reads (a publish time or a scope's last export run: database
+reads in the sensor, not S3 requests; here nothing is published and no export failed).
 """
 
 from __future__ import annotations
@@ -82,10 +87,12 @@ def main() -> None:
     with FaultProxy(endpoint) as proxy:
         options = {"endpoint_url": proxy.url, "key": "testing", "secret": "testing", "skip_instance_cache": True}
         store = TraceStore(f"s3://{bucket}/traces", options)
-        sources = scope_sources(store)
+        reads: list[str] = []
+        sources = scope_sources(store, reads)
 
         def tick(cursor: str | None, now: float, settle: float = SETTLE) -> tuple[object, int, float]:
             proxy.reset_stats()
+            reads.clear()
             started = time.perf_counter()
             plan = plan_tick(
                 cursor,
@@ -103,9 +110,10 @@ def main() -> None:
             "requests": first_requests,
             "seconds": round(first_time, 3),
             "requested": len(plan.requests),
+            "instance_reads": len(reads),
         }  # type: ignore[attr-defined]
         cursor = plan.cursor  # type: ignore[attr-defined]
-        steady_requests, steady_times = [], []
+        steady_requests, steady_times, steady_reads = [], [], []
         for n in range(args.ticks):
             for key in growing:
                 s3.put_object(
@@ -115,13 +123,19 @@ def main() -> None:
             cursor = plan.cursor  # type: ignore[attr-defined]
             steady_requests.append(requests)
             steady_times.append(seconds)
+            steady_reads.append(len(reads))
         results["steady_ticks"] = {
             "requests_per_tick": statistics.mean(steady_requests),
             "max_requests": max(steady_requests),
             "mean_seconds": round(statistics.mean(steady_times), 3),
+            "instance_reads_per_tick": statistics.mean(steady_reads),
         }
         plan, recheck_requests, recheck_time = tick(cursor, start + BACKOFF_START + 1)
-        results["recheck_tick"] = {"requests": recheck_requests, "seconds": round(recheck_time, 3)}
+        results["recheck_tick"] = {
+            "requests": recheck_requests,
+            "seconds": round(recheck_time, 3),
+            "instance_reads": len(reads),
+        }
         amortised = recheck_requests / (BACKOFF_START / INTERVAL)
         target = math.ceil((len(scopes) + len(growing)) / 1000) + 2 * len(growing) + amortised
         results["amortised_recheck_per_tick"] = round(amortised, 2)
@@ -166,18 +180,29 @@ def _fingerprint_cost(objects: int = 154_311, repeats: int = 5) -> dict[str, obj
     }
 
 
-def scope_sources(store: TraceStore) -> TickSources:
-    """The sensor's reads over the bucket; nothing published, no failed export."""
+def scope_sources(store: TraceStore, reads: list[str]) -> TickSources:
+    """The sensor's reads over the bucket; nothing published, no failed export. `reads` collects
+    the scopes whose publish time or last export run the tick read (the sensor's instance reads)."""
+
+    def published_at(key: str) -> float | None:
+        reads.append(key)
+        return None
+
+    def export_failed(key: str) -> bool:
+        reads.append(key)
+        return False
+
     return TickSources(
         lambda run: [s.key for s in store.scopes(run)],
         lambda key: store.iter_run(RunScope.from_key(key)),
-        lambda key: None,
-        lambda key: False,
+        published_at,
+        export_failed,
     )
 
 
 def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, cursor, start) -> dict[str, object]:
-    """Queue mode's steady ticks from the full mode's last cursor: S3 and SQS requests per tick."""
+    """Queue mode's steady ticks from the full mode's last cursor, then one past the first back-off
+    with no event: S3 requests, SQS requests and instance reads per tick."""
     sqs = boto3.client("sqs", endpoint_url=endpoint, **creds)
     queue_url = sqs.create_queue(QueueName=f"events-{uuid.uuid4().hex[:8]}")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -188,35 +213,46 @@ def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, curso
     queue = EventQueue(queue_url, creds, {})  # the sensor's own client, its SQS calls counted
     calls: list[str] = []
     queue.client.meta.events.register("before-call.sqs", lambda event_name, **_: calls.append(event_name))
-    s3_requests, sqs_requests, times = [], [], []
+    reads: list[str] = []
+    sources = scope_sources(store, reads)
+
+    def tick(cursor: str, now: float) -> tuple[str, dict[str, float]]:
+        proxy.reset_stats()
+        calls.clear()
+        reads.clear()
+        started = time.perf_counter()
+        bodies, handles = queue.receive(visibility_seconds=300)
+        plan = plan_queue_tick(cursor, read_messages(bodies, bucket, "traces/").touches, sources, [], now, SETTLE)
+        assert queue.delete(handles) == []  # the sensor deletes them at the next tick's start
+        seconds = time.perf_counter() - started
+        return plan.cursor, {
+            "s3": proxy.stats["requests"],
+            "sqs": len(calls),
+            "reads": len(reads),
+            "seconds": seconds,
+        }
+
+    ticks = []
     for n in range(args.ticks):
         for key in growing:
             s3.put_object(
                 Bucket=bucket, Key=f"traces/{RunScope.from_key(key).source_prefix}/queued-{n}__x/trial.log", Body=b"x"
             )
-        proxy.reset_stats()
-        calls.clear()
-        started = time.perf_counter()
-        bodies, handles = queue.receive(visibility_seconds=300)
-        plan = plan_queue_tick(
-            cursor,
-            read_messages(bodies, bucket, "traces/").touches,
-            scope_sources(store),
-            [],
-            start + (args.ticks + n + 1) * INTERVAL,
-            SETTLE,
-        )
-        cursor = plan.cursor
-        assert queue.delete(handles) == []  # the sensor deletes them at the next tick's start
-        times.append(time.perf_counter() - started)
-        s3_requests.append(proxy.stats["requests"])
-        sqs_requests.append(len(calls))
-        calls.clear()
+        cursor, counts = tick(cursor, start + (args.ticks + n + 1) * INTERVAL)
+        ticks.append(counts)
+    cursor, due = tick(cursor, start + BACKOFF_START + 1)
     return {
-        "s3_requests_per_tick": statistics.mean(s3_requests),
-        "max_s3_requests": max(s3_requests),
-        "sqs_requests_per_tick": statistics.mean(sqs_requests),
-        "mean_seconds": round(statistics.mean(times), 3),
+        "s3_requests_per_tick": statistics.mean(t["s3"] for t in ticks),
+        "max_s3_requests": max(t["s3"] for t in ticks),
+        "sqs_requests_per_tick": statistics.mean(t["sqs"] for t in ticks),
+        "instance_reads_per_tick": statistics.mean(t["reads"] for t in ticks),
+        "mean_seconds": round(statistics.mean(t["seconds"] for t in ticks), 3),
+        "recheck_tick": {
+            "s3_requests": due["s3"],
+            "sqs_requests": due["sqs"],
+            "instance_reads": due["reads"],
+            "seconds": round(due["seconds"], 3),
+        },
     }
 
 

@@ -14,22 +14,30 @@ published (by the CLI or a backfill: `published_at` reads the asset's materializ
 written since is taken as exported, never exported twice.
 
 An operator's re-check request (`trace-assets recheck SCOPE`, the `recheck_scopes` job) lists a
-scope at the next tick whatever its back-off (`recheck`); one whose listing fails is listed again
-at the next tick. A scope requested but never published whose export run failed is requested
-again (with a new run key: Dagster never launches a run key twice) at its next re-check or on
-request, so a transient failure does not leave it unexported for good.
+scope at the next tick whatever its back-off (`recheck`); one whose listing (or its run's) fails
+is listed again at the next tick. A scope requested but not published since its listing settled,
+whose export run failed, is requested again (`TickPlan.retried`: a new run key, as Dagster never
+launches a run key twice) at its next re-check or on request, so a transient failure does not
+leave it unexported for good; at most `MAX_RETRIES` times for one listing (a blocked secret scan
+fails every time), then only when its listing changes or on request. A scope requested afresh
+(a deleted cursor) whose last export failed is marked retried too: its run key may be the failed
+run's. Until its re-check, a scope's skip reason is what its last check found (`LastCheck`).
 
 Queue mode (`plan_queue_tick`): when the bucket sends S3 event notifications to an SQS queue, a
-tick visits only the runs and steps the events touched, the scopes still settling and those an
-operator asked to re-check; there is no root listing and no back-off re-check (the events say
-what changed). A settling scope no event touched is not listed again: its listing is the one the
-cursor holds, so it settles on the clock alone. A touched scope already in the cursor costs one
+tick visits only the runs and steps the events touched, the scopes still settling, those an
+operator asked to re-check and those whose back-off re-check is due; there is no root listing
+and no back-off re-listing (the events say what changed). A settling or due scope no event
+touched is not listed again: its listing is the one the cursor holds, so it settles on the clock
+alone, and a due one costs only its publish and failure reads (a failed export retried as in
+`plan_tick`). A touched scope already in the cursor costs one
 listing; a new step folder also its run's `trace_jobs/` listing. The first tick (no cursor) plans
 the whole root as `plan_tick` does, so a deleted cursor still re-checks every scope.
 
 The cursor maps each scope to `[fingerprint, quiet_since, fingerprint_requested, next_check,
-backoff]` and each run to `[next_check]`: a few dozen bytes a scope; in queue mode it also holds
-touches whose listing failed (`retry`, visited again next tick). The sensor keeps its own state
+backoff, retries, last_check]` (an entry of the first five alone, from before retries were
+counted, is read as none made and no check recorded) and each run to `[next_check]`: about a
+hundred bytes a scope; in queue mode it also holds touches whose listing failed (`retry`, visited
+again next tick), re-check requests among them. The sensor keeps its own state
 beside these (`extra`: the queue's receipt handles to delete, the last re-check request read).
 Pure: the sensor hands in the listings, the publish times, the export runs' failures
 (`TickSources`) and the clock. One bad run or scope
@@ -45,6 +53,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from trace_assets.queue_events import Touch
@@ -58,6 +67,18 @@ CURSOR_VERSION = 3  # 3: fingerprints hold the objects' change tokens
 BACKOFF_START = 3600.0  # an exported scope's first re-check, an hour after its export
 BACKOFF_MAX = 7 * 86400.0  # then doubling up to a week
 RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this (a request a run)
+MAX_RETRIES = 3  # automatic requests again of one listing whose export failed; an operator's re-check still retries
+
+
+class LastCheck(StrEnum):
+    """What a scope's last check found, kept in its cursor entry: the skip reason until the next
+    check (reading the instance for every scope at every tick would cost more than the listing
+    the back-off saves)."""
+
+    REQUESTED = "requested"  # export requested (at that check or before), not published
+    PUBLISHED = "published"
+    RETRIED = "retried"  # its export failed: requested again
+    FAILED = "failed"  # its export failed after MAX_RETRIES retries: left until it changes or is asked
 
 
 def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None]:
@@ -83,7 +104,7 @@ def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None
 class TickSources:
     """What a tick reads, handed in by the sensor: a run's scope keys (its trace_jobs/ listed with a
     delimiter), a scope's full listing, when a scope was last published (None: never), and whether
-    a scope's latest export run failed."""
+    the latest run planned to publish a scope failed."""
 
     run_scopes: Callable[[str], list[str]]
     listing: Callable[[str], Iterable[ObjectBatch]]
@@ -182,6 +203,8 @@ def plan_tick(
             except Exception as err:  # this run's listing, not the tick's: the other runs go on
                 plan.errors[run_id] = f"{type(err).__name__}: {err}"
                 next_scopes.update(ours)
+                for key in ours.keys() & recheck:  # a re-check request is not used up: due next tick
+                    next_scopes[key] = [*ours[key][:3], min(ours[key][3], now), *ours[key][4:]]
                 next_runs[run_id] = [run_check]
                 continue
         for key in keys:
@@ -234,6 +257,9 @@ def plan_queue_tick(
     next_runs, next_scopes = dict(runs), dict(scopes)
     retry: set[Touch] = set()
     settling = {key for key, entry in scopes.items() if entry[2] != entry[0]}
+    # Exported and unchanged, their re-check due: its publish and failure read again (no listing),
+    # so a failed export is requested again on the back-off, as in `plan_tick`.
+    due = {key for key, entry in scopes.items() if entry[2] == entry[0] and now >= entry[3]}
     asked = set(recheck)
     scopes_of_run: dict[str, list[str]] = {}  # grouped once: a tick's cost follows its touches
     for key in sorted(scopes):
@@ -241,7 +267,7 @@ def plan_queue_tick(
     by_run: dict[str, set[Touch]] = {}
     for touch in touches:
         by_run.setdefault(touch.run_id, set()).add(touch)
-    for key in settling | asked:
+    for key in settling | due | asked:
         by_run.setdefault(_run_of(key), set())
     for run_id in sorted(by_run):
         ours = scopes_of_run.get(run_id, [])
@@ -251,9 +277,9 @@ def plan_queue_tick(
             try:  # a new run or step folder: its run's scopes, from one delimiter listing
                 keys = sources.run_scopes(run_id)
                 plan.listed_runs += 1
-            except Exception as err:  # this run only: its touches are visited again next tick
+            except Exception as err:  # this run only: its touches and re-check requests are visited again next tick
                 plan.errors[run_id] = f"{type(err).__name__}: {err}"
-                retry |= by_run[run_id]
+                retry |= by_run[run_id] | {_touch_of(key) for key in asked if _run_of(key) == run_id}
                 continue
             for gone in set(ours) - set(keys):  # the run's layout changed (steps became the run, or back)
                 next_scopes.pop(gone, None)
@@ -264,9 +290,9 @@ def plan_queue_tick(
         touched = {_touched_key(touch, keys) for touch in by_run[run_id]} - {None}
         for key in keys:
             entry = scopes.get(key)
-            if key not in touched and key not in asked and key not in settling and entry is not None:
+            if key not in touched and key not in asked and key not in settling and key not in due and entry is not None:
                 continue  # nothing happened to it
-            trusted = entry is not None and key in settling and key not in touched and key not in asked
+            trusted = entry is not None and key not in touched and key not in asked  # settling or due
             planned = _plan_scope(key, entry, sources, now, settle, plan, key in touched or key in asked, trusted)
             if key in plan.gone:
                 next_scopes.pop(key, None)
@@ -297,9 +323,9 @@ def _plan_scope(
 
     `force`: list it whatever its back-off; `unchanged`: take the cursor's listing as current
     (queue mode: no event touched the scope since)."""
-    previous_fp, since, requested, next_check, backoff = entry or [None, None, None, 0.0, 0.0]
+    previous_fp, since, requested, next_check, backoff, retries, last = _fields(entry)
     if entry is not None and requested == previous_fp and now < next_check and not force:
-        plan.skipped[key] = f"published and unchanged; re-checked in {_minutes(next_check - now)} min"
+        plan.skipped[key] = _waiting_reason(last, retries, next_check - now)
         return entry
     if unchanged and entry is not None:
         current, newest = previous_fp, since
@@ -312,31 +338,86 @@ def _plan_scope(
             return None
         except Exception as err:  # this scope's listing only: listed again next tick, a re-check request too
             plan.errors[key] = f"{type(err).__name__}: {err}"
-            return None if entry is None else [*entry[:3], min(next_check, now), backoff]
+            return None if entry is None else [*entry[:3], min(next_check, now), *entry[4:]]
         plan.listed_scopes += 1
     if current != previous_fp:  # quiet since its newest object, unless that is older (a deletion)
         since = newest if newest is not None and (since is None or newest > since) else now
         since = min(since, now)
-    published = sources.published_at(key) if requested == current else None
-    if requested == current and (published is None or published < since) and sources.export_failed(key):
-        plan.requests.append((key, current))  # its export failed: again, on the same back-off as a re-check
-        plan.retried.append(key)
-        backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
-        return [current, since, requested, now + _spread(key, backoff), backoff]
     if requested == current:
-        backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
-        plan.skipped[key] = (
-            "published and unchanged" if published is not None else "export requested, not published yet"
-        )
-        return [current, since, requested, now + _spread(key, backoff), backoff]
+        return _check_export(key, current, since, backoff, retries, sources, now, plan, force)
     if now - since < settle:
         plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
-        return [current, since, requested, now, 0.0]
+        return [current, since, requested, now, 0.0, 0, last]  # a new listing: its retries start afresh
     published = sources.published_at(key)
     # Published after the listing took its current form (`since`: its newest object's time, or when
     # the sensor saw the change, for a re-sync that kept modification times): nothing to export.
     if published is not None and published >= since:
         plan.skipped[key] = "already published (by the CLI or a backfill) and unchanged since"
+        found = LastCheck.PUBLISHED
     else:
         plan.requests.append((key, current))
-    return [current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START]
+        if sources.export_failed(key):  # (a deleted cursor): its last run key may be this listing's
+            plan.retried.append(key)
+        found = LastCheck.REQUESTED
+    return [current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START, 0, found]
+
+
+def _check_export(
+    key: str,
+    current: str,
+    since: float,
+    backoff: float,
+    retries: int,
+    sources: TickSources,
+    now: float,
+    plan: TickPlan,
+    force: bool,
+) -> list:
+    """The next entry of a scope whose export was requested for its current listing: published,
+    still on its way, or failed (requested again, at most `MAX_RETRIES` times unless `force`)."""
+    backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
+    due = now + _spread(key, backoff)
+    published = sources.published_at(key)
+    if published is not None and published >= since:
+        plan.skipped[key] = "published and unchanged"
+        return [current, since, current, due, backoff, retries, LastCheck.PUBLISHED]
+    if not sources.export_failed(key):  # queued, running, or canceled by an operator (theirs to launch)
+        plan.skipped[key] = "export requested, not published yet"
+        return [current, since, current, due, backoff, retries, LastCheck.REQUESTED]
+    if retries >= MAX_RETRIES and not force:
+        plan.skipped[key] = _gave_up(retries)
+        return [current, since, current, due, backoff, retries, LastCheck.FAILED]
+    plan.requests.append((key, current))  # on the same back-off as a re-check
+    plan.retried.append(key)
+    return [current, since, current, due, backoff, retries + 1, LastCheck.RETRIED]
+
+
+def _fields(entry: list | None) -> tuple[Any, Any, Any, float, float, int, LastCheck | None]:
+    """A cursor entry's fields (fingerprint, quiet since, fingerprint requested: None for a new
+    scope); one written before retries were counted (five fields) has made none and recorded no
+    check."""
+    if entry is None:
+        return None, None, None, 0.0, 0.0, 0, None
+    previous_fp, since, requested, next_check, backoff, *counted = entry
+    retries, last = counted if counted else (0, None)
+    return previous_fp, since, requested, next_check, backoff, retries, None if last is None else LastCheck(last)
+
+
+def _gave_up(retries: int) -> str:
+    return f"export failed after {retries} retries; requested again when it changes or on request"
+
+
+def _waiting_reason(last: LastCheck | None, retries: int, wait: float) -> str:
+    """Why a scope whose re-check is not due is skipped: what its last check found."""
+    until = f"re-checked in {_minutes(wait)} min"
+    match last:
+        case LastCheck.PUBLISHED:
+            return f"published and unchanged; {until}"
+        case LastCheck.REQUESTED:
+            return f"export requested, not published at its last check; {until}"
+        case LastCheck.RETRIED:
+            return f"export failed, requested again (retry {retries}); {until}"
+        case LastCheck.FAILED:
+            return _gave_up(retries)
+        case None:  # an entry from before checks were recorded
+            return f"unchanged since its last check; {until}"

@@ -22,7 +22,7 @@ from trace_assets.defs.recheck import PUBLISHED, recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick
 from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
-from trace_assets.run_tags import PARTITION_TAG, SWEEP_TAG
+from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
 
 SKIPS_SHOWN = 20  # scopes named in a tick's skip reason; the log names them all
@@ -59,10 +59,12 @@ def new_trace_runs_sensor(
         return store.iter_run(RunScope.from_key(key))
 
     def export_failed(key: str) -> bool:
-        """The scope's newest run (sensor, backfill, UI or CLI) failed; one an operator canceled is
+        """The newest run planned to publish the scope (sensor, backfill, UI or CLI) failed; a run
+        of other assets only (its listing, say) does not hide it, and one an operator canceled is
         left for them to launch again."""
-        newest = instance.get_runs(dg.RunsFilter(tags={PARTITION_TAG: key}), limit=1)
-        return bool(newest) and newest[0].status == dg.DagsterRunStatus.FAILURE
+        planned = instance.get_latest_planned_materialization_info(PUBLISHED, partition=key)
+        run = instance.get_run_by_id(planned.run_id) if planned is not None else None
+        return run is not None and run.status == dg.DagsterRunStatus.FAILURE
 
     sources = TickSources(run_scopes, listing, published_at, export_failed)
     now = time.time()

@@ -15,7 +15,16 @@ import pytest
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import RECHECK_METADATA, request_rechecks
 from trace_assets.defs.resources import config_from_env
-from trace_assets.discovery import BACKOFF_START, TickSources, listing_fingerprint, plan_queue_tick, plan_tick
+from trace_assets.defs.sensors import _run_key
+from trace_assets.discovery import (
+    BACKOFF_START,
+    MAX_RETRIES,
+    RUN_RECHECK,
+    TickSources,
+    listing_fingerprint,
+    plan_queue_tick,
+    plan_tick,
+)
 from trace_assets.queue_events import Touch
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.store.objects import ObjectBatch
@@ -64,7 +73,10 @@ def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
         assert first.run_requests[0].tags[SWEEP_TAG] == "traces"  # the traces root's last segment
 
         unchanged = _tick(defs, instance, first.cursor)
-        assert unchanged.run_requests == [] and "published and unchanged; re-checked in" in unchanged.skip_message
+        assert (
+            unchanged.run_requests == []
+            and "export requested, not published at its last check; re-checked in" in unchanged.skip_message
+        )
 
         stepped = traces_root / "run-b" / "trace_jobs"
         for step in ("step-1", "step-2"):
@@ -230,7 +242,7 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         first = _tick(defs, instance, None)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         waiting = _tick(defs, instance, first.cursor)
-        assert "'run-a': published and unchanged; re-checked in" in waiting.skip_message
+        assert "'run-a': export requested, not published at its last check; re-checked in" in waiting.skip_message
 
         asked = recheck("run-a", "run-z")
         assert asked.returncode == 1 and "'run-z' is not a partition the sensor knows" in asked.stderr
@@ -239,7 +251,7 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         assert listed.skip_message == "'run-a': export requested, not published yet"  # no export ran here
         assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
         again = _tick(defs, instance, listed.cursor)  # the request is read once
-        assert "'run-a': published and unchanged; re-checked in" in again.skip_message
+        assert "'run-a': export requested, not published at its last check; re-checked in" in again.skip_message
 
 
 def test_fingerprint_holds_change_tokens_in_any_order():
@@ -348,3 +360,159 @@ def test_a_failed_export_is_requested_again_under_a_new_run_key_and_a_bad_re_che
         request_rechecks(instance, ["run-a"], "test")
         published = _tick(defs, instance, retried.cursor)
         assert published.run_requests == [] and "'run-a': published and unchanged" in published.skip_message
+
+
+def test_a_failed_export_is_not_hidden_by_a_later_run_of_other_assets(traces_root):
+    published_root = traces_root.parent / "published"
+    config = {"traces_root": str(traces_root), "publish_root": str(published_root), "on_secret": "allow"}
+    defs = build_definitions(config_from_env({}, **config, settle_seconds=60))
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
+    published_root.write_text("a file where the publish root's folder goes")
+    export = defs.resolve_job_def("export_trace_run")
+
+    with dg.instance_for_test() as instance:
+        first = _tick(defs, instance, None)
+        assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
+        listing = dg.AssetKey("raw_trial_listing")  # then someone materializes only the listing: a success
+        assert export.execute_in_process(instance=instance, partition_key="run-a", asset_selection=[listing]).success
+        request_rechecks(instance, ["run-a"], "test")
+        retried = _tick(defs, instance, first.cursor)
+        assert [r.partition_key for r in retried.run_requests] == ["run-a"]  # judged by the run that planned to publish
+
+
+def _due(cursor: str, key: str) -> float:
+    return json.loads(cursor)["scopes"][key][3]
+
+
+def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_changed():
+    sizes = {"run-a": 3}
+    failed = {"run-a"}  # every export fails (a secret scan that blocks, a shrink refused)
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(sizes[key], 1_000_000_000), lambda key: None, lambda key: key in failed
+    )
+
+    def tick(cursor, now, recheck=()):
+        return plan_tick(cursor, ["run-a"], sources, [], now, settle=600, recheck=recheck)
+
+    plan = tick(None, 2000.0)
+    retried, waiting = [], []
+    for _ in range(MAX_RETRIES + 1):
+        now = _due(plan.cursor, "run-a")  # each re-check, its back-off doubling
+        plan = tick(plan.cursor, now)
+        retried.append(plan.retried)
+        waiting.append(tick(plan.cursor, now + 60).skipped["run-a"])
+    assert retried == [["run-a"]] * MAX_RETRIES + [[]]
+    assert waiting[0].startswith("export failed, requested again (retry 1); re-checked in")
+    gave_up = f"export failed after {MAX_RETRIES} retries; requested again when it changes or on request"
+    assert plan.skipped == {"run-a": gave_up} and waiting[-1] == gave_up
+
+    asked = tick(plan.cursor, now + 120, recheck={"run-a"})  # an operator's re-check still retries
+    assert asked.retried == ["run-a"]
+    assert tick(asked.cursor, _due(asked.cursor, "run-a")).requests == []  # but only once
+
+    sizes["run-a"] = 4  # a changed listing: requested (a new run key), its retries counted afresh
+    changed = tick(asked.cursor, _due(asked.cursor, "run-a"))
+    assert changed.skipped["run-a"].startswith("settling")
+    settled = tick(changed.cursor, _due(asked.cursor, "run-a") + 600)
+    assert settled.retried == ["run-a"] and json.loads(settled.cursor)["scopes"]["run-a"][5] == 0
+    assert tick(settled.cursor, _due(settled.cursor, "run-a")).retried == ["run-a"]
+
+
+def test_the_skip_reason_before_a_re_check_says_what_the_last_check_found():
+    published: dict[str, float] = {}
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), published.get)
+    first = plan_tick(None, ["run-a", "run-b"], sources, [], 2000.0, settle=600)
+    published["run-b"] = 2100.0  # run-b's export published; run-a's never ran
+    checked = plan_tick(first.cursor, ["run-a", "run-b"], sources, [], 2120.0, settle=600, recheck={"run-a", "run-b"})
+    waiting = plan_tick(checked.cursor, ["run-a", "run-b"], sources, [], 2180.0, settle=600).skipped
+    assert waiting["run-a"].startswith("export requested, not published at its last check; re-checked in")
+    assert waiting["run-b"].startswith("published and unchanged; re-checked in")
+
+    cursor = json.loads(checked.cursor)  # an entry written before checks were recorded: five fields
+    cursor["scopes"] = {key: entry[:5] for key, entry in cursor["scopes"].items()}
+    old = plan_tick(json.dumps(cursor), ["run-a", "run-b"], sources, [], 2180.0, settle=600)
+    assert old.skipped["run-a"].startswith("unchanged since its last check; re-checked in")
+    assert old.cursor == plan_tick(json.dumps(cursor), ["run-a", "run-b"], sources, [], 2180.0, settle=600).cursor
+    assert plan_tick(old.cursor, ["run-a"], sources, [], _due(old.cursor, "run-a"), settle=600).skipped == {
+        "run-a": "export requested, not published yet"
+    }
+
+
+def test_queue_mode_requests_a_failed_export_again_at_its_back_off_without_listing_it():
+    runs = [f"run-{i}" for i in range(10)]
+    failed: set[str] = set()
+    listed: list[str] = []
+    queried: list[str] = []
+
+    def listing(key):
+        listed.append(key)
+        return _pages(3, 1_000_000_000)
+
+    def published_at(key):
+        queried.append(key)
+
+    def export_failed(key):
+        queried.append(key)
+        return key in failed
+
+    sources = _sources(lambda run: [run], listing, published_at, export_failed)
+    first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
+    failed.add("run-3")
+    listed.clear()
+    queried.clear()
+    quiet = plan_queue_tick(first.cursor, [], sources, runs, 2060.0, settle=600)
+    assert listed == [] and queried == [] and quiet.skipped == {}  # nothing due: no read at all
+    now = _due(first.cursor, "run-3")
+    due = {key for key in runs if _due(first.cursor, key) <= now}
+    retried = plan_queue_tick(quiet.cursor, [], sources, runs, now, settle=600)
+    assert retried.requests == [("run-3", json.loads(first.cursor)["scopes"]["run-3"][0])]
+    assert retried.retried == ["run-3"] and listed == [] and retried.listed_scopes == 0  # no S3 request
+    assert set(queried) == due and retried.skipped == {
+        key: "export requested, not published yet" for key in due - {"run-3"}
+    }
+    queried.clear()
+    assert plan_queue_tick(retried.cursor, [], sources, runs, now + 60, settle=600).requests == [] and queried == []
+
+
+def test_a_re_check_whose_run_listing_fails_is_kept_for_the_next_tick():
+    steps = {"run-a": ["run-a/step-1"]}
+    down: set[str] = set()
+
+    def run_scopes(run):
+        if run in down:
+            raise OSError("endpoint down")
+        return steps[run]
+
+    failed = {"run-a/step-1"}
+    sources = _sources(run_scopes, lambda key: _pages(3, 1_000_000_000), lambda key: None, lambda key: key in failed)
+    first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
+    now = 2000.0 + RUN_RECHECK + 1  # the run's step folders are due, the scope's re-check is not
+    down.add("run-a")
+    asked = plan_tick(first.cursor, ["run-a"], sources, [], now, settle=600, recheck={"run-a/step-1"})
+    assert "run-a" in asked.errors and asked.requests == []
+    down.clear()
+    assert plan_tick(asked.cursor, ["run-a"], sources, [], now + 60, settle=600).retried == ["run-a/step-1"]
+
+    queued = plan_queue_tick(first.cursor, [], sources, ["run-a/step-1"], 2060.0, settle=600)  # queue mode alike
+    steps["run-a"].append("run-a/step-2")  # a step the cursor does not hold yet: asked, its run's listing fails
+    down.add("run-a")
+    known = ["run-a/step-1", "run-a/step-2"]
+    asked = plan_queue_tick(queued.cursor, [], sources, known, 2120.0, settle=600, recheck={"run-a/step-2"})
+    assert "run-a" in asked.errors
+    down.clear()
+    again = plan_queue_tick(asked.cursor, [], sources, known, 2180.0, settle=600)
+    assert [key for key, _ in again.requests] == ["run-a/step-2"]
+
+
+def test_a_deleted_cursor_requests_a_failed_export_under_a_new_run_key():
+    failed: set[str] = set()
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: None, lambda key: key in failed
+    )
+    first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
+    assert first.retried == []
+    failed.add("run-a")  # its export failed; then the cursor is deleted
+    afresh = plan_tick(None, ["run-a"], sources, [], 9000.0, settle=600)
+    assert afresh.requests == first.requests and afresh.retried == ["run-a"]
+    [(key, fp)] = afresh.requests
+    assert _run_key(key, fp, True, 9000.0) != _run_key(key, fp, False, 2000.0)  # Dagster launches it
