@@ -63,7 +63,12 @@ from trace_assets.store.local_walk import escaped_name
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.trace_store import EPOCH
 
-CURSOR_VERSION = 3  # 3: fingerprints hold the objects' change tokens
+# 3: fingerprints hold the objects' change tokens; 4: entries hold retries and the last check. A
+# version-3 cursor is read as is (its entries of five fields); code that knows only 3 starts afresh
+# from a version-4 one (a rollback re-checks every scope once) rather than misreading it.
+CURSOR_VERSION = 4
+READABLE_VERSIONS = (3, CURSOR_VERSION)
+DUE_PER_TICK = 200  # queue mode: due re-checks read from the instance in one tick, oldest first
 BACKOFF_START = 3600.0  # an exported scope's first re-check, an hour after its export
 BACKOFF_MAX = 7 * 86400.0  # then doubling up to a week
 RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this (a request a run)
@@ -134,18 +139,18 @@ def load_cursor(cursor: str | None) -> dict[str, list]:
 
 def is_current(cursor: str | None) -> bool:
     """A cursor this version wrote (a full tick ran since): queue mode may take over from it."""
-    return bool(cursor) and json.loads(cursor or "{}").get("v") == CURSOR_VERSION
+    return bool(cursor) and json.loads(cursor or "{}").get("v") in READABLE_VERSIONS
 
 
 def cursor_extra(cursor: str | None) -> dict[str, Any]:
     """The sensor's own state kept in the cursor beside the plan's (see `plan_tick`'s `extra`)."""
     data = json.loads(cursor) if cursor else {}
-    return data.get("extra", {}) if data.get("v") == CURSOR_VERSION else {}
+    return data.get("extra", {}) if data.get("v") in READABLE_VERSIONS else {}
 
 
 def _load(cursor: str | None) -> tuple[dict[str, list], dict[str, list]]:
     data = json.loads(cursor) if cursor else {}
-    if data.get("v") != CURSOR_VERSION:
+    if data.get("v") not in READABLE_VERSIONS:
         return {}, {}
     return data.get("runs", {}), data.get("scopes", {})
 
@@ -259,7 +264,10 @@ def plan_queue_tick(
     settling = {key for key, entry in scopes.items() if entry[2] != entry[0]}
     # Exported and unchanged, their re-check due: its publish and failure read again (no listing),
     # so a failed export is requested again on the back-off, as in `plan_tick`.
-    due = {key for key, entry in scopes.items() if entry[2] == entry[0] and now >= entry[3]}
+    # At most DUE_PER_TICK, oldest first: a cursor from before queue mode re-checked holds every
+    # exported scope past due, and a tick must stay well inside the sensor's time limit.
+    overdue = sorted((entry[3], key) for key, entry in scopes.items() if entry[2] == entry[0] and now >= entry[3])
+    due = {key for _, key in overdue[:DUE_PER_TICK]}
     asked = set(recheck)
     scopes_of_run: dict[str, list[str]] = {}  # grouped once: a tick's cost follows its touches
     for key in sorted(scopes):

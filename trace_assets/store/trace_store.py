@@ -336,8 +336,8 @@ class TraceStore:
             self.fs.invalidate_cache(base + key)
             try:
                 size = self.fs.info(base + key)["size"]
-            except FileNotFoundError as gone:
-                return Exclusion(Reason.UNREADABLE, f"{key}: {gone}")
+            except OSError as refused:  # gone, or its HEAD refused too (an SSE-C object without its key)
+                return Exclusion(Reason.UNREADABLE, f"{key}: {refused}")
             return b"" if isinstance(size, int) and size <= start else Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         return bytes(data)
 

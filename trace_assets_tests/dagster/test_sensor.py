@@ -18,9 +18,12 @@ from trace_assets.defs.resources import config_from_env
 from trace_assets.defs.sensors import _run_key
 from trace_assets.discovery import (
     BACKOFF_START,
+    CURSOR_VERSION,
+    DUE_PER_TICK,
     MAX_RETRIES,
     RUN_RECHECK,
     TickSources,
+    is_current,
     listing_fingerprint,
     plan_queue_tick,
     plan_tick,
@@ -516,3 +519,26 @@ def test_a_deleted_cursor_requests_a_failed_export_under_a_new_run_key():
     assert afresh.requests == first.requests and afresh.retried == ["run-a"]
     [(key, fp)] = afresh.requests
     assert _run_key(key, fp, True, 9000.0) != _run_key(key, fp, False, 2000.0)  # Dagster launches it
+
+
+def test_a_version_3_cursor_is_read_and_its_overdue_scopes_are_re_checked_a_bounded_number_a_tick():
+    """A cursor from before queue mode re-checked (version 3, entries of five fields) holds every
+    exported scope past due: queue mode reads them DUE_PER_TICK at a time, oldest first."""
+    runs = [f"run-{i:04d}" for i in range(2 * DUE_PER_TICK + 50)]
+    queried: list[str] = []
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: queried.append(key))
+    first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
+    cursor = json.loads(first.cursor)
+    cursor["v"] = 3
+    cursor["scopes"] = {key: entry[:5] for key, entry in cursor["scopes"].items()}
+    later = 2000.0 + 30 * 86400  # every scope long past its first re-check
+    counts = []
+    state = json.dumps(cursor)
+    for tick in range(3):
+        queried.clear()
+        plan = plan_queue_tick(state, [], sources, runs, later + tick * 60, settle=600)
+        assert plan.listed_scopes == 0 and plan.requests == []  # no S3 request; nothing failed
+        counts.append(len(queried))
+        state = plan.cursor
+    assert counts == [DUE_PER_TICK, DUE_PER_TICK, 50]
+    assert json.loads(state)["v"] == CURSOR_VERSION and is_current(json.dumps(cursor))

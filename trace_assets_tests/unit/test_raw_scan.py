@@ -321,6 +321,14 @@ def test_an_object_the_store_refuses_as_an_invalid_request_is_skipped_not_read_a
             raise OSError(errno.EINVAL, "InvalidRequest: the object was stored with SSE-C")
         return read(path, start=start, end=end, **kwargs)
 
+    head = store.fs.info
+
+    def refuse_its_head(path, **kwargs):  # S3 refuses an SSE-C object's HEAD too (400)
+        if path.endswith("big.log"):
+            raise OSError(errno.EINVAL, "Bad Request")
+        return head(path, **kwargs)
+
     store.fs.cat_file = refuse_big_log  # type: ignore[method-assign]
+    store.fs.info = refuse_its_head  # type: ignore[method-assign]
     report = _scan_with(Path(root), store=store)
     assert (report["objects_scanned"], report["skipped"]) == (0, {"unreadable": 1})
