@@ -338,13 +338,18 @@ def test_a_re_check_whose_listing_fails_is_not_used_up():
     assert again.listed_scopes == 1 and again.skipped == {"run-a": "export requested, not published yet"}
 
 
-def test_a_failed_export_is_requested_again_under_a_new_run_key_and_a_bad_re_check_is_ignored(traces_root):
+def _run_whose_publish_fails(traces_root: Path) -> tuple[dg.Definitions, dg.JobDefinition, Path]:
+    """run-a under the root, and definitions whose publish root is a file: its export fails at publishing."""
     published_root = traces_root.parent / "published"
     config = {"traces_root": str(traces_root), "publish_root": str(published_root), "on_secret": "allow"}
     defs = build_definitions(config_from_env({}, **config, settle_seconds=60))
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
     published_root.write_text("a file where the publish root's folder goes")
-    export = defs.resolve_job_def("export_trace_run")
+    return defs, defs.resolve_job_def("export_trace_run"), published_root
+
+
+def test_a_failed_export_is_requested_again_under_a_new_run_key_and_a_bad_re_check_is_ignored(traces_root):
+    defs, export, published_root = _run_whose_publish_fails(traces_root)
 
     with dg.instance_for_test() as instance:
         first = _tick(defs, instance, None)
@@ -366,12 +371,7 @@ def test_a_failed_export_is_requested_again_under_a_new_run_key_and_a_bad_re_che
 
 
 def test_a_failed_export_is_not_hidden_by_a_later_run_of_other_assets(traces_root):
-    published_root = traces_root.parent / "published"
-    config = {"traces_root": str(traces_root), "publish_root": str(published_root), "on_secret": "allow"}
-    defs = build_definitions(config_from_env({}, **config, settle_seconds=60))
-    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
-    published_root.write_text("a file where the publish root's folder goes")
-    export = defs.resolve_job_def("export_trace_run")
+    defs, export, published_root = _run_whose_publish_fails(traces_root)
 
     with dg.instance_for_test() as instance:
         first = _tick(defs, instance, None)
