@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from trace_assets.harbor.options import add_export_arguments, export_overrides
 from trace_assets.run_tags import PARTITION_TAG, SWEEP_TAG
-from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, validate_scope_key, validate_scope_keys
+from trace_assets.scope import (
+    InvalidScopeKey,
+    RunScope,
+    ScopeUnit,
+    partitions_named,
+    validate_scope_key,
+    validate_scope_keys,
+)
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES
 
 # Dagster and the resources take seconds to import: only the commands that run import them, so
@@ -496,15 +503,22 @@ def _finished_by_runs(instance: dg.DagsterInstance, backfill_id: str, partitions
 
     from trace_assets.backfill_api import BackfillStatus
 
-    runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-    newest: dict[str | None, dg.DagsterRunStatus] = {}
-    for run in runs:  # newest first: a partition re-executed within the backfill counts by its last run
-        newest.setdefault(run.tags.get(PARTITION_TAG), run.status)
-    finished = {partition: status for partition, status in newest.items() if status in _finished_statuses()}
+    latest = _latest_runs(instance, backfill_id)
+    finished = {partition: run.status for partition, run in latest.items() if run.status in _finished_statuses()}
     if set(partitions) - set(finished):
         return None
     succeeded = all(status == dg.DagsterRunStatus.SUCCESS for status in finished.values())
     return BackfillStatus.COMPLETED_SUCCESS if succeeded else BackfillStatus.COMPLETED_FAILED
+
+
+def _latest_runs(instance: dg.DagsterInstance, backfill_id: str) -> dict[str, dg.DagsterRun]:
+    """Each partition's run in the backfill: its newest, when it was re-executed within it."""
+    import dagster as dg
+
+    latest: dict[str, dg.DagsterRun] = {}
+    for run in instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id})):  # newest first
+        latest.setdefault(run.tags.get(PARTITION_TAG, ""), run)
+    return latest
 
 
 def _report_runs(instance: dg.DagsterInstance, url: str, backfill_id: str) -> int:
@@ -515,12 +529,7 @@ def _report_runs(instance: dg.DagsterInstance, url: str, backfill_id: str) -> in
     from trace_assets.defs.assets import last_episode_rows
 
     failed = 0
-    runs = instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-    latest: dict[str, dg.DagsterRun] = {}
-    for run in runs:  # newest first: a partition re-executed within the backfill is reported by its last run
-        latest.setdefault(run.tags.get(PARTITION_TAG, ""), run)
-    for run in sorted(latest.values(), key=lambda r: r.tags.get(PARTITION_TAG, "")):
-        partition = run.tags.get(PARTITION_TAG, "")
+    for partition, run in sorted(_latest_runs(instance, backfill_id).items()):
         line: dict[str, Any] = {"run_id": partition, "dagster_run_id": run.run_id, "status": run.status.value}
         records = instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=last_episode_rows.key, asset_partitions=[partition]), limit=20
@@ -598,8 +607,8 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
 
     instance = _instance()
     known = set(instance.get_dynamic_partitions(TRACE_RUNS))
-    steps = {key: sorted(k for k in known if k.startswith(key + "/")) for key in run_ids if key not in known}
-    run_ids = [step for key in run_ids for step in (steps.get(key) or [key])]  # a run: its step partitions
+    # a run: its step partitions; a key no partition names: its staging folder alone
+    run_ids = [scope for key in run_ids for scope in (partitions_named(key, known) or [key])]
     failures = 0
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)
