@@ -341,6 +341,38 @@ class TraceStore:
             return b"" if isinstance(size, int) and size <= start else Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         return bytes(data)
 
+    def read_run_file(self, scope: RunScope, key: str, limit: int) -> bytes | Exclusion | None:
+        """One file of the scope's run folder above its trial folders (`result.json`,
+        `trace_jobs/result.json`), key relative to `<root>/<run_id>/`: None when there is none, at most
+        `limit` + 1 bytes of it (so a larger one is seen to be larger, never read whole), or why it
+        cannot be read. Locally read as `fetch` reads, through no link below the run's folder."""
+        base = f"{self.root}/{scope.run_id}"
+        if isinstance(self.fs, LocalFileSystem):
+            try:
+                reader = _ConfinedReader(base)
+                try:
+                    data = reader.read(key, 0, limit + 1)
+                finally:
+                    reader.close()
+            except OSError as err:
+                raise FetchError(scope.key, {f"{base}/{key}": err}) from err
+            if isinstance(data, Exclusion) and not os.path.lexists(f"{base}/{key}"):
+                return None
+            return data
+        path = f"{base}/{key}"
+        self.fs.invalidate_cache(path)
+        try:
+            size = self.fs.info(path).get("size")
+            if isinstance(size, int) and size > limit:
+                return Exclusion(Reason.UNREADABLE, f"{key} is {size} bytes, more than {limit}")
+            return bytes(self.fs.cat_file(path))
+        except FileNotFoundError:
+            return None
+        except PermissionError as err:
+            return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
+        except OSError as err:
+            raise FetchError(scope.key, {path: err}) from err
+
     def _read_local(self, scope: RunScope, base: str, keys: list[str]) -> dict[str, bytes | Exclusion]:
         """Confined reads (see the module's docstring); an error that is not one trial's fails the run."""
         results: dict[str, bytes | Exclusion] = {}
