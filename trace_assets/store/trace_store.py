@@ -360,17 +360,16 @@ class TraceStore:
                 return None
             return data
         path = f"{base}/{key}"
-        self.fs.invalidate_cache(path)
-        try:
-            size = self.fs.info(path).get("size")
-            if isinstance(size, int) and size > limit:
-                return Exclusion(Reason.UNREADABLE, f"{key} is {size} bytes, more than {limit}")
-            return bytes(self.fs.cat_file(path))
+        try:  # one ranged GET: a missing key is its 404, never a HEAD or a listing
+            if isinstance(self.fs, AsyncFileSystem):
+                return bytes(sync(self.fs.loop, self.fs._cat_file, path, start=0, end=limit + 1))
+            return bytes(self.fs.cat_file(path, start=0, end=limit + 1))
         except FileNotFoundError:
             return None
-        except PermissionError as err:
-            return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         except OSError as err:
+            # S3's 416 for an empty object, or a refusal of this object alone (EINVAL, see fetch_range)
+            if isinstance(err, PermissionError) or err.errno == errno.EINVAL:
+                return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
             raise FetchError(scope.key, {path: err}) from err
 
     def _read_local(self, scope: RunScope, base: str, keys: list[str]) -> dict[str, bytes | Exclusion]:
