@@ -1,8 +1,9 @@
 """Harbor's golden ATIF trajectories laid out as trial folders, for this project and for Harbor itself.
 
-`make_golden_trials` is used by the tests; run this file with a Python that has Harbor 0.25
-installed (`python trace_assets_tests/golden_trials.py`) to regenerate the rows Harbor's own
-exporter makes of the same folders, in `data/harbor_golden/expected-*.jsonl`.
+`make_golden_trials` is used by the tests; run this file with a Python that has Harbor installed
+(`python trace_assets_tests/support/golden_trials.py`) to regenerate the rows Harbor's own
+exporter makes of the same folders, in `data/harbor_golden/expected-*.jsonl` (0.25.0 and 0.26.0
+make the same files). `make_job_trials` lays out the job folder `make_harbor_goldens.py` writes.
 """
 
 from __future__ import annotations
