@@ -44,7 +44,10 @@ SCORED_SCHEMA = pa.schema(
         ("repaired", pa.int64()),  # lone surrogates replaced with U+FFFD in result.json
         ("success", pa.bool_()),  # Harbor's `--filter` verdict
         ("reward_valid", pa.bool_()),  # result.json's `reward_valid` (Harbor 0.26); null when it has none
-        ("job_result", pa.string()),  # the job-level result.json `result` came from, relative to the run's folder
+        (
+            "job_result",
+            pa.string(),
+        ),  # the job-level result.json Harbor reads for the trial (relative to the run folder)
     ]
 )
 # --------------------------------------------------------------------------- step 2: scored trials
