@@ -63,11 +63,14 @@ def scored_trials(
     """Each folder's result.json read as a TrialResult: task, reward, exception, agent, model."""
     with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
         stats = score_trials(trace_config.store(object_storage), staging, trace_config.batch_size, context.log.info)
+    for key, problem in sorted(stats.passed_over.items()):
+        context.log.warning(f"job-level {key} passed over: {problem}")
     return dg.MaterializeResult(
         metadata={
             **{f"status_{status}": dg.MetadataValue.int(count) for status, count in sorted(stats.statuses.items())},
             "result_json_read": dg.MetadataValue.int(stats.reread),
             "result_json_unchanged": dg.MetadataValue.int(stats.cached),
+            "job_results_passed_over": dg.MetadataValue.int(len(stats.passed_over)),
             "path": dg.MetadataValue.path(str(staging.scored)),
         }
     )

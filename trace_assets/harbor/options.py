@@ -1,4 +1,4 @@
-"""Harbor 0.25's `traces export` options, as one value the rows step, the schema and the card share.
+"""Harbor's `traces export` options (0.25 and 0.26 alike), as one value the rows step, the schema and the card share.
 
 Flag names are Harbor's own (`--episodes`, `--sharegpt`, `--filter`, `--no-instruction-metadata`,
 `--no-verifier-metadata`); `--subagents` takes `none|merged|separate` where Harbor has
@@ -79,15 +79,8 @@ class ExportOptions:
 
 
 def passes_filter(summary: TrialSummary, success_filter: SuccessFilter) -> bool:
-    """Harbor's `_trial_is_success`: the `result` value as a number above 0; an exception, no
-    reward or a non-number is a failure."""
-    if success_filter == "all":
-        return True
-    try:
-        success = summary.result is not None and float(summary.result) > 0.0
-    except ValueError:
-        success = False
-    return success == (success_filter == "success")
+    """Harbor's `--filter` on the trial's `_trial_is_success` verdict (`TrialSummary.success`)."""
+    return success_filter == "all" or summary.success == (success_filter == "success")
 
 
 # --------------------------------------------------------------------------- command line and environment

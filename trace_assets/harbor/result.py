@@ -23,6 +23,8 @@ class TrialSummary:
     reward: float | None
     exception_type: str | None
     result: str | None  # Harbor's `result` column: exception type, else reward as text
+    success: bool = False  # Harbor's `--filter` verdict (`_trial_is_success`)
+    reward_valid: bool | None = None  # Harbor 0.26's `reward_valid`; None when result.json has none
     repaired: int = 0  # lone surrogates replaced with U+FFFD (see harbor.decoding)
 
 
@@ -35,6 +37,23 @@ def _reward_text(value: Any) -> str:
         return str(float(value))
     except (TypeError, ValueError, OverflowError):
         return str(value)
+
+
+def above_zero(value: Any) -> bool:
+    """Harbor's success test of a value: `float(value) > 0.0`, and False when it is no number."""
+    try:
+        return float(value) > 0.0
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _own_success(result: str | None, verifier_result: dict[str, Any]) -> bool:
+    """Harbor's `_trial_is_success` from the trial's own file: its `result` value above 0, or with
+    none, a legacy `verifier_result.reward` above 0."""
+    if result is not None:
+        return above_zero(result)
+    reward = verifier_result.get("reward")
+    return reward is not None and above_zero(reward)
 
 
 def parse_trial_result(data: bytes, folder_name: str) -> TrialSummary | Exclusion:
@@ -80,7 +99,8 @@ def parse_trial_result(data: bytes, folder_name: str) -> TrialSummary | Exclusio
     )
 
     exception_type = as_dict(raw.get("exception_info")).get("exception_type") or None
-    reward_value = as_dict(as_dict(raw.get("verifier_result")).get("rewards")).get("reward")
+    verifier_result = as_dict(raw.get("verifier_result"))
+    reward_value = as_dict(verifier_result.get("rewards")).get("reward")
     try:
         reward = None if reward_value is None or isinstance(reward_value, NumberText) else float(reward_value)
     except (TypeError, ValueError, OverflowError):
@@ -103,5 +123,7 @@ def parse_trial_result(data: bytes, folder_name: str) -> TrialSummary | Exclusio
         reward=reward,
         exception_type=None if exception_type is None else str(exception_type),
         result=result,
+        success=_own_success(result, verifier_result),
+        reward_valid=raw["reward_valid"] if isinstance(raw.get("reward_valid"), bool) else None,
         repaired=repaired,
     )

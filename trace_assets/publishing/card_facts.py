@@ -58,9 +58,10 @@ class CardFacts:
     models: dict[str, int] = field(default_factory=dict)
     providers: dict[str, int] = field(default_factory=dict)
     steps: list[int] = field(default_factory=list)  # training steps named in the trial folders' paths
-    rewards: list[float] = field(default_factory=list)  # exported trials with a numeric reward
+    rewards: list[float] = field(default_factory=list)  # exported trials with a numeric reward Harbor counts valid
+    invalid_rewards: int = 0  # exported trials with a reward Harbor marks `reward_valid: false`, left out of `rewards`
     exceptions: dict[str, int] = field(default_factory=dict)  # exported trials with no reward: exception -> n
-    excluded_rewards: list[float] = field(default_factory=list)  # scored but excluded trials' rewards
+    excluded_rewards: list[float] = field(default_factory=list)  # scored but excluded trials' valid rewards
     turns: list[int] = field(default_factory=list)  # assistant messages per main row
 
     @property
@@ -84,7 +85,7 @@ def gather_facts(staging: RunStaging, rows: RowParts) -> CardFacts:
     """The facts from the run's staged listing, scored trials, statuses and rows."""
     listing = open_parquet(staging.listing).read(columns=["trial_dir", "objects", "bytes"])
     scored = open_parquet(staging.scored).read(
-        columns=["trial_dir", "status", "reward", "exception_type", "agent", "model", "model_provider"]
+        columns=["trial_dir", "status", "reward", "reward_valid", "exception_type", "agent", "model", "model_provider"]
     )
     statuses = open_parquet(staging.statuses).read(columns=["trial_dir", "status"])
     exported = {
@@ -103,11 +104,18 @@ def gather_facts(staging: RunStaging, rows: RowParts) -> CardFacts:
         models=_counts([r["model"] for r in mine]),
         providers=_counts([r["model_provider"] for r in mine]),
         steps=sorted(steps),
-        rewards=[float(r["reward"]) for r in mine if r["reward"] is not None],
+        rewards=_valid_rewards(mine),
+        invalid_rewards=sum(r["reward"] is not None and r["reward_valid"] is False for r in mine),
         exceptions=_counts([r["exception_type"] for r in mine if r["reward"] is None]),
-        excluded_rewards=[float(r["reward"]) for r in others if r["reward"] is not None],
+        excluded_rewards=_valid_rewards(others),
         turns=_assistant_turns(rows),
     )
+
+
+def _valid_rewards(records: list[dict]) -> list[float]:
+    """The rewards Harbor counts: all but those its `reward_valid: false` marks (a result.json from
+    before Harbor 0.26 has no `reward_valid`; its rewards count)."""
+    return [float(r["reward"]) for r in records if r["reward"] is not None and r["reward_valid"] is not False]
 
 
 def _assistant_turns(rows: RowParts) -> list[int]:

@@ -26,7 +26,13 @@ from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers,
 from trace_assets.store.local_walk import EntryKind
 from trace_assets.store.objects import ObjectBatch, StoredObject
 from trace_assets.store.trace_store import TraceStore
-from trace_assets.store.trial_folders import LISTING_SCHEMA, group_trials, trial_name_of, whole_folder_batches
+from trace_assets.store.trial_folders import (
+    JOB_RESULTS_SCHEMA,
+    LISTING_SCHEMA,
+    group_trials,
+    trial_name_of,
+    whole_folder_batches,
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ def build_listing(store: TraceStore, staging: RunStaging, progress: Progress | N
     """
     unsorted = staging.listing.with_name(f".{staging.listing.name}.unsorted")
     written = []  # name, folder and has_result_json of each trial written: the small part of the listing
+    job_results = []  # result.json objects in no trial folder
     objects = total_bytes = stray = 0
     reporter = ProgressReporter("raw_trial_listing", "objects", _last_count(staging), progress or quiet, bar=terminal())
     with staged_writers((unsorted, LISTING_SCHEMA)) as [writer]:
@@ -63,10 +70,12 @@ def build_listing(store: TraceStore, staging: RunStaging, progress: Progress | N
             total_bytes += groups.total_bytes
             stray += groups.stray_objects
             written.append(groups.trials.select(["trial_name", "trial_dir", "has_result_json"]))
+            job_results.append(groups.job_results)
             writer.write_table(groups.trials, row_group_size=LISTING_WRITE_BATCH)
+    write_atomically(staging.job_results, lambda p: pq.write_table(_concat(job_results, JOB_RESULTS_SCHEMA), p))
     reporter.total = reporter.done  # known now
     reporter.finish()
-    trials = pa.concat_tables(written) if written else LISTING_SCHEMA.empty_table()
+    trials = _concat(written, LISTING_SCHEMA)
     unscored = pc.sum(pc.invert(trials["has_result_json"])).as_py() or 0
     positions = pc.sort_indices(trials, [("trial_name", "ascending"), ("trial_dir", "ascending")])
     if positions.equals(pa.array(range(trials.num_rows), pa.uint64())):
@@ -78,6 +87,10 @@ def build_listing(store: TraceStore, staging: RunStaging, progress: Progress | N
     return ListingStats(
         trial_dirs=trials.num_rows, objects=objects, bytes=total_bytes, stray_objects=stray, unscored=unscored
     )
+
+
+def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def _last_count(staging: RunStaging) -> int | None:

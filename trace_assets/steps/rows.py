@@ -28,7 +28,7 @@ from trace_assets.progress import Progress, ProgressReporter, terminal
 from trace_assets.scope import RunScope
 from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_objects, previous_records
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
-from trace_assets.steps.scoring import StepStats, encode_per_trial, summary_from_scored
+from trace_assets.steps.scoring import StepStats, encode_per_trial, rows_salt, summary_from_scored
 from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
@@ -206,6 +206,7 @@ def _plan_batch(
             scope.run_id,  # the rows' run_id column: Harbor's run, a step scope's run
             *options.cache_salt(),
             *trial.skipped,
+            *rows_salt(record),
         )
         previous = previous_statuses.get(trial.trial_dir, {})
         unchanged = previous.get("source_fingerprint") == sources[trial.trial_dir]

@@ -13,10 +13,12 @@ from typing import Any
 import pyarrow as pa
 
 from trace_assets.accounting import SCORED, Exclusion, Reason
+from trace_assets.harbor.job_result import JobResults, with_job_outcomes
 from trace_assets.harbor.result import TrialSummary, parse_trial_result
 from trace_assets.harbor.trial_files import RESULT_JSON
 from trace_assets.progress import Progress, ProgressReporter, terminal
 from trace_assets.steps.incremental import fingerprint, listed_objects, previous_records
+from trace_assets.steps.job_results import load_job_results
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers
 from trace_assets.store.fetch_ahead import fetched_ahead
@@ -40,12 +42,20 @@ SCORED_SCHEMA = pa.schema(
         ("result_trial_name", pa.string()),
         ("source_fingerprint", pa.string()),
         ("repaired", pa.int64()),  # lone surrogates replaced with U+FFFD in result.json
+        ("success", pa.bool_()),  # Harbor's `--filter` verdict
+        ("reward_valid", pa.bool_()),  # result.json's `reward_valid` (Harbor 0.26); null when it has none
+        (
+            "job_result",
+            pa.string(),
+        ),  # the job-level result.json Harbor reads for the trial (relative to the run folder)
     ]
 )
 # --------------------------------------------------------------------------- step 2: scored trials
 
 
-def _scored_record(trial: ListedTrial, parsed: TrialSummary | Exclusion | None, source: str) -> dict[str, Any]:
+def _scored_record(
+    trial: ListedTrial, parsed: TrialSummary | Exclusion | None, source: str, job_result: str | None = None
+) -> dict[str, Any]:
     record: dict[str, Any] = {
         "trial_dir": trial.trial_dir,
         "trial_name": trial.trial_name,
@@ -69,6 +79,9 @@ def _scored_record(trial: ListedTrial, parsed: TrialSummary | Exclusion | None, 
             job_id=parsed.job_id,
             result_trial_name=parsed.trial_name,
             repaired=parsed.repaired,
+            success=parsed.success,
+            reward_valid=parsed.reward_valid,
+            job_result=job_result,
         )
     return record
 
@@ -113,8 +126,18 @@ def summary_from_scored(record: dict[str, Any]) -> TrialSummary:
         reward=record["reward"],
         exception_type=record["exception_type"],
         result=record["result"],
+        success=bool(record["success"]),
+        reward_valid=record["reward_valid"],
         repaired=record["repaired"] or 0,
     )
+
+
+def rows_salt(record: dict[str, Any]) -> list[str]:
+    """What a trial's rows take from a job-level result.json, for the rows' fingerprint: nothing
+    (and so no change to it) for a trial with none above it."""
+    if record.get("job_result") is None:
+        return []
+    return [f"job_result={record['job_result']}|{record['result']}|{record['success']}"]
 
 
 @dataclass
@@ -122,18 +145,20 @@ class StepStats:
     statuses: Counter = field(default_factory=Counter)
     reread: int = 0  # trials whose objects were fetched this time
     cached: int = 0  # trials taken unchanged from the last materialization
+    passed_over: dict[str, str] = field(default_factory=dict)  # job-level result.json files not read, why
 
 
 def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progress: Progress) -> StepStats:
     """Parse every result.json, re-reading only those whose object changed since last time."""
     listing_path = staging.require(staging.listing, "raw_trial_listing")
-    previous = previous_records(staging.scored, "source_fingerprint")
-    stats = StepStats()
+    previous = previous_records(staging.scored, "job_result")  # a table from before job results: read afresh
+    jobs = load_job_results(store, staging)
+    stats = StepStats(passed_over=jobs.problems)
     total = open_parquet(listing_path).metadata.num_rows
     reporter = ProgressReporter("scored_trials", "trials", total, progress, bar=terminal())
     listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
     planned = (
-        _plan(trials, previous)
+        _plan(trials, previous, jobs)
         for trials in bounded_batches(listed, _result_bytes, batch_size, store.fetch_batch_bytes)
     )
     with staged_writers((staging.scored, SCORED_SCHEMA)) as [writer]:
@@ -148,7 +173,10 @@ def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progre
                     continue
                 blob = blobs.get(f"{trial.trial_dir}/{RESULT_JSON}")
                 parsed = blocked.get(trial.trial_dir) or (None if blob is None else _parsed_result(blob, trial))
-                records.append((trial.trial_dir, [_scored_record(trial, parsed, source)]))
+                job_result, outcomes, _ = jobs.for_trial(trial.trial_dir)
+                if isinstance(parsed, TrialSummary) and job_result is not None:
+                    parsed = with_job_outcomes(parsed, trial.trial_name, outcomes)
+                records.append((trial.trial_dir, [_scored_record(trial, parsed, source, job_result)]))
                 stats.reread += blob is not None
             table, failed = encode_per_trial(records, SCORED_SCHEMA)
             if failed:  # the same batch again, those trials excluded with the error
@@ -179,8 +207,11 @@ class _Batch:
     keys: list[str]
 
 
-def _plan(trials: list[ListedTrial], previous: dict[str, dict[str, Any]]) -> _Batch:
-    sources = {t.trial_dir: fingerprint(listed_objects(t, [RESULT_JSON]), *t.skipped) for t in trials}
+def _plan(trials: list[ListedTrial], previous: dict[str, dict[str, Any]], jobs: JobResults) -> _Batch:
+    sources = {
+        t.trial_dir: fingerprint(listed_objects(t, [RESULT_JSON]), *t.skipped, *jobs.for_trial(t.trial_dir)[2])
+        for t in trials
+    }
     blocked = {t.trial_dir: exclusion for t in trials if (exclusion := t.blocked()) is not None}
     readable = [t for t in trials if t.has(RESULT_JSON) and t.trial_dir not in blocked]
     unchanged = {

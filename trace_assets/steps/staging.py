@@ -53,6 +53,11 @@ class RunStaging:
         return self.folder / "raw_trial_listing.parquet"
 
     @property
+    def job_results(self) -> Path:
+        """The job-level `result.json` objects the listing saw (see `harbor.job_result`)."""
+        return self.folder / "job_results.parquet"
+
+    @property
     def scored(self) -> Path:
         return self.folder / "scored_trials.parquet"
 
@@ -124,7 +129,7 @@ class RunStaging:
     def discard_unreadable(self) -> list[Path]:
         """Remove staged files that do not read back; each is rebuilt by the asset that makes it."""
         discarded = []
-        for path in (self.listing, self.scored, self.statuses):
+        for path in (self.listing, self.job_results, self.scored, self.statuses):
             if path.exists() and not _parquet_readable(path):
                 discarded.append(path)
         for path in (self.coverage, self.scan_report):

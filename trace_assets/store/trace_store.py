@@ -341,6 +341,37 @@ class TraceStore:
             return b"" if isinstance(size, int) and size <= start else Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         return bytes(data)
 
+    def read_run_file(self, scope: RunScope, key: str, limit: int) -> bytes | Exclusion | None:
+        """One file of the scope's run folder above its trial folders (`result.json`,
+        `trace_jobs/result.json`), key relative to `<root>/<run_id>/`: None when there is none, at most
+        `limit` + 1 bytes of it (so a larger one is seen to be larger, never read whole), or why it
+        cannot be read. Locally read as `fetch` reads, through no link below the run's folder."""
+        base = f"{self.root}/{scope.run_id}"
+        if isinstance(self.fs, LocalFileSystem):
+            try:
+                reader = _ConfinedReader(base)
+                try:
+                    data = reader.read(key, 0, limit + 1)
+                finally:
+                    reader.close()
+            except OSError as err:
+                raise FetchError(scope.key, {f"{base}/{key}": err}) from err
+            if isinstance(data, Exclusion) and not os.path.lexists(f"{base}/{key}"):
+                return None
+            return data
+        path = f"{base}/{key}"
+        try:  # one ranged GET: a missing key is its 404, never a HEAD or a listing
+            if isinstance(self.fs, AsyncFileSystem):
+                return bytes(sync(self.fs.loop, self.fs._cat_file, path, start=0, end=limit + 1))
+            return bytes(self.fs.cat_file(path, start=0, end=limit + 1))
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            # S3's 416 for an empty object, or a refusal of this object alone (EINVAL, see fetch_range)
+            if isinstance(err, PermissionError) or err.errno == errno.EINVAL:
+                return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
+            raise FetchError(scope.key, {path: err}) from err
+
     def _read_local(self, scope: RunScope, base: str, keys: list[str]) -> dict[str, bytes | Exclusion]:
         """Confined reads (see the module's docstring); an error that is not one trial's fails the run."""
         results: dict[str, bytes | Exclusion] = {}

@@ -37,6 +37,7 @@ SUBFOLDER_INFIXES = tuple(f"/{name}/" for name in TRIAL_SUBFOLDERS)
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 OBJECT_TYPE = pa.struct([("key", pa.string()), ("size", pa.int64()), ("etag", pa.string()), ("modified", TIMESTAMP)])
 SKIPPED_TYPE = pa.struct([("key", pa.string()), ("kind", pa.string())])  # kind: a local_walk.EntryKind
+JOB_RESULTS_SCHEMA = pa.schema(list(OBJECT_TYPE))  # keys relative to the scope's folder
 LISTING_SCHEMA = pa.schema(
     [
         ("trial_dir", pa.string()),
@@ -94,6 +95,7 @@ def whole_folder_batches(pages: Iterable[ObjectBatch], min_objects: int) -> Iter
 class TrialGroups:
     trials: pa.Table  # LISTING_SCHEMA, one row per trial folder, in (trial_name, trial_dir) order
     stray_objects: int  # objects in no trial folder (job-level files, strays)
+    job_results: pa.Table  # JOB_RESULTS_SCHEMA: the `result.json` files among them (job folders', the scope's own)
     total_objects: int
     total_bytes: int
 
@@ -188,9 +190,13 @@ def group_trials(batch: ObjectBatch) -> TrialGroups:
         .sort("trial_name", "trial_dir")
         .select(LISTING_SCHEMA.names)
     )
+    job_results = objects.filter(
+        pl.col("trial_dir").is_null() & regular & (pl.col("path").str.split("/").list.last() == RESULT_JSON)
+    ).select(key="path", size="size", etag="etag", modified=pl.col("modified").cast(pl.Datetime("us", "UTC")))
     return TrialGroups(
         trials=trials.to_arrow().cast(LISTING_SCHEMA),
         stray_objects=objects.height - owned.height,
+        job_results=job_results.to_arrow().cast(JOB_RESULTS_SCHEMA),
         total_objects=objects.height - len(batch.skipped),
         total_bytes=sum(batch.sizes),
     )

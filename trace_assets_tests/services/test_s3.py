@@ -20,9 +20,11 @@ from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scoring import score_trials
+from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import FetchError, TraceStore
 from trace_assets_tests.support.fault_proxy import Fault
+from trace_assets_tests.support.golden_trials import make_job_trials
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, run_steps
 from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
 
@@ -76,7 +78,7 @@ def test_one_listing_and_only_needed_objects_are_read(tmp_path, s3_traces, fault
     assert fetched["faults_injected"] == 0 and fetched["list"] == 0 and fetched["head"] == 0
     assert coverage.exported == 28 and coverage.rows == 34
     needed = _needed_local_files()
-    assert fetched["get"] == len(needed)
+    assert fetched["get"] == len(needed) + 1  # and the run folder's result.json, by name (a 404 here: none)
     assert fetched["response_body_bytes"] <= 1.2 * sum(p.stat().st_size for p in needed)
 
 
@@ -160,3 +162,27 @@ def test_publishing_to_s3_replaces_the_runs_files(tmp_path, s3_traces, s3_endpoi
                 + ["versions.json"]
                 + [f"train-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
             )
+
+
+def test_a_job_level_result_json_is_read_once_and_no_parent_is_listed(
+    tmp_path, s3_endpoint, s3_admin_client, fault_proxy
+):
+    """The job folder's result.json comes from the listing, the run folder's is asked for by name."""
+    bucket = f"traces-{uuid.uuid4().hex[:12]}"
+    s3_admin_client.create_bucket(Bucket=bucket)
+    root = f"s3://{bucket}/traces"
+    trials = make_job_trials(tmp_path / "local" / "job" / "trace_jobs")
+    upload_tree(tmp_path / "local" / "job", make_s3fs(s3_endpoint), f"{root}/job")
+    staging = RunStaging(tmp_path / "s3", RunScope("job"))
+    build_listing(_s3_store(root, fault_proxy.url), staging)
+
+    fault_proxy.reset_stats()
+    score_trials(_s3_store(root, fault_proxy.url), staging, 100, lambda _: None)
+    requests = fault_proxy.stats
+    assert requests["list"] == 0 and requests["head"] == 0
+    assert requests["get"] == len(trials) + 2  # each trial's result.json, the job's, the run folder's (a 404)
+    export_rows(_s3_store(root, s3_endpoint), staging, ExportOptions(), 100, lambda _: None)
+    s3_rows = [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
+    local_rows, _, _ = run_steps(TraceStore(str(tmp_path / "local")), "job", tmp_path / "staging")
+    assert s3_rows == local_rows
+    assert {row["result"] for row in s3_rows} >= {"AgentTimeoutError", "ApiError"}

@@ -1,8 +1,9 @@
 """Harbor's golden ATIF trajectories laid out as trial folders, for this project and for Harbor itself.
 
-`make_golden_trials` is used by the tests; run this file with a Python that has Harbor 0.25
-installed (`python trace_assets_tests/golden_trials.py`) to regenerate the rows Harbor's own
-exporter makes of the same folders, in `data/harbor_golden/expected-*.jsonl`.
+`make_golden_trials` is used by the tests; run this file with a Python that has Harbor installed
+(`python trace_assets_tests/support/golden_trials.py`) to regenerate the rows Harbor's own
+exporter makes of the same folders, in `data/harbor_golden/expected-*.jsonl` (0.25.0 and 0.26.0
+make the same files). `make_job_trials` lays out the job folder `make_harbor_goldens.py` writes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "harbor_golden"
+JOB_TREE = DATA.parent / "harbor_job" / "trace_jobs"  # written by Harbor 0.26's models (make_harbor_goldens.py)
 GOLDEN_TRIALS = {
     "hello-world-context-summarization": "1.0",
     "hello-world-context-summarization-linear-history": "1.0",
@@ -65,6 +67,13 @@ def make_golden_trials(trace_jobs: Path) -> list[str]:
         (verifier / "test-stdout.txt").write_text(f"{prefix}: 1 passed\n")
         names.append(trial)
     return names
+
+
+def make_job_trials(trace_jobs: Path) -> list[str]:
+    """The Harbor job folder of `make_harbor_goldens.JOB_TRIALS` (its `result.json` a JobResult with
+    stats), as `trace_jobs`; returns the trial names."""
+    shutil.copytree(JOB_TREE, trace_jobs)
+    return sorted(path.name for path in trace_jobs.iterdir() if path.is_dir())
 
 
 def _harbor_rows(trace_jobs: Path, subagents: bool) -> list[dict]:

@@ -1,6 +1,8 @@
-"""Each of Harbor's `traces export` options, given as our flags, makes the rows Harbor 0.25 makes.
+"""Each of Harbor's `traces export` options, given as our flags, makes the rows Harbor 0.25 and 0.26 make.
 
-The golden files are Harbor's own output on the same trees (`support/make_harbor_goldens.py`).
+The golden files are Harbor's own output on the same trees (`support/make_harbor_goldens.py`): the
+bundled sample run, the golden terminus-2 trials, and a job folder Harbor 0.26's models wrote (a
+JobResult with stats above its trials, fx, fx-dev and opencode-v2 trials among them).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from trace_assets.accounting import Reason
 from trace_assets.harbor.options import ExportOptions, add_export_arguments, export_env, export_overrides
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.store.trace_store import TraceStore
-from trace_assets_tests.support.golden_trials import make_golden_trials
+from trace_assets_tests.support.golden_trials import make_golden_trials, make_job_trials
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, comparable, run_steps
 from trace_assets_tests.support.make_harbor_goldens import COMBOS, TREES, read_golden, row_order
 
@@ -40,8 +42,16 @@ def by_dataset(rows: list[dict[str, Any]], options: ExportOptions) -> dict[str, 
 def _tree(tree: str, tmp_path: Path) -> tuple[TraceStore, str]:
     if tree == "sample":
         return TraceStore(str(SAMPLE_TRACES)), SAMPLE_RUN
-    make_golden_trials(tmp_path / "traces" / "golden" / "trace_jobs")
-    return TraceStore(str(tmp_path / "traces")), "golden"
+    make_trials = make_golden_trials if tree == "golden" else make_job_trials
+    make_trials(tmp_path / "traces" / tree / "trace_jobs")
+    return TraceStore(str(tmp_path / "traces")), tree
+
+
+def without_main_trace_source(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of an export with merged subagents but no subagent file, as Harbor returns them: without
+    the `trace_source` column, which we keep (every row `main`) so a sweep's scopes share one schema."""
+    assert {row[TRACE_SOURCE_COLUMN] for row in rows} == {MAIN_TRACE_SOURCE}
+    return [{k: v for k, v in row.items() if k != TRACE_SOURCE_COLUMN} for row in rows]
 
 
 @pytest.mark.parametrize("combo", list(COMBOS))
@@ -54,6 +64,8 @@ def test_rows_equal_harbor_export_with_the_same_options(tmp_path, tree, combo):
     theirs = read_golden(tree, combo)
 
     assert list(ours) == sorted(theirs, key=lambda name: (name != MAIN_TRACE_SOURCE, name))
+    if options.subagents == "merged" and TRACE_SOURCE_COLUMN not in theirs["main"][0]:
+        ours["main"] = without_main_trace_source(ours["main"])
     for name, expected in theirs.items():
         assert [(r["trial_name"], r["episode"]) for r in ours[name]] == [
             (r["trial_name"], r["episode"]) for r in expected
@@ -62,6 +74,19 @@ def test_rows_equal_harbor_export_with_the_same_options(tmp_path, tree, combo):
             assert list(mine) == list(harbors)  # Harbor's columns, in its order
             assert mine == harbors, (mine["trial_name"], mine["episode"])
     assert coverage.accounted
+
+
+def test_merged_subagents_keep_trace_source_where_harbor_drops_it(tmp_path):
+    """A deliberate difference: with no subagent file in the whole export Harbor returns no
+    `trace_source` column; ours is there, `main` on every row, as on every other scope of a sweep."""
+    options = options_from_flags(COMBOS["merged"][0])
+    store, run_id = _tree("job", tmp_path)
+    rows, _, _ = run_steps(store, run_id, tmp_path / "staging", options=options)
+    harbor = read_golden("job", "merged")["main"]
+
+    assert TRACE_SOURCE_COLUMN not in harbor[0]
+    assert [row[TRACE_SOURCE_COLUMN] for row in rows] == [MAIN_TRACE_SOURCE] * len(harbor)
+    assert comparable(without_main_trace_source(sorted(rows, key=row_order))) == comparable(harbor)
 
 
 def test_filtered_trials_are_accounted_for(tmp_path):

@@ -1,4 +1,4 @@
-"""Rows equal what Harbor 0.25's own exporter makes, field for field (run_id aside)."""
+"""Rows equal what Harbor 0.25's and 0.26's own exporter makes, field for field (run_id aside)."""
 
 from __future__ import annotations
 
