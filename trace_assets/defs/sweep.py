@@ -17,11 +17,9 @@ from trace_assets.sweep import (
     SWEEP_FILE,
     SWEEP_PLOT,
     ScopeRecord,
-    as_rows,
-    exclusions_text,
+    display_rows,
     markdown_table,
     plot_svg,
-    sorted_records,
     write_parquet,
 )
 
@@ -68,7 +66,7 @@ def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
 TABLE_COLUMNS = {
     "scope": "string",
     "run": "string",
-    "step": "int",
+    "step": "string",
     "trial_dirs": "int",
     "scored": "int",
     "exported": "int",
@@ -77,9 +75,13 @@ TABLE_COLUMNS = {
     "excluded_by_reason": "string",
     "secret_verdict": "string",
     "rows": "int",
-    "mean_reward": "float",
+    "mean_reward": "string",
     "published_at": "string",
     "published_to": "string",
+}
+COLUMN_NOTES = {
+    "step": "the step's number; - for a scope that is a whole run",
+    "mean_reward": "of the exported trials with a numeric reward, to 3 places; - when unknown",
 }
 
 
@@ -101,15 +103,16 @@ def sweep_coverage(
         written = target.publish_root_file(parquet)
         plot_written = target.publish_root_file(plot)
     context.log.info(f"sweep view of {len(records)} scope(s) written to {written or 'nowhere (Hub target)'}")
-    rows = [
-        {**row, "excluded_by_reason": exclusions_text(record.excluded)}
-        for row, record in zip(as_rows(records), sorted_records(records))
-    ]
     return dg.MaterializeResult(
         metadata={
             "scopes": dg.MetadataValue.table(
-                records=[dg.TableRecord({k: v for k, v in row.items() if v is not None}) for row in rows],
-                schema=dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in TABLE_COLUMNS.items()]),
+                records=[dg.TableRecord(row) for row in display_rows(records)],
+                schema=dg.TableSchema(
+                    columns=[
+                        dg.TableColumn(name, kind, description=COLUMN_NOTES.get(name))
+                        for name, kind in TABLE_COLUMNS.items()
+                    ]
+                ),
             ),
             "plot": dg.MetadataValue.md(markdown_table(records)),
             "dagster/row_count": dg.MetadataValue.int(len(records)),
