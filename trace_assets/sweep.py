@@ -7,6 +7,7 @@ shapes them. A scope key is `run` or `run/step-N`; the step is parsed for sortin
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,11 @@ class ScopeRecord:
     published_to: str
     excluded: dict[str, int] = field(default_factory=dict)
     mean_reward: float | None = None  # exported trials with a numeric reward; None before it was recorded
+
+    def __post_init__(self) -> None:
+        # A NaN or infinite mean is no figure to show, plot or compare: unknown, in every view and the file.
+        if self.mean_reward is not None and not math.isfinite(self.mean_reward):
+            object.__setattr__(self, "mean_reward", None)
 
     @property
     def run(self) -> str:

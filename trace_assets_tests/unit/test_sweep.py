@@ -95,3 +95,17 @@ def test_plot_is_one_svg_with_both_charts():
     titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "export ratio (% of scored)" in titles and "mean reward of exported trials" in titles
     assert "sweep-b s25" in titles and "82.4" in titles
+
+
+def test_a_non_finite_mean_reward_reads_as_unknown(tmp_path):
+    records = [_record("odd/step-1", 10, float("nan")), _record("odd/step-2", 10, float("inf"))]
+    records.append(_record("odd/step-3", 10, float("-inf")))
+    for line in text_table(records).splitlines()[1::2]:
+        assert line.split()[5] == "-"
+    for row in markdown_table(records).splitlines()[2:]:
+        assert row.split(" | ")[3] == "-"
+    svg = plot_svg(records)
+    ET.fromstring(svg)
+    assert "nan" not in svg and "inf" not in svg
+    write_parquet(records, tmp_path / "sweep.parquet")
+    assert [r["mean_reward"] for r in pq.read_table(tmp_path / "sweep.parquet").to_pylist()] == [None] * 3
