@@ -13,6 +13,7 @@ import dagster as dg
 
 from trace_assets.defs.assets import published_shards
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.sweep import (
     SWEEP_FILE,
     SWEEP_PLOT,
@@ -53,7 +54,7 @@ def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
         scored=int(values.get("scored", 0)),
         exported=int(values.get("exported", 0)),
         rows=int(values.get("rows", 0)),
-        secret_verdict=str(values.get("secret_verdict", "")),
+        secret_verdict=_published_verdict(values),
         published_at=datetime.fromtimestamp(record.timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         published_to=str(values.get("published_to", "")),
         excluded={str(r.data["reason"]): int(r.data["folders"] or 0) for r in excluded.records}
@@ -61,6 +62,15 @@ def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
         else {},
         mean_reward=float(mean_reward) if isinstance(mean_reward, int | float) else None,
     )
+
+
+def _published_verdict(values: dict[str, Any]) -> str:
+    """The verdict of what went out: `redacted` once anything was, which publishes recorded before
+    `secret_verdict` said so (it held the scan's verdict, `live`) tell by their `redacted` counts."""
+    redacted = values.get("redacted")
+    if isinstance(redacted, dict) and any(redacted.values()):
+        return RunVerdict.REDACTED.value
+    return str(values.get("secret_verdict", ""))
 
 
 TABLE_COLUMNS = {
