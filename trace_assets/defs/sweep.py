@@ -12,6 +12,7 @@ from typing import Any
 import dagster as dg
 
 from trace_assets.defs.assets import published_shards
+from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.sweep import (
@@ -28,13 +29,15 @@ PAGE = 1000  # materializations read per request
 
 
 def published_records(instance: dg.DagsterInstance) -> list[ScopeRecord]:
-    """The latest publish of every partition of `published_shards`, newest first from the event log."""
+    """The latest publish of every scope still a partition, newest first from the event log: a
+    forgotten run's partitions are gone, its materializations are not."""
+    scopes = set(instance.get_dynamic_partitions(TRACE_RUNS))
     latest: dict[str, dg.EventLogRecord] = {}
     cursor = None
     while True:
         page = instance.fetch_materializations(published_shards.key, limit=PAGE, cursor=cursor, ascending=False)
         for record in page.records:
-            if record.partition_key is not None:
+            if record.partition_key in scopes:
                 latest.setdefault(record.partition_key, record)
         if not page.has_more:
             break

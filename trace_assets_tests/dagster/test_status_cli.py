@@ -4,12 +4,16 @@ after `forget`; the sweep view agrees with it."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import dagster as dg
 
+from trace_assets.definitions import build_definitions
 from trace_assets.defs.assets import published_shards
 from trace_assets.defs.partitions import register_scopes
+from trace_assets.defs.resources import config_from_env
+from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage
 from trace_assets_tests.support.cli_processes import cli_env, run_cli
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
@@ -59,3 +63,27 @@ def test_status_reads_publishes_recorded_before_and_odd_figures(tmp_path):
     status = _status_scopes(tmp_path)
     assert status["older-demo"][7] == "redacted" and status["older-demo"][5] == "0.500"
     assert status["nan-run"][5] == "-" and status["inf-run"][5] == "-"
+
+
+def test_a_forgotten_run_leaves_status_and_the_sweep_view(tmp_path):
+    traces, out = tmp_path / "traces", tmp_path / "out"
+    for run in ("gone-run", "kept-run"):
+        shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / run)
+    flags = ["--traces-root", str(traces), "--publish-root", str(out), "--on-secret", "redact"]
+    done = run_cli(["materialize", "gone-run", "kept-run", *flags], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(_status_scopes(tmp_path)) == ["gone-run", "kept-run"]
+
+    shutil.rmtree(traces / "gone-run")  # forget takes only runs gone from the traces root
+    forgot = run_cli(["forget", "gone-run", *flags], tmp_path)
+    assert forgot.returncode == 0, forgot.stderr
+    assert list(_status_scopes(tmp_path)) == ["kept-run"]
+
+    config = config_from_env({}, traces_root=str(traces), publish_root=str(out), staging_root=str(tmp_path / "staging"))
+    refresh = build_definitions(config).resolve_job_def(refresh_sweep_coverage.name)
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        assert refresh.execute_in_process(instance=instance).success
+        event = instance.get_latest_materialization_event(sweep_coverage.key)
+        assert event is not None and event.asset_materialization is not None
+        table = event.asset_materialization.metadata["scopes"].value
+    assert [r.data["scope"] for r in table.records] == ["kept-run"]
