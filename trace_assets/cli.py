@@ -51,6 +51,7 @@ PREFIX = "[trace-assets]"
 PID_TAG, HOST_TAG = "trace_assets/cli_pid", "trace_assets/cli_host"
 INSTANCE_INIT_LOCK = ".trace-assets-instance.lock"
 SLOT_WAIT_LOG_SECONDS = 10.0
+SKIPPED_CHECK_NOTE = "did not yield or return expected outputs"  # Dagster's, on raw_tree_secrets when off
 
 
 def _say(message: str) -> None:
@@ -247,11 +248,12 @@ class _OneLine(logging.Formatter):
 
 
 class _StepMessagesOnly(logging.Filter):
-    """Without -v: the steps' own log lines, not Dagster's events (the CLI says how a run ended)."""
+    """Without -v: the steps' own log lines, not Dagster's events (the CLI says how a run ended), nor
+    its note on a check that yielded no result (a skipped check says why itself)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         meta = getattr(record, "dagster_meta", {}) or {}
-        return meta.get("dagster_event") is None
+        return meta.get("dagster_event") is None and SKIPPED_CHECK_NOTE not in str(meta.get("orig_message", ""))
 
 
 _EXCEPTION_CLASS = re.compile(r"^(?:[A-Za-z_][\w]*\.)+[A-Za-z_]\w*: ")  # a dotted class path, kept only with -v

@@ -7,6 +7,7 @@ shapes them. A scope key is `run` or `run/step-N`; the step is parsed for sortin
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from trace_assets.scope import RunScope
 SWEEP_FILE = "sweep_coverage.parquet"
 SWEEP_PLOT = "sweep_coverage.svg"
 BAR_WIDTH = 20  # glyphs in a full markdown bar
+UNKNOWN = "-"  # a whole run's step, or a mean reward not known: a viewer shows this, never an empty cell
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,11 @@ class ScopeRecord:
     excluded: dict[str, int] = field(default_factory=dict)
     mean_reward: float | None = None  # exported trials with a numeric reward; None before it was recorded
 
+    def __post_init__(self) -> None:
+        # A NaN or infinite mean is no figure to show, plot or compare: unknown, in every view and the file.
+        if self.mean_reward is not None and not math.isfinite(self.mean_reward):
+            object.__setattr__(self, "mean_reward", None)
+
     @property
     def run(self) -> str:
         return scope_parts(self.scope)[0]
@@ -48,6 +55,14 @@ class ScopeRecord:
     @property
     def export_ratio(self) -> float:
         return self.exported / self.scored if self.scored else 0.0
+
+    @property
+    def step_text(self) -> str:
+        return UNKNOWN if self.step is None else str(self.step)
+
+    @property
+    def reward_text(self) -> str:
+        return UNKNOWN if self.mean_reward is None else f"{self.mean_reward:.3f}"
 
 
 def scope_parts(key: str) -> tuple[str, int | None]:
@@ -112,6 +127,21 @@ def exclusions_text(excluded: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in sorted(excluded.items(), key=lambda i: (-i[1], i[0])))
 
 
+def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int | float]]:
+    """`as_rows` for a viewer without nulls (Dagster's table metadata wants the same fields in every
+    record, and shows a missing value as an empty cell): step and mean reward as text, "-" where
+    unknown; exclusions on one line."""
+    return [
+        {
+            **row,
+            "step": record.step_text,
+            "mean_reward": record.reward_text,
+            "excluded_by_reason": exclusions_text(record.excluded) or "none",
+        }
+        for row, record in zip(as_rows(records), sorted_records(records))
+    ]
+
+
 TEXT_COLUMNS = ("scope", "trial_dirs", "scored", "exported", "ratio", "mean_reward", "rows", "verdict", "published_at")
 
 
@@ -126,7 +156,7 @@ def text_table(records: list[ScopeRecord]) -> str:
             str(r.scored),
             str(r.exported),
             f"{r.export_ratio:.1%}",
-            "-" if r.mean_reward is None else f"{r.mean_reward:.3f}",
+            r.reward_text,
             str(r.rows),
             r.secret_verdict,
             r.published_at,
@@ -155,10 +185,9 @@ def markdown_table(records: list[ScopeRecord]) -> str:
     """Dagster has no chart metadata: export ratio and mean reward as bars of glyphs, per run and step."""
     out = ["| run | step | export ratio | mean reward | exported / scored | verdict |", "|---|---|---|---|---|---|"]
     for r in sorted_records(records):
-        reward = "-" if r.mean_reward is None else f"`{_bar(r.mean_reward)}` {r.mean_reward:.3f}"
-        step = "" if r.step is None else str(r.step)
+        reward = UNKNOWN if r.mean_reward is None else f"`{_bar(r.mean_reward)}` {r.reward_text}"
         out.append(
-            f"| {r.run} | {step} | `{_bar(r.export_ratio)}` {r.export_ratio:.1%} | {reward} "
+            f"| {r.run} | {r.step_text} | `{_bar(r.export_ratio)}` {r.export_ratio:.1%} | {reward} "
             f"| {r.exported} / {r.scored} | {r.secret_verdict} |"
         )
     return "\n".join(out) + "\n"

@@ -213,7 +213,9 @@ def _publish_scope(
             "num_examples": dg.MetadataValue.int(shards.num_examples),
             "download_size": size_text(shards.download_size),
             "redacted": dg.MetadataValue.json(redactor.counts if redactor else {}),
-            "secret_verdict": dg.MetadataValue.text(report["verdict"]),
+            "secret_verdict": dg.MetadataValue.text(
+                (redactor.published_report(report) if redactor else report)["verdict"]
+            ),
             **reward_metadata(card.facts.reward_stats),
             "published_to": dg.MetadataValue.url(published_to)
             if "://" in published_to

@@ -2,6 +2,7 @@
 and (when asked) no secret sits anywhere in the raw tree."""
 
 import warnings
+from collections.abc import Iterator
 
 import dagster as dg
 
@@ -89,19 +90,27 @@ def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceA
 RAW_OBJECTS_SHOWN = 200
 
 
-@dg.asset_check(asset=raw_trial_listing, partitions_def=trace_runs)
+RAW_TREE_SECRETS = dg.AssetCheckSpec(
+    "raw_tree_secrets",
+    asset=raw_trial_listing,
+    partitions_def=trace_runs,
+    description="Off unless raw_scan is set: scans every object under the scope's prefix (episode prompts and "
+    "logs the rows leave out) and warns when one holds a credential the policy would block or redact in "
+    "published fields (the raw objects themselves are never redacted). Off, it is skipped.",
+)
+
+
+@dg.multi_asset_check(specs=[RAW_TREE_SECRETS], can_subset=True, name=RAW_TREE_SECRETS.get_python_identifier())
 def raw_tree_secrets(
     context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
-) -> dg.AssetCheckResult:
-    """Off unless raw_scan is set: scans every object under the scope's prefix (episode prompts and
-    logs the rows leave out) and warns when one holds a credential the policy would block or redact
-    in published fields (the raw objects themselves are never redacted)."""
+) -> Iterator[dg.AssetCheckResult]:
+    """A check that may yield no result (`can_subset`): with the raw scan off it yields none, so
+    Dagster shows it skipped (planned, its run done without it) rather than a pass it never made."""
     if not trace_config.raw_scan:
-        return dg.AssetCheckResult(
-            passed=True,
-            metadata={"raw_scan": "off"},
-            description="raw-tree scan off: set raw_scan (TRACE_ASSETS_RAW_SCAN=1, --raw-scan) to run it",
+        context.log.info(
+            f"{RAW_TREE_SECRETS.name} skipped: the raw-tree scan is off (TRACE_ASSETS_RAW_SCAN=1 or --raw-scan turns it on)"
         )
+        return
     scope = scope_of(context)
     report = raw_scan(trace_config.store(object_storage), scope, trace_config.scan_options(), context.log.info)
     with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:  # only to write
@@ -109,7 +118,9 @@ def raw_tree_secrets(
         write_json_atomically(path, report)
     flagged = trace_config.scan_policy().acted_on(report)
     found = {kind: counts for kind, counts in report["kinds"].items() if counts["matches"]}
-    return dg.AssetCheckResult(
+    yield dg.AssetCheckResult(
+        asset_key=RAW_TREE_SECRETS.asset_key,
+        check_name=RAW_TREE_SECRETS.name,
         passed=not flagged,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={

@@ -12,16 +12,16 @@ from typing import Any
 import dagster as dg
 
 from trace_assets.defs.assets import published_shards
+from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.sweep import (
     SWEEP_FILE,
     SWEEP_PLOT,
     ScopeRecord,
-    as_rows,
-    exclusions_text,
+    display_rows,
     markdown_table,
     plot_svg,
-    sorted_records,
     write_parquet,
 )
 
@@ -29,13 +29,15 @@ PAGE = 1000  # materializations read per request
 
 
 def published_records(instance: dg.DagsterInstance) -> list[ScopeRecord]:
-    """The latest publish of every partition of `published_shards`, newest first from the event log."""
+    """The latest publish of every scope still a partition, newest first from the event log: a
+    forgotten run's partitions are gone, its materializations are not."""
+    scopes = set(instance.get_dynamic_partitions(TRACE_RUNS))
     latest: dict[str, dg.EventLogRecord] = {}
     cursor = None
     while True:
         page = instance.fetch_materializations(published_shards.key, limit=PAGE, cursor=cursor, ascending=False)
         for record in page.records:
-            if record.partition_key is not None:
+            if record.partition_key in scopes:
                 latest.setdefault(record.partition_key, record)
         if not page.has_more:
             break
@@ -55,7 +57,7 @@ def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
         scored=int(values.get("scored", 0)),
         exported=int(values.get("exported", 0)),
         rows=int(values.get("rows", 0)),
-        secret_verdict=str(values.get("secret_verdict", "")),
+        secret_verdict=_published_verdict(values),
         published_at=datetime.fromtimestamp(record.timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         published_to=str(values.get("published_to", "")),
         excluded={str(r.data["reason"]): int(r.data["folders"] or 0) for r in excluded.records}
@@ -65,10 +67,19 @@ def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
     )
 
 
+def _published_verdict(values: dict[str, Any]) -> str:
+    """The verdict of what went out: `redacted` once anything was, which publishes recorded before
+    `secret_verdict` said so (it held the scan's verdict, `live`) tell by their `redacted` counts."""
+    redacted = values.get("redacted")
+    if isinstance(redacted, dict) and any(redacted.values()):
+        return RunVerdict.REDACTED.value
+    return str(values.get("secret_verdict", ""))
+
+
 TABLE_COLUMNS = {
     "scope": "string",
     "run": "string",
-    "step": "int",
+    "step": "string",
     "trial_dirs": "int",
     "scored": "int",
     "exported": "int",
@@ -77,9 +88,13 @@ TABLE_COLUMNS = {
     "excluded_by_reason": "string",
     "secret_verdict": "string",
     "rows": "int",
-    "mean_reward": "float",
+    "mean_reward": "string",
     "published_at": "string",
     "published_to": "string",
+}
+COLUMN_NOTES = {
+    "step": "the step's number; - for a scope that is a whole run",
+    "mean_reward": "of the exported trials with a numeric reward, to 3 places; - when unknown",
 }
 
 
@@ -101,15 +116,16 @@ def sweep_coverage(
         written = target.publish_root_file(parquet)
         plot_written = target.publish_root_file(plot)
     context.log.info(f"sweep view of {len(records)} scope(s) written to {written or 'nowhere (Hub target)'}")
-    rows = [
-        {**row, "excluded_by_reason": exclusions_text(record.excluded)}
-        for row, record in zip(as_rows(records), sorted_records(records))
-    ]
     return dg.MaterializeResult(
         metadata={
             "scopes": dg.MetadataValue.table(
-                records=[dg.TableRecord({k: v for k, v in row.items() if v is not None}) for row in rows],
-                schema=dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in TABLE_COLUMNS.items()]),
+                records=[dg.TableRecord(row) for row in display_rows(records)],
+                schema=dg.TableSchema(
+                    columns=[
+                        dg.TableColumn(name, kind, description=COLUMN_NOTES.get(name))
+                        for name, kind in TABLE_COLUMNS.items()
+                    ]
+                ),
             ),
             "plot": dg.MetadataValue.md(markdown_table(records)),
             "dagster/row_count": dg.MetadataValue.int(len(records)),

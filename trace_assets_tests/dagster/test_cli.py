@@ -156,6 +156,12 @@ def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_pat
     assert blocked.returncode == 1  # the sample's unverified JWT and tokens
     assert "blocked by check no_live_secrets on secret_scan_report" in blocked.stderr
     assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))  # off by default
+    # Off, raw_tree_secrets is skipped, neither passed nor warned about; Dagster's own note on that is not shown.
+    assert "raw_tree_secrets skipped: the raw-tree scan is off" in blocked.stderr
+    assert "did not yield" not in blocked.stderr
+    assert [w.split(":")[0] for w in json.loads(blocked.stdout)["warnings"]] == [
+        "check export_ratio_above_threshold on last_episode_rows"
+    ]
 
     # The flag overrides the environment, as --on-secret does; --raw-scan runs the raw-tree check.
     kept = _run(

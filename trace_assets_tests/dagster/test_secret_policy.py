@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -14,8 +15,11 @@ from pathlib import Path
 import dagster as dg
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from dagster._core.loader import LoadingContextForTest
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionResolvedStatus
 
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
+from trace_assets.defs.assets import raw_trial_listing
 from trace_assets.defs.resources import config_from_env
 from trace_assets_tests.support.bad_input import AGENT, USER, result_json, trajectory
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES, load_published
@@ -150,14 +154,18 @@ def _raw_check(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
     return check
 
 
-def test_raw_tree_scan_is_off_by_default(tmp_path):
+def test_raw_tree_scan_is_off_by_default_and_its_check_skipped(tmp_path):
+    """Off, the check claims nothing: no evaluation, so Dagster shows it skipped, not passed."""
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / RUN)
     _plant_in_episode_prompt(tmp_path / "traces")
     with dg.instance_for_test() as instance:
         result = _materialize(instance, tmp_path, "redact")
         assert result.success
-        check = _raw_check(result)
-    assert check.passed and check.metadata["raw_scan"].value == "off"
+        assert [e for e in result.get_asset_check_evaluations() if e.check_name == "raw_tree_secrets"] == []
+        key = dg.AssetCheckKey(raw_trial_listing.key, "raw_tree_secrets")
+        [execution] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+        status = asyncio.run(execution.resolve_status(LoadingContextForTest(instance)))
+    assert status == AssetCheckExecutionResolvedStatus.SKIPPED  # planned, and its run succeeded without it
     assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pyarrow.parquet as pq
 
+from benchmarks.generate_traces import generate_run
 from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.partitions import register_scopes
 from trace_assets.defs.resources import config_from_env
@@ -73,7 +74,7 @@ def test_a_publish_refreshes_the_sweep_view(tmp_path):
     assert (
         table[0]["excluded_by_reason"] == "3 no_trajectory, 2 no_agent_turns, 2 no_result_json, 1 invalid_result_json"
     )
-    assert 0 <= table[0]["mean_reward"] <= 1 and table[0]["published_to"] == str(published / "sweep-a")
+    assert 0 <= float(table[0]["mean_reward"]) <= 1 and table[0]["published_to"] == str(published / "sweep-a")
     assert metadata["dagster/row_count"] == 2 and "█" in metadata["plot"]
 
     rows = pq.read_table(published / SWEEP_FILE).to_pylist()
@@ -87,3 +88,41 @@ def test_a_publish_refreshes_the_sweep_view(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[0].split()[0] == "scope" and [lines[1].split()[0], lines[3].split()[0]] == SCOPES
     assert lines[1].split()[1:5] == ["36", "34", "28", "82.4%"]
+
+
+def test_a_mixed_sweep_lists_a_whole_run_beside_a_runs_steps(tmp_path):
+    """The demo's run (no step folders) and a run with step folders in one instance: every row of
+    the table has the same fields and no empty value; the Parquet file keeps nulls."""
+    traces, published = tmp_path / "traces", tmp_path / "published"
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / SAMPLE_RUN)
+    generate_run(traces, "stepped", trials=6, seed=5, nested_steps=2)
+    config = config_from_env(
+        {},
+        traces_root=str(traces),
+        publish_root=str(published),
+        staging_root=str(tmp_path / "staging"),
+        on_secret="allow",
+        on_unverified="keep",
+    )
+    defs = build_definitions(config)
+    scopes = [SAMPLE_RUN, "stepped/step-1", "stepped/step-2"]
+    with dg.instance_for_test() as instance:
+        register_scopes(instance, scopes)
+        export = defs.resolve_job_def(export_trace_run.name)
+        for scope in scopes:
+            assert export.execute_in_process(instance=instance, partition_key=scope).success
+        refresh = defs.resolve_job_def(refresh_sweep_coverage.name)
+        assert refresh.execute_in_process(instance=instance, raise_on_error=False).success
+        event = instance.get_latest_materialization_event(sweep_coverage.key)
+        assert event is not None and event.asset_materialization is not None
+        table = event.asset_materialization.metadata["scopes"].value
+    records = [r.data for r in table.records]
+    assert [(r["scope"], r["run"], r["step"]) for r in records] == [
+        (SAMPLE_RUN, SAMPLE_RUN, "-"),
+        ("stepped/step-1", "stepped", "1"),
+        ("stepped/step-2", "stepped", "2"),
+    ]
+    assert {c.name for c in table.schema.columns} == set(records[0])
+    assert all(value not in (None, "") for r in records for value in r.values())
+    rows = pq.read_table(published / SWEEP_FILE).to_pylist()
+    assert [r["step"] for r in rows] == [None, 1, 2]

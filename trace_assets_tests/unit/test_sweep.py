@@ -6,7 +6,15 @@ import xml.etree.ElementTree as ET
 
 import pyarrow.parquet as pq
 
-from trace_assets.sweep import ScopeRecord, markdown_table, plot_svg, scope_parts, text_table, write_parquet
+from trace_assets.sweep import (
+    ScopeRecord,
+    display_rows,
+    markdown_table,
+    plot_svg,
+    scope_parts,
+    text_table,
+    write_parquet,
+)
 
 
 def _record(scope: str, exported: int, mean_reward: float | None = 0.5, **excluded: int) -> ScopeRecord:
@@ -46,6 +54,18 @@ def test_parquet_has_a_row_per_scope_in_run_and_step_order(tmp_path):
     assert rows[0]["mean_reward"] is None and rows[2]["mean_reward"] == 0.75
 
 
+def test_display_rows_have_the_same_fields_and_no_empty_cell():
+    rows = display_rows([*RECORDS, _record("sweep-c", 3)])  # sweep-c excluded nothing
+    assert len({tuple(row) for row in rows}) == 1
+    assert [(r["step"], r["mean_reward"]) for r in rows] == [
+        ("-", "-"),
+        ("25", "0.250"),
+        ("75", "0.750"),
+        ("-", "0.500"),
+    ]
+    assert rows[0]["excluded_by_reason"] == "6 no_trajectory" and rows[3]["excluded_by_reason"] == "none"
+
+
 def test_an_empty_sweep_still_writes_the_columns(tmp_path):
     write_parquet([], tmp_path / "sweep.parquet")
     table = pq.read_table(tmp_path / "sweep.parquet")
@@ -66,7 +86,7 @@ def test_text_table_lines_up_and_says_exclusions_and_where():
 
 def test_markdown_bars_follow_the_figures():
     rows = markdown_table(RECORDS).splitlines()[2:]
-    assert rows[0].startswith("| sweep-a |  | `") and "| - |" in rows[0]
+    assert rows[0].startswith("| sweep-a | - | `") and rows[0].split(" | ")[3] == "-"  # a whole run, no reward
     assert "`" + "█" * 15 + "░" * 5 + "` 0.750" in rows[2]
 
 
@@ -75,3 +95,17 @@ def test_plot_is_one_svg_with_both_charts():
     titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "export ratio (% of scored)" in titles and "mean reward of exported trials" in titles
     assert "sweep-b s25" in titles and "82.4" in titles
+
+
+def test_a_non_finite_mean_reward_reads_as_unknown(tmp_path):
+    records = [_record("odd/step-1", 10, float("nan")), _record("odd/step-2", 10, float("inf"))]
+    records.append(_record("odd/step-3", 10, float("-inf")))
+    for line in text_table(records).splitlines()[1::2]:
+        assert line.split()[5] == "-"
+    for row in markdown_table(records).splitlines()[2:]:
+        assert row.split(" | ")[3] == "-"
+    svg = plot_svg(records)
+    ET.fromstring(svg)
+    assert "nan" not in svg and "inf" not in svg
+    write_parquet(records, tmp_path / "sweep.parquet")
+    assert [r["mean_reward"] for r in pq.read_table(tmp_path / "sweep.parquet").to_pylist()] == [None] * 3
