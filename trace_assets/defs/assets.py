@@ -182,6 +182,7 @@ def _publish_scope(
             datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             usage_name(target.location(scope)),
             trace_config.card_plots,
+            target.location(scope),
         )
         redactor = secret_redactor(trace_config.scan_policy(), report, trace_config.scan_options())
         build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover

@@ -12,7 +12,7 @@ import yaml
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card_facts import CardFacts, Distribution, size_category
-from trace_assets.publishing.sessions_card import sessions_config, sessions_prose
+from trace_assets.publishing.sessions_card import sessions_prose
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.steps.sessions import SessionCounts
 
@@ -44,6 +44,7 @@ class CardContext:
     published_at: str | None = None  # this version's date; None leaves it unrecorded (deterministic bytes)
     repo_id: str = ""  # for the usage snippet; a placeholder when unknown
     plots: bool = False  # the reward and turn plots were written beside the card
+    location: str = ""  # where the scope is published (`PublishTarget.location`), for the sessions' paths
 
 
 def _feature(arrow_type: pa.DataType) -> dict[str, Any]:
@@ -83,10 +84,11 @@ def card_header(
     schema: pa.Schema,
     shards: ShardSet,
     subsets: Subsets | None = None,
-    sessions: SessionCounts | None = None,
     settings: CardSettings | None = None,
     pretty_name: str = "",
 ) -> dict[str, Any]:
+    """Every config is Parquet: `datasets` reads a card's configs with one builder, so the session
+    files (JSON Lines) are declared by a card of their own (see `publishing.sessions_card`)."""
     settings = settings or CardSettings()
     configs = [{"config_name": "default", "data_files": [{"split": "train", "path": shards.data_files}]}]
     info: dict[str, Any] | list[dict[str, Any]] = _info(schema, shards)
@@ -99,8 +101,6 @@ def card_header(
             {"config_name": name, **_info(sub_schema, sub_shards)}
             for name, (_, sub_schema, sub_shards) in subsets.items()
         ]
-    if sessions is not None:
-        configs.append(sessions_config(sessions))
     configs.append({"config_name": TRIALS_CONFIG, "data_files": [{"split": "train", "path": TRIALS_FILE}]})
     return {
         "license": settings.license,
@@ -421,6 +421,10 @@ def _decision(report: dict[str, Any]) -> str:
     )
 
 
+def card_title(coverage: Coverage, settings: CardSettings) -> str:
+    return settings.pretty_name or f"Harbor traces: {coverage.run_id}"
+
+
 def dataset_card(
     coverage: Coverage,
     scan_report: dict[str, Any],
@@ -435,9 +439,9 @@ def dataset_card(
 ) -> str:
     options = options or ExportOptions()
     context = context or CardContext()
-    title = context.settings.pretty_name or f"Harbor traces: {coverage.run_id}"
+    title = card_title(coverage, context.settings)
     header = yaml.safe_dump(
-        card_header(schema, shards, subsets, sessions, context.settings, title), sort_keys=False, allow_unicode=True
+        card_header(schema, shards, subsets, context.settings, title), sort_keys=False, allow_unicode=True
     )
     intro = f"{context.settings.intro.strip()}\n\n" if context.settings.intro.strip() else ""
     options_section = (
@@ -445,7 +449,9 @@ def dataset_card(
         if options != ExportOptions()
         else ""
     )
-    sessions_section = f"## Sessions\n\n{sessions_prose(sessions)}\n\n" if sessions is not None else ""
+    sessions_section = (
+        f"## Sessions\n\n{sessions_prose(sessions, context.location)}\n\n" if sessions is not None else ""
+    )
     history_section = f"## Version history\n\n{history_prose(versions)}\n\n" if versions else ""
     return (
         f"---\n{header}---\n\n"

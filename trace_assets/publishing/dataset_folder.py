@@ -15,9 +15,10 @@ from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.harbor.sessions import SESSIONS_DIR
-from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, dataset_card
+from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, card_title, dataset_card
 from trace_assets.publishing.card_facts import CardFacts, histogram
 from trace_assets.publishing.plots import bar_chart_svg
+from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
 from trace_assets.publishing.shards import ShardSet, version_folder, write_shards
 from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
 from trace_assets.publishing.versions import history, version_entry
@@ -48,7 +49,8 @@ def build_run_folder(
 ) -> ShardSet:
     """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced.
 
-    `sessions` is the staged session files' folder, published under `sessions/` when given. `card`
+    `sessions` is the staged session files' folder, published under `sessions/<version>/` when given,
+    with `sessions/README.md` declaring them (see `publishing.sessions_card`). `card`
     holds the card's facts, settings and version history (see `versions`), whose list is written
     as `versions.json` with this version last, and its plots when it asks for them. `step` (a step
     scope's step folder) is added to `trials.parquet` as a `step` column.
@@ -65,9 +67,13 @@ def build_run_folder(
     else:
         shards = write_shards(rows, out_dir, max_rows_per_shard, redactor)
     session_counts: SessionCounts | None = None
+    card = card or CardContext()
     if sessions is not None:
         session_counts = copy_sessions(sessions, out_dir, redactor)
         session_counts = replace(session_counts, version=version_folder(out_dir / SESSIONS_DIR))
+        (out_dir / SESSIONS_CARD).write_text(
+            sessions_card(session_counts, card_title(coverage, card.settings), card.settings.license)
+        )
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)
     if step is None:
@@ -79,7 +85,6 @@ def build_run_folder(
         )
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
-    card = card or CardContext()
     versions = history(card.earlier_versions, version_entry(coverage, card.facts, shards, options, card.published_at))
     (out_dir / VERSIONS_FILE).write_text(json.dumps({"versions": versions}, indent=2) + "\n")
     if card.plots:

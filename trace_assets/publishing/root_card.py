@@ -4,8 +4,11 @@ scopes: one `config_name` per scope, its data files under the scope's folder, so
 
 A scope's configs are its own card's configs, renamed and re-rooted: `default` becomes the scope's
 config name (its key with `/` as `--`: `run/step-25` -> `run--step-25`, a run without step folders
-its run id), any other (`sessions`, a subagent kind) `<scope config>--<name>`, and every path gets
+its run id), any other (`trials`, a subagent kind) `<scope config>--<name>`, and every path gets
 the scope's key in front, so the root card names the same `data/<version>/` the scope's card does.
+All are Parquet, as `datasets` reads every config of a card with one builder: a scope's session
+files are a dataset of their own in `<scope>/sessions/` (see `publishing.sessions_card`), and the
+`<scope config>--sessions` configs (JSON Lines) earlier versions declared are dropped at the next merge.
 
 The root card is shared by every scope under the root, so it is updated read-modify-write with a
 compare-and-swap: on object storage a conditional PUT (`If-Match` the ETag read, or
@@ -86,9 +89,17 @@ def scope_configs(scope: RunScope, scope_card: str) -> list[dict[str, Any]]:
     return configs
 
 
+def _declares_sessions(config: dict[str, Any]) -> bool:
+    """A config of session files (JSON Lines): no reader of this card could load it, nor, since
+    its builder is the first config's, any other config once it came first."""
+    return any(path.endswith(".jsonl") for path in _paths(config))
+
+
 def merged_root_card(existing: str | None, scope: RunScope, scope_card: str) -> str:
     """The root card with the scope's configs replaced by those of its current card."""
-    others = [c for c in card_header(existing).get("configs", []) if not _owned_by(c, scope)]
+    others = [
+        c for c in card_header(existing).get("configs", []) if not _owned_by(c, scope) and not _declares_sessions(c)
+    ]
     ours = scope_configs(scope, scope_card)
     clash = {c["config_name"] for c in others} & {c["config_name"] for c in ours}
     if clash:
@@ -105,7 +116,9 @@ def merged_root_card(existing: str | None, scope: RunScope, scope_card: str) -> 
         f"---\n{header}---\n\n# Harbor traces\n\n"
         "One config per scope (a run, or a run's step: `run/step-N` is config `run--step-N`); each scope's "
         "own card, coverage and `trials.parquet` are in its folder. Load one with "
-        "`datasets.load_dataset(<this repo or folder>, name=<config>)`.\n\n"
+        "`datasets.load_dataset(<this repo or folder>, name=<config>)`. A scope's session files (whole "
+        "trajectories for the Hub's trace viewer) are a dataset of their own in `<scope>/sessions/`, declared "
+        "by the card there; the scope's card says how to load them.\n\n"
         f"| config | files |\n|---|---|\n{table}\n"
     )
 

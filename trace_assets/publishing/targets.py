@@ -3,8 +3,9 @@
 A folder target (a local disk, or any fsspec store such as s3://) replaces `<root>/<scope>/` in
 place, in an order that is safe at every point: the new version's shards go into a folder of their
 own (`data/<version>/`, see `publishing.shards`), then the other files, then the card, which names
-the shards, is flipped (one rename on a disk, one PUT on object storage), and only then are the
-stale files removed, card last. Readers that load through the card see the old version or the new
+the shards, is flipped (one rename on a disk, one PUT on object storage), then the session files'
+card (`sessions/README.md`, naming `sessions/<version>/`), and only then are the stale files
+removed, a dropped sessions card before its files, the card last. Readers that load through the card see the old version or the new
 one, whole, during a publish and after a kill at any point; the folder is never missing; what a
 killed publish left is removed by the next. A Hub target makes one commit per scope (see
 `publishing.hub`).
@@ -39,12 +40,15 @@ from trace_assets.publishing.hub import (
     render_repo_id,
 )
 from trace_assets.publishing.root_card import ROOT_CARD, merged_root_card, update_folder_root_card
+from trace_assets.publishing.sessions_card import SESSIONS_CARD
 from trace_assets.publishing.shards import DATA_DIR
 from trace_assets.scope import RunScope
 
 # Folders whose files are named by their content version (shards, session files): uploaded first,
 # kept when already there, and their old versions removed only after the card names the new one.
 VERSIONED_DIRS = (f"{DATA_DIR}/", f"{SESSIONS_DIR}/")
+# The cards, put last in this order, each once every file it names is there: the flips.
+CARDS = (CARD_FILE, SESSIONS_CARD)
 
 
 class PublishTarget(Protocol):
@@ -262,24 +266,29 @@ def replace_folder(
             fs.put_file(str(local_dir / name), f"{target}/{name}")  # one PUT: the old object or the new
 
     sizes = {name: (local_dir / name).stat().st_size for name in new_files}
-    shards = [n for n in new_files if n.startswith(VERSIONED_DIRS)]
+    cards = [n for n in CARDS if n in new_files]  # last, the flips: from then on readers load the new version
+    shards = [n for n in new_files if n.startswith(VERSIONED_DIRS) and n not in cards]
     # Shards are named by their content: one already there with the same size is this one.
     changed = [n for n in shards if n not in old_files or fs.size(old_files[n]) != sizes[n]]
-    rest = [n for n in new_files if n not in shards and n != CARD_FILE]
-    card = [CARD_FILE] if CARD_FILE in new_files else []  # last, the flip: from then on readers load the new shards
-    transfer = FileTransfer("upload", [sizes[n] for n in changed + rest + card], progress, bar=terminal())
-    for name in changed + rest + card:
+    rest = [n for n in new_files if n not in shards and n not in cards]
+    transfer = FileTransfer("upload", [sizes[n] for n in changed + rest + cards], progress, bar=terminal())
+    for name in changed + rest + cards:
         put(name)
         transfer.advance(1, sizes[name])
     transfer.finish()
     if after_flip is not None:
         after_flip()
-    stale = sorted(set(old_files) - set(new_files), key=lambda name: (name == CARD_FILE, name))
+    stale = sorted(set(old_files) - set(new_files), key=_removal_order)
     for name in stale:
         fs.rm_file(old_files[name])
     if local:
         _remove_empty_folders(Path(target))  # old versions' folders, and any a file no longer fills
         _remove_old_swap_leftovers(Path(target))
+
+
+def _removal_order(name: str) -> tuple[bool, bool, str]:
+    """A sessions card the new version drops goes before the files it names; the card goes last."""
+    return (name == CARD_FILE, name != SESSIONS_CARD, name)
 
 
 def _remove_empty_folders(folder: Path) -> None:

@@ -15,13 +15,18 @@ import yaml
 from trace_assets_tests.support.cli_processes import cli_env, start_cli
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
+SESSIONS = 34  # the sample's session files, main and subagent, in either version
+
 
 def _kill_points(operations: list[str]) -> tuple[list[int], int]:
-    """From a recorded publish of 34 rows over 28 (new shards, the other files, the card, stale
-    files): before anything, mid shards, just before the card, mid clean-up; and the card's index."""
+    """From a recorded publish of 34 rows over 28 (new shards, the other files, the card, the
+    sessions' card, stale files): before anything, mid shards, just before the card, between the
+    two cards, mid clean-up; and the card's index."""
     card = next(i for i, path in enumerate(operations) if path.endswith("/README.md"))
-    assert 2 <= card < len(operations) - 1, operations  # new shards before it, stale ones after
-    return [0, 1, card, card + 1], card
+    assert operations[card + 1].endswith("/sessions/README.md"), operations  # then the sessions' card
+    assert 2 <= card < len(operations) - 2, operations  # new shards before them, stale ones after
+    assert any("/sessions/" in path for path in operations[card + 2 :]), operations  # a new sessions version
+    return [0, 1, card, card + 1, card + 2], card
 
 
 def _card(fs, folder: str) -> dict:
@@ -40,6 +45,9 @@ def _whole_version(fs, folder: str) -> int:
         with fs.open(shard, "rb") as file:
             rows += pq.ParquetFile(file).metadata.num_rows
     assert rows == card["dataset_info"]["splits"][0]["num_examples"]
+    sessions_card = _card(fs, f"{folder}/sessions")  # the session files' own card: a whole version too
+    pattern = sessions_card["configs"][0]["data_files"][0]["path"]
+    assert len(fs.glob(f"{folder}/sessions/{pattern}")) == SESSIONS
     return rows
 
 
@@ -69,9 +77,11 @@ def test_a_publish_killed_anywhere_leaves_a_whole_version(tmp_path, root_kind, s
     assert code == 0, err
     assert _whole_version(fs, folder) == 28
 
-    # A reference publish of the 34-row version, recording its operations; then back to 28 rows.
+    # A reference publish of the 34-row version, recording its operations; then back to 28 rows. Its
+    # session files differ too (the sample's planted live keys redacted), so the sessions' card flips.
+    newer = [*args, "--subagents", "--on-secret", "redact"]
     operations_log = tmp_path / "operations.log"
-    code, _, err = _run([*args, "--subagents"], {**env, "TRACE_ASSETS_TEST_OPERATIONS_LOG": str(operations_log)}, 10**6)
+    code, _, err = _run(newer, {**env, "TRACE_ASSETS_TEST_OPERATIONS_LOG": str(operations_log)}, 10**6)
     assert code == 0, err
     kill_points, card_operation = _kill_points(operations_log.read_text().splitlines())
     code, _, err = _run([*args, "--allow-shrink"], env)
@@ -79,7 +89,7 @@ def test_a_publish_killed_anywhere_leaves_a_whole_version(tmp_path, root_kind, s
 
     for kill_at in kill_points:
         card_before = fs.cat_file(f"{folder}/README.md")
-        code, _, _ = _run([*args, "--subagents"], env, killed_at=kill_at)
+        code, _, _ = _run(newer, env, killed_at=kill_at)
         assert code == -9
         fs.invalidate_cache()
         rows = _whole_version(fs, folder)  # the folder is there, and its card's version whole
@@ -96,3 +106,5 @@ def test_a_publish_killed_anywhere_leaves_a_whole_version(tmp_path, root_kind, s
         leftovers = [p for p in fs.find(folder) if "/." in p]
         assert not leftovers
         assert len(fs.ls(f"{folder}/data")) == 1  # one version's folder
+        names = [path.rsplit("/", 1)[1] for path in fs.ls(f"{folder}/sessions", refresh=True)]
+        assert len(names) == 2 and "README.md" in names  # the sessions' card and one version's folder

@@ -156,7 +156,8 @@ def test_publishing_to_s3_replaces_the_runs_files(tmp_path, s3_traces, s3_endpoi
             assert job.execute_in_process(instance=instance, partition_key=SAMPLE_RUN).success
             found = s3fs_filesystem.find(f"{publish_root}/{SAMPLE_RUN}")
             published = sorted(p.rsplit("/", 1)[-1] for p in found if "/sessions/" not in p)
-            assert sum("/sessions/" in p for p in found) == 34  # the sample's session files, main and subagent
+            assert sum(p.endswith(".jsonl") for p in found) == 34  # the sample's session files, main and subagent
+            assert f"{publish_root}/{SAMPLE_RUN}/sessions/README.md".removeprefix("s3://") in found  # their card
             assert published == sorted(
                 ["README.md", "coverage.json", "rewards.svg", "secret_scan.json", "trials.parquet", "turns.svg"]
                 + ["versions.json"]

@@ -24,14 +24,14 @@ from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, 
 GOLDEN = DATA / "published_sample"
 
 
-def test_the_hub_parses_the_card_and_datasets_loads_both_configs(tmp_path):
+def test_the_hub_parses_the_cards_and_datasets_loads_every_config(tmp_path):
     card = DatasetCard.load(GOLDEN / "README.md", ignore_metadata_errors=False)
     assert isinstance(card.data, DatasetCardData)
     data = card.data.to_dict()
     assert data["license"] == "unknown"
     assert data["pretty_name"] == f"Harbor traces: {SAMPLE_RUN}"
     assert data["size_categories"] == ["n<1K"]
-    assert [c["config_name"] for c in data["configs"]] == ["default", "sessions", "trials"]
+    assert [c["config_name"] for c in data["configs"]] == ["default", "trials"]  # Parquet, all of them
     for section in ("## Provenance", "## Fields", "## Usage", "## Rewards and turns", "## Version history"):
         assert section in card.text
     assert "`result` | string | the trial's reward as text, or" in card.text
@@ -41,6 +41,11 @@ def test_the_hub_parses_the_card_and_datasets_loads_both_configs(tmp_path):
     trials = load_published(GOLDEN, tmp_path / "trials", "trials")
     assert rows.num_rows == 28
     assert trials.num_rows == 36 and set(trials["status"]) == {"exported", "excluded"}
+    # the session files: a dataset of their own, one row per file, as the Hub's trace viewer reads them
+    sessions_card = DatasetCard.load(GOLDEN / "sessions" / "README.md", ignore_metadata_errors=False).data.to_dict()
+    assert [c["config_name"] for c in sessions_card["configs"]] == ["default"]
+    sessions = load_published(GOLDEN / "sessions", tmp_path / "sessions")
+    assert sessions.num_rows == 34 and {row["session_id"] for row in sessions} >= {row["trial_name"] for row in rows}
 
 
 @pytest.mark.parametrize(

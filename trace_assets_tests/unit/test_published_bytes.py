@@ -1,6 +1,8 @@
 """The bundled sample, published, is byte for byte what the version before the package layout
 published (`data/published_sample/`, made by `trace-assets materialize rl-sample-run` then), plus
-the deliberate additions since: the session files (`sessions/`), their card section and config, and
+the deliberate additions since: the session files (`sessions/`), their card section and their own
+card (`sessions/README.md`: `datasets` reads one card's configs with one builder, so the JSON Lines
+are no config of the Parquet rows' card), and
 the session counts in `coverage.json` (sessions not written, by reason, since), and the full card (issue 15: provenance, fields, usage,
 rewards and turns, the `trials` config, `versions.json` and the two SVG plots)."""
 

@@ -52,3 +52,17 @@ def test_config_names_that_clash_are_refused():
     root = merged_root_card(None, RunScope.from_key("a--b/step-1"), card)
     with pytest.raises(ConfigNameClash, match="a--b--step-1"):
         merged_root_card(root, RunScope.from_key("a/b--step-1"), card)
+
+
+def test_session_configs_an_earlier_version_declared_leave_the_root_card():
+    """JSON Lines beside the Parquet configs made every config of the root unloadable: the next merge
+    drops them, whichever scope they name, and keeps the rest."""
+    card = "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/v/train-*\n---\n"
+    old = (
+        "---\nconfigs:\n"
+        "- config_name: other\n  data_files:\n  - split: train\n    path: other/data/v/train-*\n"
+        "- config_name: other--sessions\n  data_files:\n  - split: train\n    path: other/sessions/v/*/*.jsonl\n"
+        "---\n"
+    )
+    merged = merged_root_card(old, RunScope.from_key("run"), card)
+    assert [c["config_name"] for c in card_header(merged)["configs"]] == ["other", "run"]

@@ -381,7 +381,7 @@ def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> N
     assert not any(token in text for text in published.values())
     assert any("[REDACTED:github_token]" in text for text in published.values())
     # the sessions without a finding go out as staged, byte for byte; the leaky one alone is rewritten
-    [version] = [folder.name for folder in (out / SESSIONS_DIR).iterdir()]  # sessions/<version>/<bucket>/...
+    [version] = [folder.name for folder in (out / SESSIONS_DIR).iterdir() if folder.is_dir()]  # <version>/<bucket>/...
     staged = session_files(staging)
     as_published = {path: out / SESSIONS_DIR / version / Path(path).relative_to(SESSIONS_DIR) for path in staged}
     rewritten = [path for path, data in staged.items() if as_published[path].read_bytes() != data]
@@ -390,7 +390,8 @@ def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> N
         check_session_file(text.encode())
     assert json.loads((out / "secret_scan.json").read_text())["redacted"]["github_token"] >= 1
     card = (out / "README.md").read_text()
-    assert "config_name: sessions" in card and "## Sessions" in card
+    assert "config_name: sessions" not in card and "## Sessions" in card  # their own card declares them
+    assert f"path: {version}/*/*.jsonl" in (out / SESSIONS_DIR / "README.md").read_text()
 
 
 # ---------------------------------------------------------------- hostile trajectories
