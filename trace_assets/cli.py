@@ -301,11 +301,17 @@ def _published_to(result: dg.ExecuteInProcessResult) -> str:
     return "nowhere: published_shards did not materialize"
 
 
+def _resolved(hub: HuggingFaceHub) -> HuggingFaceHub:
+    """The hub with its `EnvVar("HF_TOKEN")` read, for the CLI's own Hub calls; the definitions keep
+    the EnvVar, so the token is never part of a job's config or snapshot."""
+    return hub.process_config_and_initialize()
+
+
 def _preflight(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub) -> dict[str, str]:
     """Runs that cannot be materialized, with why: not under the traces root, or not publishable."""
     from trace_assets.defs.resources import ObjectStorage
 
-    target = trace_config.publish_target(ObjectStorage(), hub)
+    target = trace_config.publish_target(ObjectStorage(), _resolved(hub))
     problems = {}
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)
@@ -561,7 +567,7 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Huggi
     from trace_assets.defs.resources import ObjectStorage, hub_from_env
     from trace_assets.steps.dry_run import dry_run
 
-    target = trace_config.publish_target(ObjectStorage(), hub or hub_from_env())
+    target = trace_config.publish_target(ObjectStorage(), _resolved(hub or hub_from_env()))
     failures = 0
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)  # a run, or a step of one
