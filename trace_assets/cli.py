@@ -198,6 +198,7 @@ def _why_missing(trace_config: TraceAssetsConfig, scope: RunScope) -> str | None
 
 
 def _why_no_runs(trace_config: TraceAssetsConfig) -> str:
+    """Why `--all` found nothing: the root is missing or empty, or none of its folders is a run."""
     from trace_assets.defs.resources import ObjectStorage
     from trace_assets.store.missing import root_problem
 
