@@ -36,7 +36,8 @@ from trace_assets.scope import (
     validate_scope_key,
     validate_scope_keys,
 )
-from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES
+from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES, ScanPolicy
+from trace_assets.secret_scan.verdicts import Verdict
 
 # Dagster and the resources take seconds to import: only the commands that run import them, so
 # `--help` and argument errors answer at once (`unit/test_layers.py` keeps argparse's path light).
@@ -150,9 +151,13 @@ def _config(args: argparse.Namespace) -> TraceAssetsConfig:
 def _run_ids(trace_config: TraceAssetsConfig) -> list[str]:
     """Scope keys under the traces root; folders whose names cannot be run ids are named and skipped."""
     from trace_assets.defs.resources import ObjectStorage
+    from trace_assets.store.missing import root_problem
 
+    store = trace_config.store(ObjectStorage())
+    if not store.fs.isdir(store.root):  # an empty root lists nothing, and is no error
+        raise ValueError(root_problem(store))
     found = []
-    for run_id in trace_config.store(ObjectStorage()).run_ids():
+    for run_id in store.run_ids():
         try:
             found.append(validate_scope_key(run_id))
         except InvalidScopeKey as error:
@@ -183,6 +188,23 @@ def _run_exists(trace_config: TraceAssetsConfig, scope: RunScope) -> bool:
     options = ObjectStorage().storage_options(trace_config.traces_root)
     fs, root = fsspec.core.url_to_fs(trace_config.traces_root, **options)
     return fs.isdir(f"{root.rstrip('/')}/{scope.source_prefix}")
+
+
+def _why_missing(trace_config: TraceAssetsConfig, scope: RunScope) -> str | None:
+    """None when the scope is under the traces root; else what is missing, and what is there instead."""
+    from trace_assets.defs.resources import ObjectStorage
+    from trace_assets.store.missing import why_missing
+
+    return why_missing(trace_config.store(ObjectStorage()), scope)
+
+
+def _why_no_runs(trace_config: TraceAssetsConfig) -> str:
+    """Why `--all` found nothing: the root is missing or empty, or none of its folders is a run."""
+    from trace_assets.defs.resources import ObjectStorage
+    from trace_assets.store.missing import root_problem
+
+    problem = root_problem(trace_config.store(ObjectStorage()))
+    return problem or f"no runs under {trace_config.traces_root}: no folder there holds a trace_jobs/ folder"
 
 
 def _as_run_config(trace_config: TraceAssetsConfig) -> dict[str, Any]:
@@ -259,11 +281,16 @@ class _StepMessagesOnly(logging.Filter):
 _EXCEPTION_CLASS = re.compile(r"^(?:[A-Za-z_][\w]*\.)+[A-Za-z_]\w*: ")  # a dotted class path, kept only with -v
 
 
-def _failure_reason(result: dg.ExecuteInProcessResult) -> str:
-    """The first failed step's error, or the blocking check that stopped the run."""
+def _failure_reason(result: dg.ExecuteInProcessResult, unblocking: str = "") -> str:
+    """The first failed step's error, or the blocking check that stopped the run (the secret scan's
+    with `unblocking`, what lifts it)."""
+    from trace_assets.defs.checks import no_live_secrets
+
     for evaluation in result.get_asset_check_evaluations():
         if not evaluation.passed and evaluation.blocking:
             detail = evaluation.description or "failed"
+            if unblocking and evaluation.asset_check_key in no_live_secrets.check_keys:
+                detail += f"; {unblocking}"
             return f"blocked by check {evaluation.check_name} on {evaluation.asset_key.to_user_string()}: {detail}"
     for event in result.all_events:
         if event.is_step_failure:
@@ -303,16 +330,38 @@ def _published_to(result: dg.ExecuteInProcessResult) -> str:
     return "nowhere: published_shards did not materialize"
 
 
+def _resolved(hub: HuggingFaceHub) -> HuggingFaceHub:
+    """The hub with its `EnvVar("HF_TOKEN")` read, for the CLI's own Hub calls; the definitions keep
+    the EnvVar, so the token is never part of a job's config or snapshot."""
+    return hub.process_config_and_initialize()
+
+
+# What lifts a block, for each verdict a policy can block on.
+_UNBLOCK = {Verdict.LIVE: "--on-secret redact (or allow)", Verdict.UNVERIFIED: "--on-unverified redact (or keep)"}
+
+
+def _unblocking(policy: ScanPolicy, report: Path) -> str:
+    """For a scope the secret scan blocks: the options that would publish it, and where its report
+    is; "" when nothing in the report is blocked."""
+    if not report.exists():
+        return ""
+    kinds = json.loads(report.read_text()).get("kinds", {})
+    found = {verdict for counts in kinds.values() for verdict, count in counts.items() if count}
+    options = [option for verdict, option in _UNBLOCK.items() if verdict in policy.blocked and verdict in found]
+    return f"to publish, run again with {' and '.join(options)}; scan report: {report}" if options else ""
+
+
 def _preflight(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub) -> dict[str, str]:
     """Runs that cannot be materialized, with why: not under the traces root, or not publishable."""
     from trace_assets.defs.resources import ObjectStorage
 
-    target = trace_config.publish_target(ObjectStorage(), hub)
+    target = trace_config.publish_target(ObjectStorage(), _resolved(hub))
     problems = {}
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)
-        if not _run_exists(trace_config, scope):
-            problems[run_id] = f"no trace_jobs/ folder for run {run_id!r} under {trace_config.traces_root}"
+        missing = _why_missing(trace_config, scope)
+        if missing:
+            problems[run_id] = missing
             continue
         try:
             target.check_writable(scope)
@@ -425,7 +474,8 @@ def materialize_runs(
                 tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), SWEEP_TAG: trace_config.sweep_name()},
                 run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
             )
-            line = _result_line(run_id, result, staging.coverage)
+            unblocking = _unblocking(trace_config.scan_policy(), staging.scan_report)
+            line = _result_line(run_id, result, staging.coverage, unblocking)
         if line["status"] != "published":
             failures += 1
         print(json.dumps(line), flush=True)
@@ -444,7 +494,9 @@ def _quiet(logger_def: dg.LoggerDefinition) -> dg.LoggerDefinition:
     return dg.LoggerDefinition(make, config_schema=logger_def.config_schema)
 
 
-def _result_line(run_id: str, result: dg.ExecuteInProcessResult, coverage_path: Path) -> dict[str, Any]:
+def _result_line(
+    run_id: str, result: dg.ExecuteInProcessResult, coverage_path: Path, unblocking: str = ""
+) -> dict[str, Any]:
     """The run's JSON line: figures only from this attempt (coverage only if it made it)."""
     line: dict[str, Any] = {"run_id": run_id, "dagster_run_id": result.run_id}
     if result.asset_materializations_for_node("last_episode_rows") and coverage_path.exists():
@@ -456,7 +508,7 @@ def _result_line(run_id: str, result: dg.ExecuteInProcessResult, coverage_path: 
         line.update(status="published", published_to=_published_to(result), warnings=warnings)
         _say(f"{run_id}: {_coverage_sentence(line)}; published to {line['published_to']}")
     else:
-        reason = _failure_reason(result)
+        reason = _failure_reason(result, unblocking)
         line.update(status="failed", reason=reason, warnings=warnings)
         _say(f"{run_id}: {reason}")
     return line
@@ -563,13 +615,13 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Huggi
     from trace_assets.defs.resources import ObjectStorage, hub_from_env
     from trace_assets.steps.dry_run import dry_run
 
-    target = trace_config.publish_target(ObjectStorage(), hub or hub_from_env())
+    target = trace_config.publish_target(ObjectStorage(), _resolved(hub or hub_from_env()))
     failures = 0
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)  # a run, or a step of one
-        if not _run_exists(trace_config, scope):
+        reason = _why_missing(trace_config, scope)
+        if reason:
             failures += 1
-            reason = f"no trace_jobs/ folder for run {run_id!r} under {trace_config.traces_root}"
             _say(f"{run_id}: {reason}")
             print(json.dumps({"run_id": run_id, "status": "failed", "reason": reason}), flush=True)
             continue
@@ -590,6 +642,9 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Huggi
                 trace_config.raw_scan,
             )
         plan = line["would_publish"]
+        unblocking = _unblocking(trace_config.scan_policy(), staging.scan_report)
+        if plan.get("blocked") and unblocking:
+            plan["blocked"] += f"; {unblocking}"
         outcome = plan.get("blocked") or plan.get("refused") or f"{plan['rows']} rows in {plan['shards']} shard(s)"
         raw = line.get("raw_scan")
         raw_note = f"; raw tree: {raw['verdict']} in {raw['objects_with_findings']} object(s)" if raw else ""
@@ -679,10 +734,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "backfill":
             run_ids = _run_ids(trace_config) if args.all else _scopes(validate_scope_keys(args.run_ids), trace_config)
             if not run_ids:
-                raise ValueError(f"no runs under {trace_config.traces_root}")
-            missing = [run_id for run_id in run_ids if not _run_exists(trace_config, RunScope.from_key(run_id))]
-            if missing:
-                raise ValueError(f"no trace_jobs/ folder under {trace_config.traces_root} for {', '.join(missing)}")
+                raise ValueError(_why_no_runs(trace_config))
+            missing = {key: _why_missing(trace_config, RunScope.from_key(key)) for key in run_ids}
+            if any(missing.values()):
+                raise ValueError("; ".join(f"{key}: {why}" for key, why in missing.items() if why))
             run_config = _as_run_config(trace_config)
             return backfill_runs(run_ids, run_config, args.wait, args.webserver, trace_config.sweep_name())
         scopes = _scopes(validate_scope_keys(args.run_ids), trace_config)

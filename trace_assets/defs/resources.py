@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import dagster as dg
 from dagster_aws.s3 import S3Resource
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, Subagents, SuccessFilter, export_env
 from trace_assets.publishing.card import CardSettings
@@ -190,6 +190,22 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     card_intro: str = Field(default="", description="Card: free prose placed first under the title")
     card_plots: bool = Field(default=True, description="Card: reward and turn histograms as SVG images")
 
+    # A bad scan pattern or allowlist entry is refused when the config is built, not in the scan
+    # step; an EnvVar (a str naming the variable) is checked once Dagster has read it.
+    @field_validator("secret_patterns", mode="before")
+    @classmethod
+    def _patterns_compile(cls, spec: Any) -> Any:
+        if isinstance(spec, str) and not isinstance(spec, dg.EnvVar):
+            scan_options(spec, "")
+        return spec
+
+    @field_validator("secret_allowlist", mode="before")
+    @classmethod
+    def _allowlist_holds_fingerprints(cls, spec: Any) -> Any:
+        if isinstance(spec, str) and not isinstance(spec, dg.EnvVar):
+            scan_options("", spec)
+        return spec
+
     @model_validator(mode="after")
     def _roots_are_sane(self) -> TraceAssetsConfig:
         refuse_overlapping_roots(
@@ -293,6 +309,8 @@ CONFIG_SOURCES = {
     "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
     "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
+    "secret_patterns": "TRACE_ASSETS_SECRET_PATTERNS",
+    "secret_allowlist": "TRACE_ASSETS_SECRET_ALLOWLIST",
     "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
     "event_queue_url": "TRACE_ASSETS_EVENT_QUEUE_URL",
     "sweep": "TRACE_ASSETS_SWEEP",
@@ -338,11 +356,24 @@ def _number(name: str, value: str, kind: type[int] | type[float]) -> int | float
         raise ConfigError(f"{name}={value!r}: must be a {'whole ' if kind is int else ''}number") from None
 
 
+SENSOR_INTERVAL_VARIABLE = "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS"
+
+
+def sensor_interval(env: Mapping[str, str] = os.environ) -> int:
+    """Seconds between the sensor's ticks, fixed when the definitions load (Dagster takes whole seconds)."""
+    value = env.get(SENSOR_INTERVAL_VARIABLE) or "60"
+    seconds = int(value) if value.strip().isdigit() else 0
+    if seconds <= 0:
+        raise ConfigError(f"{SENSOR_INTERVAL_VARIABLE}={value!r}: must be a positive number of whole seconds, e.g. 60")
+    return seconds
+
+
 def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> TraceAssetsConfig:
     """The config for `dagster dev` and the CLI: environment variables, then explicit overrides.
 
     Raises `ConfigError` naming the variable (or option), the value and what is allowed.
     """
+    sensor_interval(env)  # not a field (the sensor's decorator takes it), but refused at start all the same
     home = Path(env.get("DAGSTER_HOME") or PROJECT_DIR / ".dagster_home")
     values: dict[str, Any] = {
         "traces_root": env.get("TRACE_ASSETS_TRACES_ROOT") or str(SAMPLE_TRACES),

@@ -10,7 +10,6 @@ their visibility timeout ends: delivery is at least once, and reading a message 
 its scope twice.
 """
 
-import os
 import time
 from typing import Any
 
@@ -19,14 +18,14 @@ import dagster as dg
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import PUBLISHED, recheck_requests
-from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
+from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig, sensor_interval
 from trace_assets.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick
 from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
 
 SKIPS_SHOWN = 20  # scopes named in a tick's skip reason; the log names them all
-INTERVAL = int(os.environ.get("TRACE_ASSETS_SENSOR_INTERVAL_SECONDS", "60"))
+INTERVAL = sensor_interval()
 # Long enough that the next tick deletes a message before it shows again (else it is read twice).
 QUEUE_VISIBILITY_SECONDS = max(300, 5 * INTERVAL)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from typing import Any
 
 import polars as pl
 
@@ -64,7 +65,10 @@ class SecretKind:
             try:
                 matches_empty = pl.select(pl.lit("").str.contains(rule.regex)).item()
             except pl.exceptions.ComputeError as error:
-                raise ValueError(f"secret pattern {self.name!r} is not a valid regex: {error}") from None
+                raise ValueError(
+                    f"secret pattern {self.name!r}: {rule.regex!r} is not a valid regex (Rust regex syntax): "
+                    f"{_regex_error(error)}"
+                ) from None
             if matches_empty:
                 raise ValueError(f"secret pattern {self.name!r} matches the empty string")
 
@@ -72,6 +76,12 @@ class SecretKind:
     def rank(self) -> int:
         """Where matches of two kinds overlap, the higher rank is kept: key blocks, tokens, then generic values."""
         return {Judged.KEY_BLOCK: 3, Judged.TOKEN: 2, Judged.GENERIC: 1}[self.judged]
+
+
+def _regex_error(error: Exception) -> str:
+    """The regex crate's reason (`unclosed group`), from polars' several-line message."""
+    lines = str(error).splitlines()
+    return next((line.removeprefix("error: ") for line in lines if line.startswith("error: ")), lines[0])
 
 
 def _token(name: str, regex: str, literals: Iterable[str], shape: Callable[[str], object] | None) -> SecretKind:
@@ -463,6 +473,22 @@ def all_kinds(extra: Sequence[SecretKind]) -> tuple[SecretKind, ...]:
     return (*BUILTIN_KINDS, *extra)
 
 
+def _json_pairs(spec: str) -> list[tuple[str, ...]]:
+    """(name, regex) pairs of the JSON forms; anything else is a ValueError, never a KeyError."""
+    try:
+        data = json.loads(spec)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"secret patterns are not valid JSON: {error}") from None
+    pairs: list[tuple[Any, ...]]
+    if isinstance(data, dict):
+        pairs = list(data.items())
+    else:
+        pairs = [(item.get("name"), item.get("regex")) if isinstance(item, dict) else (item,) for item in data]
+    if not all(isinstance(part, str) for pair in pairs for part in pair):
+        raise ValueError('secret patterns in JSON are {"name": "regex"} or [{"name": ..., "regex": ...}]')
+    return pairs
+
+
 def parse_pattern_specs(spec: str) -> list[SecretKind]:
     """Extra kinds from config: `name=regex;name2=regex2`, or JSON when a regex holds `;`.
 
@@ -472,12 +498,9 @@ def parse_pattern_specs(spec: str) -> list[SecretKind]:
     if not spec:
         return []
     if spec[0] in "[{":
-        data = json.loads(spec)
-        pairs: Iterable[Sequence[str]] = (
-            data.items() if isinstance(data, dict) else ((item["name"], item["regex"]) for item in data)
-        )
+        pairs = _json_pairs(spec)
     else:
-        pairs = (part.split("=", 1) for part in spec.split(";") if part.strip())
+        pairs = [tuple(part.split("=", 1)) for part in spec.split(";") if part.strip()]
     kinds = []
     for pair in pairs:
         if len(pair) != 2:

@@ -123,14 +123,24 @@ def _verdict(kind: SecretKind, secret: str) -> tuple[Verdict, PemAnalysis | None
     return (Verdict.LIVE if kind.shape is None or kind.shape(secret) else Verdict.UNVERIFIED), None
 
 
+def parse_allowlist(entries: Iterable[str]) -> tuple[str, ...]:
+    """Allowlisted fingerprints, each the start of a secret's sha256 hex digest: at least the
+    FINGERPRINT_CHARS a report names a finding by, at most the whole digest; any other is refused."""
+    allowlist = tuple(sorted({entry.strip().lower() for entry in entries if entry.strip()}))
+    for entry in allowlist:
+        if not re.fullmatch(rf"[0-9a-f]{{{FINGERPRINT_CHARS},64}}", entry):
+            raise ValueError(
+                f"allowlist entry {entry!r} is not a fingerprint: {FINGERPRINT_CHARS} to 64 hex digits, "
+                "the start of a secret's sha256 as secret_scan.json names a finding"
+            )
+    return allowlist
+
+
 class Judge:
     """Verdicts per distinct match, cached by (kind, sha256) so the cache holds no secrets."""
 
     def __init__(self, allowlist: Iterable[str]) -> None:
-        self.allowlist = tuple(sorted({entry.strip().lower() for entry in allowlist if entry.strip()}))
-        for entry in self.allowlist:
-            if not re.fullmatch(rf"[0-9a-f]{{{FINGERPRINT_CHARS},64}}", entry):
-                raise ValueError(f"allowlist entry {entry!r} is not a sha256 hex fingerprint (16-64 hex chars)")
+        self.allowlist = parse_allowlist(allowlist)
         self._cache: dict[tuple[str, str, bool], Judgement] = {}
 
     def judge(self, kind: SecretKind, secret: str, may_be_live: bool = True) -> Judgement:

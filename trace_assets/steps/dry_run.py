@@ -47,6 +47,7 @@ def dry_run(
     report = scan_run(
         staging.require_rows(), staging.scope.key, scan_options, sessions[1] if sessions else None, progress
     )
+    write_json_atomically(staging.scan_report, report)  # where a blocked scope's report is read
     where = target.location(staging.scope)
     blocking = policy.blocking(report)
     refused = None

@@ -14,7 +14,7 @@ from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.redaction import Redaction
-from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
+from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner, parse_allowlist
 from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.steps.sessions import scan_sessions
 from trace_assets.steps.staged_rows import RowParts, iter_rows
@@ -23,8 +23,11 @@ SCAN_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens o
 
 
 def scan_options(pattern_spec: str, allowlist_spec: str, wrap_width: int = DEFAULT_WRAP_WIDTH) -> ScanOptions:
-    """The scan's options from config strings: `name=regex;...` and comma-separated fingerprints."""
-    allowlist = tuple(item.strip() for item in allowlist_spec.split(",") if item.strip())
+    """The scan's options from config strings: `name=regex;...` and comma-separated fingerprints.
+
+    A ValueError names the bad pattern or entry: the config calls this when it is built, so a typo
+    is refused at start rather than in the scan step."""
+    allowlist = parse_allowlist(allowlist_spec.split(","))
     return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width)
 
 

@@ -72,7 +72,7 @@ def test_materialize_fails_clearly_for_a_missing_run(tmp_path):
     assert done.returncode != 0
     [line] = [json.loads(line) for line in done.stdout.splitlines()]
     assert line["status"] == "failed"
-    assert "no trace_jobs/ folder for run 'no-such-run'" in done.stderr
+    assert f"no-such-run: no run 'no-such-run' under {SAMPLE_TRACES}; folders there: rl-sample-run" in done.stderr
 
 
 def test_materialize_takes_harbors_export_flags(tmp_path):
@@ -155,6 +155,7 @@ def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_pat
     blocked = _run([*run, "--on-secret", "allow", "--on-unverified", "block"], tmp_path)
     assert blocked.returncode == 1  # the sample's unverified JWT and tokens
     assert "blocked by check no_live_secrets on secret_scan_report" in blocked.stderr
+    assert "to publish, run again with --on-unverified redact (or keep); scan report: " in blocked.stderr
     assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))  # off by default
     # Off, raw_tree_secrets is skipped, neither passed nor warned about; Dagster's own note on that is not shown.
     assert "raw_tree_secrets skipped: the raw-tree scan is off" in blocked.stderr

@@ -73,7 +73,7 @@ def test_a_missing_run_is_not_registered_and_nesting_runs_are_refused(tmp_path):
     assert lines["no-such-run"] == {
         "run_id": "no-such-run",
         "status": "failed",
-        "reason": f"no trace_jobs/ folder for run 'no-such-run' under {traces}",
+        "reason": f"no run 'no-such-run' under {traces}; folders there: sweep (`trace-assets runs` lists the runs)",
     }
     assert _partitions(tmp_path) == ["sweep/part-1"]
     published = _snapshot(tmp_path / "published")

@@ -1,0 +1,127 @@
+"""Settings that are checked when the configuration is built, not when a step first reads them: a bad
+value stops the CLI in one line naming the variable, and stops the code location from loading (the
+`dagster dev` and `dagster definitions validate` import) with the same words; a launchpad override
+fails the run before its first step."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
+from trace_assets.defs.resources import config_from_env
+from trace_assets_tests.support.cli_processes import cli_env, run_cli
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+
+FINGERPRINT = "0123456789ABCDEF"  # 16 hex digits: how secret_scan.json names a finding (any case)
+REFUSED = [
+    (
+        "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS",
+        "1m",
+        "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS='1m': must be a positive number of whole seconds, e.g. 60",
+    ),
+    (
+        "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS",
+        "-5",
+        "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS='-5': must be a positive number of whole seconds, e.g. 60",
+    ),
+    (
+        "TRACE_ASSETS_SECRET_PATTERNS",
+        r"ok_key=ok_[0-9]{8};proxy_key=pxk_([0-9a-f]{32}",
+        r"TRACE_ASSETS_SECRET_PATTERNS='ok_key=ok_[0-9]{8};proxy_key=pxk_([0-9a-f]{32}': secret pattern "
+        r"'proxy_key': 'pxk_([0-9a-f]{32}' is not a valid regex (Rust regex syntax): unclosed group",
+    ),
+    (
+        "TRACE_ASSETS_SECRET_PATTERNS",
+        r'{"lookahead_key": "lk_(?=[0-9])\\w+"}',
+        "secret pattern 'lookahead_key': 'lk_(?=[0-9])\\\\w+' is not a valid regex (Rust regex syntax): "
+        "look-around, including look-ahead and look-behind, is not supported",
+    ),
+    (
+        "TRACE_ASSETS_SECRET_ALLOWLIST",
+        f"{FINGERPRINT}, sk-placeholder",
+        f"TRACE_ASSETS_SECRET_ALLOWLIST='{FINGERPRINT}, sk-placeholder': allowlist entry 'sk-placeholder' is not "
+        "a fingerprint: 16 to 64 hex digits, the start of a secret's sha256 as secret_scan.json names a finding",
+    ),
+    (
+        "TRACE_ASSETS_SECRET_ALLOWLIST",
+        "0123456789abcde",
+        "allowlist entry '0123456789abcde' is not a fingerprint: 16 to 64 hex digits",
+    ),
+]
+IDS = [
+    "interval-1m",
+    "interval-negative",
+    "pattern-unclosed",
+    "pattern-lookaround",
+    "allowlist-word",
+    "allowlist-short",
+]
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), REFUSED, ids=IDS)
+def test_the_cli_refuses_it_in_one_line_before_anything_is_written(tmp_path, variable, value, message):
+    command = ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(tmp_path / "o")]
+    done = run_cli(command, tmp_path, **{variable: value})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("trace-assets: ") and done.stderr.count("\n") == 1, done.stderr
+    assert message in done.stderr
+    assert not (tmp_path / "staging").exists() and not (tmp_path / "o").exists()
+    assert [p.name for p in (tmp_path / "dagster_home").iterdir()] == ["dagster.yaml"]
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), REFUSED, ids=IDS)
+def test_the_code_location_does_not_load(tmp_path, variable, value, message):
+    """What `dagster dev` and `dagster definitions validate` do first: import the definitions."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import trace_assets.definitions"],
+        capture_output=True,
+        text=True,
+        env=cli_env(tmp_path, **{variable: value}),
+        timeout=120,
+    )
+    assert done.returncode != 0
+    last_line = done.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("trace_assets.defs.resources.ConfigError: ") and message in last_line
+
+
+def test_good_values_are_taken(tmp_path):
+    done = run_cli(
+        ["runs", "--traces-root", str(SAMPLE_TRACES)],
+        tmp_path,
+        TRACE_ASSETS_SENSOR_INTERVAL_SECONDS="30",
+        TRACE_ASSETS_SECRET_PATTERNS=r"ok_key=ok_[0-9]{8}",
+        TRACE_ASSETS_SECRET_ALLOWLIST=f"{FINGERPRINT}, {'ab' * 32}",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [SAMPLE_RUN]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("secret_patterns", "bad_key=bk_(", "secret pattern 'bad_key': 'bk_(' is not a valid regex"),
+        ("secret_allowlist", "deadbeef", "allowlist entry 'deadbeef' is not a fingerprint"),
+    ],
+)
+def test_a_launchpad_override_fails_the_run_before_its_first_step(tmp_path, field, value, message):
+    config = config_from_env(
+        {"DAGSTER_HOME": str(tmp_path)}, traces_root=str(SAMPLE_TRACES), publish_root=str(tmp_path / "out")
+    )
+    roots = {name: getattr(config, name) for name in ("traces_root", "publish_root", "staging_root")}
+    job = build_definitions(config).resolve_job_def(export_trace_run.name)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(trace_runs.name, [SAMPLE_RUN])
+        with pytest.raises(dg.DagsterResourceFunctionError) as raised:
+            job.execute_in_process(
+                instance=instance,
+                partition_key=SAMPLE_RUN,
+                run_config={"resources": {"trace_config": {"config": {**roots, field: value}}}},
+            )
+        assert message in str(raised.value.__cause__)
+        assert not instance.fetch_materializations(dg.AssetKey("raw_trial_listing"), limit=1).records
+    assert not Path(config.staging_root).exists() and not (tmp_path / "out").exists()
