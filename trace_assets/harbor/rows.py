@@ -21,10 +21,10 @@ from trace_assets.harbor.options import ExportOptions, passes_filter
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.sharegpt import SHAREGPT_COLUMN, SHAREGPT_TYPE, to_sharegpt
 from trace_assets.harbor.trajectory import (
+    ParsedTrajectories,
     Trajectory,
     instruction,
     is_multimodal,
-    ParsedTrajectories,
     subagent_conversation,
     subagent_source,
 )

@@ -16,11 +16,11 @@ import hashlib
 import json
 import math
 import re
-from json.encoder import encode_basestring as encode_json_string  # json.dumps' own, ensure_ascii=False
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from json.encoder import encode_basestring as encode_json_string  # json.dumps' own, ensure_ascii=False
 from typing import Any
 
 from trace_assets.accounting import Exclusion

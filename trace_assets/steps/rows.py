@@ -95,7 +95,9 @@ def export_rows(
         ):
             listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
             records = (record for scored in _iter_scored(scored_path, batch_size) for record in scored)
-            batches = bounded_batches(zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes)
+            batches = bounded_batches(
+                zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes
+            )
             planned = (_plan_batch(staging.scope, batch, options, previous_statuses, sessions) for batch in batches)
             for plan, blobs in fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
                 table, statuses = _export_batch(

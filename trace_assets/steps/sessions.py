@@ -376,7 +376,9 @@ def copy_sessions(
             if changed:
                 contents = pc.list_flatten(redacted.column("conversations").combine_chunks()).field("content")
                 offsets = batch.column("texts").combine_chunks().offsets.to_pylist()
-                redacted_texts = {i: contents.slice(offsets[i], offsets[i + 1] - offsets[i]).to_pylist() for i in changed}
+                redacted_texts = {
+                    i: contents.slice(offsets[i], offsets[i + 1] - offsets[i]).to_pylist() for i in changed
+                }
         columns = (batch.column(c).to_pylist() for c in ("path", "skeleton", "texts"))
         for index, (path, skeleton, texts) in enumerate(zip(*columns)):
             target = out_dir / path
