@@ -303,11 +303,12 @@ def iter_staged(folder: Path, batch_sessions: int = SCAN_BATCH_SESSIONS) -> Iter
     if not wanted or not store.is_file():
         return
     parquet = pq.ParquetFile(store, pre_buffer=False)
+    wanted_paths = pa.array(sorted(wanted), pa.string())
     pending: list[pa.Table] = []
     held = 0
     for group in range(parquet.metadata.num_row_groups):
         table = parquet.read_row_group(group, use_threads=False)
-        keep = pc.is_in(table.column("path"), value_set=pa.array(sorted(wanted), pa.string()))
+        keep = pc.is_in(table.column("path"), value_set=wanted_paths)
         table = table.filter(keep)
         offset = 0
         while offset < table.num_rows:
