@@ -32,12 +32,15 @@ from benchmarks.bench_pipeline import (  # noqa: E402  (the path above makes `be
 )
 
 
-def child(checkout: Path, traces_root: Path, run_id: str, staging: Path) -> list[str]:
-    script = checkout / "benchmarks" / "bench_pipeline.py"
-    return [sys.executable, str(script), "_run", str(traces_root), run_id, str(staging), "--steps", "all"]
+def child(checkout: Path, traces_root: Path, run_id: str, staging: Path, sessions: bool = False) -> list[str]:
+    """Each side's own child script; with `sessions`, this checkout's (which knows the flags) run
+    against the side's code (BENCH_CODE_DIR), through the functions both sides share."""
+    script = (PROJECT_DIR if sessions else checkout) / "benchmarks" / "bench_pipeline.py"
+    command = [sys.executable, str(script), "_run", str(traces_root), run_id, str(staging), "--steps", "all"]
+    return command + (["--sessions", "--publish"] if sessions else [])
 
 
-def compare(base: str, trials: int, repeats: int, shape: TreeShape) -> str:
+def compare(base: str, trials: int, repeats: int, shape: TreeShape, sessions: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as folder:
         work = Path(folder)
         base_checkout = work / "base"
@@ -55,7 +58,9 @@ def compare(base: str, trials: int, repeats: int, shape: TreeShape) -> str:
                     print(f"[{repeat + 1}/{repeats}] {side}", file=sys.stderr, flush=True)
                     warm_tree(traces_root / run_id / "trace_jobs")
                     staging = work / f"staging-{side}-{repeat}"
-                    runs[side].append(measure(child(checkout, traces_root, run_id, staging)))
+                    command = child(checkout, traces_root, run_id, staging, sessions)
+                    env = {"BENCH_CODE_DIR": str(checkout)} if sessions else None
+                    runs[side].append(measure(command, env))
         finally:
             subprocess.run(
                 ["git", "-C", str(PROJECT_DIR), "worktree", "remove", "--force", str(base_checkout)], check=False
@@ -69,7 +74,8 @@ def compare(base: str, trials: int, repeats: int, shape: TreeShape) -> str:
     base_rss, head_rss = (max(m.peak_rss_mib for m in runs[side]) for side in ("base", "head"))
     rows.append(["whole process (wall)", f"{base_wall:.3f}", f"{head_wall:.3f}", f"{head_wall / base_wall:.2f}x"])
     rows.append(["peak RSS MiB", f"{base_rss:.0f}", f"{head_rss:.0f}", f"{head_rss / base_rss:.2f}x"])
-    title = f"{trials} trials (seed {SEED}, {shape}), fastest of {repeats}, base {base} vs head"
+    with_sessions = ", session files staged, scanned and published to a folder" if sessions else ""
+    title = f"{trials} trials (seed {SEED}, {shape}{with_sessions}), fastest of {repeats}, base {base} vs head"
     return title + "\n\n" + table(["step", "base s", "head s", "head/base"], rows)
 
 
@@ -80,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--prompt-scale", type=float, default=0.02)
     parser.add_argument("--no-episode-prompts", action="store_true")
+    parser.add_argument(
+        "--sessions", action="store_true", help="the definitions' default: session files too, and a folder publish"
+    )
     args = parser.parse_args(argv)
-    print(compare(args.base, args.trials, args.repeats, TreeShape(args.prompt_scale, not args.no_episode_prompts)))
+    shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
+    print(compare(args.base, args.trials, args.repeats, shape, args.sessions))
     return 0
 
 

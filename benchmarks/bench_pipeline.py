@@ -39,7 +39,8 @@ from typing import Any
 
 # Only the standard library at module level: Harbor's interpreter imports this file for `_harbor`.
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(PROJECT_DIR))
+# bench_compare.py --sessions runs this file against another checkout's code: BENCH_CODE_DIR names it.
+sys.path.insert(0, os.environ.get("BENCH_CODE_DIR") or str(PROJECT_DIR))
 
 DEFAULT_HARBOR_PYTHON = Path("/tmp/harbor-venv/bin/python")
 DEFAULT_SIZES = (400, 2000)
@@ -104,22 +105,45 @@ def run_steps_child(args: argparse.Namespace) -> None:
         listing = timed("listing", lambda: build_listing(store, staging))
         result.update(trial_dirs=listing.trial_dirs, objects=listing.objects, listed_bytes=listing.bytes)
     if args.steps in ("all", "after-listing"):
+        sessions_folder = None
+        if args.sessions:  # as the definitions' default: session files staged, scanned and published
+            from trace_assets.steps.sessions import SessionWriter, staged_sessions
+
+            sessions_folder = staged_sessions(staging)
         timed("scored", lambda: score_trials(store, staging, BATCH_SIZE, lambda _: None))
         coverage, _ = timed(
-            "rows", lambda: export_rows(store, staging, ExportOptions(), BATCH_SIZE, lambda _: None, MAX_ROWS_PER_SHARD)
+            "rows",
+            lambda: export_rows(
+                store,
+                staging,
+                ExportOptions(),
+                BATCH_SIZE,
+                lambda _: None,
+                MAX_ROWS_PER_SHARD,
+                SessionWriter(sessions_folder) if sessions_folder else None,
+            ),
         )
-        report = timed("scan", lambda: scan_run(staging.require_rows(), args.run_id, ScanOptions()))
+        report = timed("scan", lambda: scan_run(staging.require_rows(), args.run_id, ScanOptions(), sessions_folder))
+        build = staging.folder / "publish"
         shards = timed(
             "shards",
             lambda: build_run_folder(
-                staging.folder / "publish",
+                build,
                 staging.require_rows(),
                 staging.statuses,
                 coverage,
                 report,
                 MAX_ROWS_PER_SHARD,
+                None,
+                None,
+                sessions_folder,
             ),
         )
+        if args.publish:  # into a local folder target beside the staging folder
+            from trace_assets.publishing.targets import FolderTarget
+
+            root = Path(args.staging_root).parent / f"{Path(args.staging_root).name}-published"
+            timed("publish", lambda: FolderTarget(str(root)).publish(build, RunScope(args.run_id)))
         result.update(
             trial_dirs=coverage.trial_dirs, rows=coverage.rows, exported=coverage.exported,
             verdict=report["verdict"], shards=len(shards.files),
@@ -881,6 +905,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--steps", choices=("all", "listing", "after-listing"), default="all")
     run.add_argument("--endpoint", help="S3 endpoint URL for s3:// traces roots")
     run.add_argument("--fetch-ahead", type=int, default=1, help="batches fetched while one is parsed (0: none)")
+    run.add_argument("--sessions", action="store_true", help="also stage, scan and publish session files")
+    run.add_argument("--publish", action="store_true", help="also publish into a local folder target")
     run.add_argument("--result", required=True)
 
     harbor = commands.add_parser("_harbor", help="child: run Harbor's export_traces on one trace_jobs/ folder")

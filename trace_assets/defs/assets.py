@@ -200,6 +200,7 @@ def _publish_scope(
                 card,
                 scope.source_prefix,
                 scope.step,
+                context.log.info,
             )
             schema = pq.read_schema(build / shards.files[0])
             published_to = target.publish(build, scope, context.log.info)

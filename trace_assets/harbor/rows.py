@@ -21,10 +21,10 @@ from trace_assets.harbor.options import ExportOptions, passes_filter
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.sharegpt import SHAREGPT_COLUMN, SHAREGPT_TYPE, to_sharegpt
 from trace_assets.harbor.trajectory import (
+    ParsedTrajectories,
     Trajectory,
     instruction,
     is_multimodal,
-    parse_trajectory,
     subagent_conversation,
     subagent_source,
 )
@@ -116,10 +116,12 @@ def export_trial(
     files: Mapping[str, bytes],
     run_id: str,
     options: ExportOptions,
+    parsed: ParsedTrajectories | None = None,
 ) -> TrialExport:
-    """Harbor's rows for one scored trial: its episodes as `options` say, plus subagent rows when asked."""
+    """Harbor's rows for one scored trial: its episodes as `options` say, plus subagent rows when asked.
+    `parsed` shares the trial's parsed trajectories with its sessions (see `sessions_from_files`)."""
     try:
-        export = _export_trial(summary, files, run_id, options)
+        export = _export_trial(summary, files, run_id, options, parsed or ParsedTrajectories(files))
     except RecursionError:
         detail = "a message or tool call is nested too deeply to encode"
         return TrialExport(exclusion=Exclusion(Reason.INVALID_TRAJECTORY, detail))
@@ -127,7 +129,11 @@ def export_trial(
 
 
 def _export_trial(
-    summary: TrialSummary, files: Mapping[str, bytes], run_id: str, options: ExportOptions
+    summary: TrialSummary,
+    files: Mapping[str, bytes],
+    run_id: str,
+    options: ExportOptions,
+    parsed_files: ParsedTrajectories,
 ) -> TrialExport:
     if not passes_filter(summary, options.success_filter):
         return TrialExport(exclusion=Exclusion(Reason.FILTERED_OUT, f"result {summary.result}"))
@@ -139,7 +145,7 @@ def _export_trial(
         name = agent_file(path)
         if name is None or not is_main_trajectory_file(name):
             continue
-        parsed = parse_trajectory(files[path], name)
+        parsed = parsed_files.get(path, name)
         if isinstance(parsed, Exclusion):
             return TrialExport(exclusion=parsed)
         main_files[name] = parsed
@@ -175,19 +181,24 @@ def _export_trial(
         }
         export.rows.append(_ordered(main_row, MAIN_TRACE_SOURCE, options))
     if options.include_subagents:
-        _add_subagent_rows(export, summary, files, shared, options)
+        _add_subagent_rows(export, summary, files, shared, options, parsed_files)
     return export
 
 
 def _add_subagent_rows(
-    export: TrialExport, summary: TrialSummary, files: Mapping[str, bytes], shared: dict, options: ExportOptions
+    export: TrialExport,
+    summary: TrialSummary,
+    files: Mapping[str, bytes],
+    shared: dict,
+    options: ExportOptions,
+    parsed_files: ParsedTrajectories,
 ) -> None:
     """One complete-conversation row per subagent file; an unusable file is noted, not fatal."""
     for path in sorted(files):
         name = agent_file(path)
         if name is None or not is_subagent_file(name):
             continue
-        parsed = parse_trajectory(files[path], name)
+        parsed = parsed_files.get(path, name)
         if isinstance(parsed, Exclusion):
             export.notes.append(f"subagent {parsed.detail}")
             continue

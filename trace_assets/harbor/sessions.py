@@ -20,13 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from json.encoder import encode_basestring as encode_json_string  # json.dumps' own, ensure_ascii=False
 from typing import Any
 
 from trace_assets.accounting import Exclusion
 from trace_assets.harbor.decoding import as_dict
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import _continuation_chain
-from trace_assets.harbor.trajectory import Trajectory, message_text, parse_trajectory, subagent_source
+from trace_assets.harbor.trajectory import ParsedTrajectories, Trajectory, message_text, subagent_source
 from trace_assets.harbor.trial_files import MAIN_TRAJECTORY, agent_file, is_main_trajectory_file, is_subagent_file
 
 DEFAULT_HARNESS = "terminus-2"
@@ -82,10 +83,81 @@ class Session:
     header: dict[str, Any]
     messages: list[dict[str, Any]]
 
+    def lines(self) -> list[dict[str, Any]]:
+        return [self.header, *({"type": "message", "message": message} for message in self.messages)]
+
     def to_jsonl(self) -> bytes:
         """Strict JSON lines: a non-finite number (a NaN reward in result.json) is written as null."""
-        lines = [self.header, *({"type": "message", "message": message} for message in self.messages)]
-        return "".join(json_line(line) for line in lines).encode()
+        return "".join(json_line(line) for line in self.lines()).encode()
+
+    def slotted(self) -> SlottedText:
+        """The file as its texts and the JSON around them: `SlottedText.jsonl()` is `to_jsonl()`."""
+        return slotted_jsonl(self.lines())
+
+
+# Keys whose values are the format's own vocabulary, never trial text: neither scanned nor redacted.
+STRUCTURAL_KEYS = frozenset({"type", "role"})
+_SLOT = "\x00"  # stands for a text while the file is encoded; no key or structural value holds it
+_SLOT_JSON = '"\\u0000"'
+_LINE = "\x01"  # stands for a line break between the lines, encoded as one list
+_LINE_JSON = ', "\\u0001", '
+
+
+@dataclass(frozen=True)
+class SlottedText:
+    """A session file as `texts` (every string value but the structural ones, in the order a JSON
+    walk meets them: what the scan reads and redaction replaces) and `skeleton`, the file's JSON
+    with each text's place marked by NUL (which encoded JSON never holds raw). Writing it encodes
+    each text the way `json.dumps` does, so the bytes are those of `Session.to_jsonl`, with any
+    text replaced."""
+
+    skeleton: str
+    texts: list[str]
+
+    def jsonl(self, texts: list[str] | None = None) -> str:
+        texts = self.texts if texts is None else texts
+        pieces = self.skeleton.split(_SLOT)
+        parts = [pieces[0]]
+        for text, piece in zip(texts, pieces[1:], strict=True):
+            parts.append(encode_json_string(text))
+            parts.append(piece)
+        return "".join(parts)
+
+
+def slotted_jsonl(lines: list[Any]) -> SlottedText:
+    texts: list[str] = []
+    slotted: list[Any] = []
+    for line in lines:
+        slotted += [_slotted(line, texts, None), _LINE]
+    encoded = json.dumps(slotted, ensure_ascii=False, allow_nan=False)  # `[line, "\u0001", line, ...]`
+    skeleton = encoded[1 : -len(_LINE_JSON) + 1].replace(_LINE_JSON, "\n") + "\n" if lines else ""
+    if skeleton.count(_SLOT_JSON) != len(texts):  # only a key or structural value holding NUL could do this
+        raise ValueError("a key or structural value of the session holds a control character")
+    return SlottedText(skeleton.replace(_SLOT_JSON, _SLOT), texts)
+
+
+def _slotted(value: Any, texts: list[str], key: Any) -> Any:
+    """The value with each text replaced by `_SLOT` and collected (non-finite numbers as None, as
+    `_finite` does); a key or structural value holding `_SLOT` is refused."""
+    if isinstance(value, str):
+        if key in STRUCTURAL_KEYS:
+            if _SLOT in value or _LINE in value:
+                raise ValueError(f"structural value {value!r} holds a NUL character")
+            return value
+        texts.append(str(value))
+        return _SLOT
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        slotted = {}
+        for name, item in value.items():
+            if isinstance(name, str) and (_SLOT in name or _LINE in name):
+                raise ValueError(f"key {name!r} holds a NUL character")
+            slotted[name] = _slotted(item, texts, name)
+        return slotted
+    if isinstance(value, list | tuple):
+        return [_slotted(item, texts, None) for item in value]
+    return value
 
 
 def json_line(value: Any) -> str:
@@ -362,13 +434,15 @@ def sessions_from_files(
     run_id: str,
     training_step: str | None = None,
     harness: str = "",
+    parsed_files: ParsedTrajectories | None = None,
 ) -> tuple[list[Session], list[SkippedSession]]:
     """`trial_sessions` from an exported trial's fetched files (paths relative to the trial folder),
     and the subagent files left out for a name no session can be filed under.
 
     Called only for trials the rows step exported, so the main files parse; a subagent file that
-    does not is left out, as it gives no row either.
+    does not is left out, as it gives no row either. `parsed_files` holds what the rows parsed.
     """
+    parsed_files = parsed_files or ParsedTrajectories(files)
     main_files: dict[str, Trajectory] = {}
     subagents: list[Trajectory] = []
     skipped: list[SkippedSession] = []
@@ -376,7 +450,7 @@ def sessions_from_files(
         name = agent_file(path)
         if name is None or not (is_main_trajectory_file(name) or is_subagent_file(name)):
             continue
-        parsed = parse_trajectory(files[path], name)
+        parsed = parsed_files.get(path, name)
         if isinstance(parsed, Exclusion):
             continue
         if is_subagent_file(name):  # Harbor's two sets overlap for names like trajectory.x.json

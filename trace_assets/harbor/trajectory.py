@@ -8,6 +8,7 @@ with `harbor traces export --episodes last`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,21 @@ def parse_trajectory(data: bytes, name: str) -> Trajectory | Exclusion:
         continued_ref=continued_ref if isinstance(continued_ref, str) and continued_ref else None,
         repaired=repaired,
     )
+
+
+class ParsedTrajectories:
+    """One trial's trajectory files, each parsed at most once whoever asks first (its rows, its
+    sessions): a trajectory's bytes are decoded once per trial. Parsed values are only read."""
+
+    def __init__(self, files: Mapping[str, bytes]) -> None:
+        self._files = files
+        self._parsed: dict[str, Trajectory | Exclusion] = {}
+
+    def get(self, path: str, name: str) -> Trajectory | Exclusion:
+        parsed = self._parsed.get(path)
+        if parsed is None:
+            parsed = self._parsed[path] = parse_trajectory(self._files[path], name)
+        return parsed
 
 
 def message_text(content: Any) -> str:

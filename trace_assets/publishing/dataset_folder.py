@@ -15,6 +15,7 @@ from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.harbor.sessions import SESSIONS_DIR
+from trace_assets.progress import Progress, quiet
 from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, card_title, dataset_card
 from trace_assets.publishing.card_facts import CardFacts, histogram
 from trace_assets.publishing.plots import bar_chart_svg
@@ -46,6 +47,7 @@ def build_run_folder(
     card: CardContext | None = None,
     source_prefix: str = "",
     step: str | None = None,
+    progress: Progress = quiet,
 ) -> ShardSet:
     """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced.
 
@@ -53,7 +55,8 @@ def build_run_folder(
     with `sessions/README.md` declaring them (see `publishing.sessions_card`). `card`
     holds the card's facts, settings and version history (see `versions`), whose list is written
     as `versions.json` with this version last, and its plots when it asks for them. `step` (a step
-    scope's step folder) is added to `trials.parquet` as a `step` column.
+    scope's step folder) is added to `trials.parquet` as a `step` column. `progress` gets each
+    phase's done/total: shards, session files, then the card.
     """
     options = options or ExportOptions()
     if out_dir.exists():
@@ -62,14 +65,14 @@ def build_run_folder(
     schema = rows.schema
     subsets: Subsets = {}
     if options.subagents == "separate":
-        shards, subsets = _write_trace_sources(rows, out_dir, max_rows_per_shard, redactor)
+        shards, subsets = _write_trace_sources(rows, out_dir, max_rows_per_shard, redactor, progress)
         schema = schema.remove(schema.get_field_index(TRACE_SOURCE_COLUMN))
     else:
-        shards = write_shards(rows, out_dir, max_rows_per_shard, redactor)
+        shards = write_shards(rows, out_dir, max_rows_per_shard, redactor, progress=progress)
     session_counts: SessionCounts | None = None
     card = card or CardContext()
     if sessions is not None:
-        session_counts = copy_sessions(sessions, out_dir, redactor)
+        session_counts = copy_sessions(sessions, out_dir, redactor, progress)
         session_counts = replace(session_counts, version=version_folder(out_dir / SESSIONS_DIR))
         (out_dir / SESSIONS_CARD).write_text(
             sessions_card(session_counts, card_title(coverage, card.settings), card.settings.license)
@@ -93,17 +96,23 @@ def build_run_folder(
         coverage, scan_report, shards, schema, options, subsets, session_counts, card, source_prefix, versions
     )
     (out_dir / CARD_FILE).write_text(text)
+    progress(f"card: {CARD_FILE}, {VERSIONS_FILE}, {COVERAGE_FILE}, {TRIALS_FILE} and {SCAN_REPORT_FILE} written")
     return shards
 
 
 def _write_trace_sources(
-    rows: RowParts, out_dir: Path, max_rows_per_shard: int, redactor: Redactor | None
+    rows: RowParts, out_dir: Path, max_rows_per_shard: int, redactor: Redactor | None, progress: Progress = quiet
 ) -> tuple[ShardSet, Subsets]:
     """`--subagents separate`: the main rows in `data/`, each subagent kind in `data/<kind>/`."""
     counts = source_counts(rows)
     shard_sets = {
         source: write_shards(
-            rows, out_dir, max_rows_per_shard, only_source(source, redactor), (data_dir(source), counts[source])
+            rows,
+            out_dir,
+            max_rows_per_shard,
+            only_source(source, redactor),
+            (data_dir(source), counts[source]),
+            progress,
         )
         for source in sorted(counts)
     }

@@ -19,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 
 DATA_DIR = "data"
@@ -55,26 +56,30 @@ def write_shards(
     max_rows_per_shard: int,
     transform: Callable[[pa.Table], pa.Table] | None = None,
     subset: tuple[str, int] | None = None,
+    progress: Progress = quiet,
 ) -> ShardSet:
     """The staged rows as shards of at most `max_rows_per_shard` rows, in publishing order.
 
     Staged parts are cut the same way unless the shard size changed since: then they are copied
     as they are. Rows are re-encoded only to re-cut them, or when `transform` changes them.
     A `subset` (data folder, row count) is a part of the rows that `transform` selects, written
-    under its own folder (a config of its own).
+    under its own folder (a config of its own). `progress` gets rows done/total.
     """
     data_dir, num_rows = subset or (DATA_DIR, rows.rows)
     building = out_dir / data_dir / _BUILDING
     building.mkdir(parents=True)
+    reporter = ProgressReporter(f"published_shards {data_dir}", "rows", rows.rows, progress, bar=terminal())
     if subset is None and transform is None and rows.rows_per_part == max_rows_per_shard:
         names = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
-        for source, name in zip(rows.files, names):
+        for source, name, part in zip(rows.files, names, rows.parts):
             shutil.copyfile(source, building / name)
+            reporter.advance(part.rows, "shards copied as staged")
         num_bytes = sum(part.arrow_bytes for part in rows.parts)
     else:
         names, num_bytes = _rewrite_shards(
-            rows, building, max_rows_per_shard, transform or (lambda table: table), num_rows
+            rows, building, max_rows_per_shard, transform or (lambda table: table), num_rows, reporter
         )
+    reporter.finish()
     version = content_version(building, [building / name for name in names])
     building.rename(out_dir / data_dir / version)
     files = [f"{data_dir}/{version}/{name}" for name in names]
@@ -111,6 +116,7 @@ def _rewrite_shards(
     max_rows_per_shard: int,
     transform: Callable[[pa.Table], pa.Table],
     num_rows: int,
+    reporter: ProgressReporter,
 ) -> tuple[list[str], int]:
     count = shard_count(num_rows, max_rows_per_shard)
     files = [shard_name(i, count) for i in range(count)]
@@ -118,6 +124,7 @@ def _rewrite_shards(
     num_bytes = written = 0
     try:
         for table in iter_rows(rows, batch_rows=min(256, max_rows_per_shard)):
+            read = table.num_rows
             table = transform(table)
             num_bytes += table.nbytes
             offset = 0
@@ -131,6 +138,7 @@ def _rewrite_shards(
                 writer.write_table(piece)
                 offset += piece.num_rows
                 written += piece.num_rows
+            reporter.advance(read, "rows read (and redacted) into shards")
         for index, writer in enumerate(writers):
             if writer is None:  # an empty run still gets one shard carrying the schema
                 pq.write_table(transform(rows.schema.empty_table()), out_dir / files[index])

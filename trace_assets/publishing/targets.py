@@ -13,6 +13,7 @@ killed publish left is removed by the next. A Hub target makes one commit per sc
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.atomic_files import TEMP_MARK, copy_atomically, is_leftover, remove_path
+from trace_assets.atomic_files import TEMP_MARK, copy_atomically, is_leftover, remove_path, temp_sibling
 from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.progress import FileTransfer, Progress, quiet, terminal
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
@@ -272,6 +273,12 @@ def replace_folder(
     changed = [n for n in shards if n not in old_files or fs.size(old_files[n]) != sizes[n]]
     rest = [n for n in new_files if n not in shards and n not in cards]
     transfer = FileTransfer("upload", [sizes[n] for n in changed + rest + cards], progress, bar=terminal())
+    if local:  # a version folder not there yet goes in whole: one rename, not a copy per file
+        moved = _new_folders(Path(target), changed)
+        for folder, names in moved.items():
+            move_into_place(local_dir / folder, Path(target, folder))
+            transfer.advance(len(names), sum(sizes[name] for name in names))
+        changed = [name for name in changed if name not in {n for names in moved.values() for n in names}]
     for name in changed + rest + cards:
         put(name)
         transfer.advance(1, sizes[name])
@@ -289,6 +296,44 @@ def replace_folder(
 def _removal_order(name: str) -> tuple[bool, bool, str]:
     """A sessions card the new version drops goes before the files it names; the card goes last."""
     return (name == CARD_FILE, name != SESSIONS_CARD, name)
+
+
+def _new_folders(target: Path, names: list[str]) -> dict[str, list[str]]:
+    """The files to put (below a versioned folder, e.g. `data/<version>/...`) by the shallowest
+    folder of theirs below the top one that the target lacks, which can go in whole; files whose
+    folder is already there are left to be put one by one."""
+    missing: dict[str, bool] = {}
+    moved: dict[str, list[str]] = {}
+    for name in names:
+        parts = name.split("/")
+        for depth in range(2, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder not in missing:
+                missing[folder] = not Path(target, folder).exists()
+            if missing[folder]:
+                moved.setdefault(folder, []).append(name)
+                break
+    return moved
+
+
+def move_into_place(source: Path, destination: Path) -> None:
+    """A folder the target lacks appears there whole, with everything in it: one rename on the
+    same file system, else a copy into a hidden temp sibling renamed into place (a killed copy's
+    temp is a leftover the next publish removes). The local build folder loses it."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(source, destination)
+        return
+    except OSError as err:
+        if err.errno != errno.EXDEV:
+            raise
+    temp = temp_sibling(destination)
+    try:
+        shutil.copytree(source, temp)
+        os.rename(temp, destination)
+    except BaseException:
+        remove_path(temp)
+        raise
 
 
 def _remove_empty_folders(folder: Path) -> None:

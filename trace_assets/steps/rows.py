@@ -23,6 +23,7 @@ import pyarrow as pa
 from trace_assets.accounting import SCORED, Coverage, Exclusion, Reason, TrialStatus
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, TrialExport, export_trial, rows_schema
+from trace_assets.harbor.trajectory import ParsedTrajectories
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
 from trace_assets.progress import Progress, ProgressReporter, terminal
 from trace_assets.scope import RunScope
@@ -87,39 +88,48 @@ def export_rows(
     trial_rows: list[tuple[str, int]] = []
     total = open_parquet(listing_path).metadata.num_rows
     reporter = ProgressReporter("last_episode_rows", "trials", total, progress, bar=terminal())
-    with (
-        staged_row_parts(staging.rows, schema, rows_per_part) as rows_out,
-        staged_writers((staging.statuses, STATUS_SCHEMA)) as [status_out],
-    ):
-        listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
-        records = (record for scored in _iter_scored(scored_path, batch_size) for record in scored)
-        batches = bounded_batches(zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes)
-        planned = (_plan_batch(staging.scope, batch, options, previous_statuses, sessions) for batch in batches)
-        for plan, blobs in fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
-            table, statuses = _export_batch(
-                staging.scope, plan, blobs, options, previous_statuses, previous_rows, stats, sessions
+    try:
+        with (
+            staged_row_parts(staging.rows, schema, rows_per_part) as rows_out,
+            staged_writers((staging.statuses, STATUS_SCHEMA)) as [status_out],
+        ):
+            listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
+            records = (record for scored in _iter_scored(scored_path, batch_size) for record in scored)
+            batches = bounded_batches(
+                zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes
             )
-            for status in statuses:
-                trial_rows.append((status["trial_dir"], status["rows"]))
-                if status["status"] == TrialStatus.EXPORTED:
-                    coverage.exported += 1
-                else:
-                    excluded[status["reason"]] += 1
-            coverage.trial_dirs += len(statuses)
-            coverage.rows += table.num_rows
-            if options.include_subagents:
-                coverage.subagent_rows += table.num_rows - table.column(TRACE_SOURCE_COLUMN).to_pylist().count(
-                    MAIN_TRACE_SOURCE
+            planned = (_plan_batch(staging.scope, batch, options, previous_statuses, sessions) for batch in batches)
+            for plan, blobs in fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
+                table, statuses = _export_batch(
+                    staging.scope, plan, blobs, options, previous_statuses, previous_rows, stats, sessions
                 )
-            rows_out.write(table)
-            status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
-            reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
-        reporter.finish()
-        rows_out.statuses_digest = trial_rows_digest(trial_rows)
+                for status in statuses:
+                    trial_rows.append((status["trial_dir"], status["rows"]))
+                    if status["status"] == TrialStatus.EXPORTED:
+                        coverage.exported += 1
+                    else:
+                        excluded[status["reason"]] += 1
+                coverage.trial_dirs += len(statuses)
+                coverage.rows += table.num_rows
+                if options.include_subagents:
+                    coverage.subagent_rows += table.num_rows - table.column(TRACE_SOURCE_COLUMN).to_pylist().count(
+                        MAIN_TRACE_SOURCE
+                    )
+                rows_out.write(table)
+                status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
+                if sessions is not None:
+                    sessions.flush()
+                reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
+            reporter.finish()
+            rows_out.statuses_digest = trial_rows_digest(trial_rows)
+            if sessions is not None:
+                counts = sessions.close()
+                coverage.sessions, coverage.subagent_sessions = counts.sessions, counts.subagent_sessions
+                coverage.sessions_skipped = counts.skipped
+    except BaseException:
         if sessions is not None:
-            counts = sessions.close()
-            coverage.sessions, coverage.subagent_sessions = counts.sessions, counts.subagent_sessions
-            coverage.sessions_skipped = counts.skipped
+            sessions.discard()  # the store of the run before stays
+        raise
     coverage.excluded = dict(excluded)
     coverage.unscored = excluded.get(Reason.NO_RESULT_JSON.value, 0)
     coverage.scored = coverage.trial_dirs - coverage.unscored
@@ -155,14 +165,15 @@ def _exported(
         if isinstance(blob, Exclusion):
             return TrialExport(exclusion=blob)
         blobs[key] = blob
+    parsed = ParsedTrajectories(blobs)  # each trajectory parsed once, for the rows and the sessions
     try:
         summary = summary_from_scored(summary_record)
-        result = export_trial(summary, blobs, scope.run_id, options)
+        result = export_trial(summary, blobs, scope.run_id, options, parsed)
     except Exception as err:  # a shape no rule foresaw: this trial's problem, not the run's
         detail = f"{type(err).__name__} while building rows from {', '.join(sorted(files))}: {err}"
         return TrialExport(exclusion=Exclusion(Reason.INVALID_TRAJECTORY, detail))
     if sessions is not None and result.exclusion is None:
-        result.notes.extend(skipped.note for skipped in sessions.write(trial_dir, summary, blobs, scope))
+        result.notes.extend(skipped.note for skipped in sessions.write(trial_dir, summary, blobs, scope, parsed))
     return result
 
 

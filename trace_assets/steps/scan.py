@@ -41,7 +41,7 @@ def scan_run(
         scanner.scan(pl.DataFrame(table))
         reporter.advance(table.num_rows)
     reporter.finish()
-    sessions_scanned = scan_sessions(scanner, sessions) if sessions is not None else None
+    sessions_scanned = scan_sessions(scanner, sessions, progress or quiet) if sessions is not None else None
     report = scanner.report()
     return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
 

@@ -1,8 +1,9 @@
-"""Session files in a scope's staging folder: written during the rows step from the trajectory
-bytes it already fetched, scanned with the rows, and copied (redacted when asked) into the dataset
-folder.
+"""Session files in a scope's staging folder: made during the rows step from the trajectories it
+already parsed, staged as Parquet (`sessions.parquet`: each file's texts and the JSON around them,
+see `SlottedText`, in batches), scanned with the rows without parsing JSON again, and written
+(redacted when asked) straight into the dataset folder at publish time.
 
-`sessions.json` beside the folder lists each exported trial's files, main session first, so an
+`sessions.json` beside the store lists each exported trial's files, main session first, so an
 unchanged trial keeps the files of the run before and a trial that is gone loses them;
 `sessions_skipped.json` names the sessions an exported trial has not (see `SessionSkip`).
 """
@@ -10,37 +11,38 @@ unchanged trial keeps the files of the run before and a trial that is gone loses
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import CONVERSATION_TYPE
 from trace_assets.harbor.sessions import (
     SESSIONS_DIR,
     SessionSkip,
     SkippedSession,
-    json_line,
+    SlottedText,
     sessions_from_files,
 )
+from trace_assets.harbor.trajectory import ParsedTrajectories
+from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import SecretScanner
-from trace_assets.steps.staging import RunStaging, write_atomically, write_json_atomically
+from trace_assets.steps.staging import RunStaging, write_json_atomically
 
 MANIFEST = "sessions.json"
 SKIPPED = "sessions_skipped.json"
-SCAN_BATCH_SESSIONS = 64
+STORE = "sessions.parquet"
+SCAN_BATCH_SESSIONS = 64  # redaction replaces, in a batch, every text a finding of the batch names
 SESSION_TRACE_SOURCE = "session"  # how the scan report names texts that came from session files
-# Keys whose values are the format's own vocabulary, never trial text.
-_STRUCTURAL_KEYS = frozenset({"type", "role"})
 _TEXT_TABLE = pa.schema(
     [
         ("conversations", CONVERSATION_TYPE),
@@ -49,18 +51,33 @@ _TEXT_TABLE = pa.schema(
         ("trace_source", pa.string()),
     ]
 )
+STORE_SCHEMA = pa.schema(
+    [
+        ("trial_dir", pa.string()),
+        ("path", pa.string()),  # in the dataset folder, e.g. sessions/3f/<trial>.jsonl
+        ("trial_name", pa.string()),  # the header's, as the scan report names the texts
+        ("task", pa.string()),
+        ("skeleton", pa.string()),  # see SlottedText
+        ("texts", pa.list_(pa.string())),
+    ]
+)
 
 
 def staged_sessions(staging: RunStaging) -> Path:
-    """The scope's staged session files, laid out as in the dataset folder (`sessions/<bucket>/...`)."""
+    """Where a scope's sessions are staged: `<folder>.parquet` is the store, manifests beside it.
+    (The folder itself held one file per session before the store; it is removed when found.)"""
     return staging.folder / SESSIONS_DIR
+
+
+def store_path(folder: Path) -> Path:
+    return folder.parent / STORE
 
 
 @dataclass(frozen=True)
 class SessionCounts:
     sessions: int  # session files, main and subagent
     subagent_sessions: int
-    bytes: int
+    bytes: int  # of the files as staged (unredacted); known once written, at publish time
     skipped: dict[str, int] = field(default_factory=dict)  # SessionSkip -> sessions not written
     version: str = ""  # set when published: the content-named folder under sessions/ the card names
 
@@ -81,8 +98,44 @@ def read_skipped(folder: Path) -> dict[str, list[SkippedSession]]:
     }
 
 
+class _PreviousStore:
+    """The store of the run before, read a row group at a time for the trials kept from it."""
+
+    def __init__(self, path: Path) -> None:
+        self._file: pq.ParquetFile | None = None
+        self._where: dict[str, tuple[int, list[int]]] = {}  # trial_dir -> (row group, rows)
+        self._paths: dict[str, set[str]] = {}
+        self._group: tuple[int, pa.Table] | None = None
+        if not path.is_file():
+            return
+        try:
+            self._file = pq.ParquetFile(path, pre_buffer=False)
+            if self._file.schema_arrow != STORE_SCHEMA:
+                self._file = None
+                return
+            for group in range(self._file.metadata.num_row_groups):
+                ids = self._file.read_row_group(group, columns=["trial_dir", "path"], use_threads=False)
+                for index, (trial_dir, path_) in enumerate(zip(*(ids.column(n).to_pylist() for n in ids.column_names))):
+                    self._where.setdefault(trial_dir, (group, []))[1].append(index)
+                    self._paths.setdefault(trial_dir, set()).add(path_)
+        except (OSError, pa.ArrowException):
+            self._file, self._where, self._paths = None, {}, {}
+
+    def holds(self, trial_dir: str, paths: list[str]) -> bool:
+        return set(paths) == self._paths.get(trial_dir, set())
+
+    def take(self, trial_dir: str) -> pa.Table | None:
+        if self._file is None or trial_dir not in self._where:
+            return None
+        group, rows = self._where[trial_dir]
+        if self._group is None or self._group[0] != group:
+            self._group = (group, self._file.read_row_group(group, use_threads=False))
+        return self._group[1].take(rows)
+
+
 class SessionWriter:
-    """Writes each exported trial's session files as the rows step goes; `close` drops the rest.
+    """Stages each exported trial's session files as the rows step goes, a batch at a time
+    (`flush`); `close` puts the store in place and records the manifests.
 
     Each path belongs to one trial: a trial whose session would land on a path another trial
     already holds this run (a copied trial folder keeps its result.json's `trial_name`) gets
@@ -94,19 +147,20 @@ class SessionWriter:
         self.harness = harness
         self._previous = read_manifest(folder)
         self._previous_skipped = read_skipped(folder)
+        self._previous_store = _PreviousStore(store_path(folder))
         self._current: dict[str, list[str]] = {}
         self._skipped: dict[str, list[SkippedSession]] = {}
         self._owners: dict[str, str] = {}  # path -> the trial folder holding it this run
-
-    def _local(self, path: str) -> Path:
-        return self.folder.parent / path
+        self._pending: list[tuple[str, pa.Table | list[dict[str, Any]]]] = []  # this batch, in order
+        self._temp = temp_sibling(store_path(folder))
+        self._writer: pq.ParquetWriter | None = None
 
     def has(self, trial_dir: str) -> bool:
-        """The trial's files from the run before are all still there (so it need not be re-read),
+        """The trial's files from the run before are all still staged (so it need not be re-read),
         and none was refused for a path another trial held."""
         paths = self._previous.get(trial_dir)
         refused = any(s.reason is SessionSkip.PATH_TAKEN for s in self._previous_skipped.get(trial_dir, []))
-        return paths is not None and not refused and all(self._local(path).is_file() for path in paths)
+        return paths is not None and not refused and self._previous_store.holds(trial_dir, paths)
 
     def keep(self, trial_dir: str) -> list[SkippedSession]:
         """Keep the trial's files of the run before, unless a trial before it in this run wrote
@@ -116,22 +170,34 @@ class SessionWriter:
         taken = self._taken(trial_dir, paths)
         if taken:
             paths, skipped = [], [*skipped, *taken]
+        elif paths:
+            kept = self._previous_store.take(trial_dir)
+            if kept is not None:
+                self._pending.append((trial_dir, kept))
         self._claim(trial_dir, paths, skipped)
         return taken
 
     def write(
-        self, trial_dir: str, summary: TrialSummary, files: Mapping[str, bytes], scope: RunScope
+        self,
+        trial_dir: str,
+        summary: TrialSummary,
+        files: Mapping[str, bytes],
+        scope: RunScope,
+        parsed: ParsedTrajectories | None = None,
     ) -> list[SkippedSession]:
-        """Write the trial's session files; returns the sessions it gets none of, and why."""
+        """Stage the trial's session files; returns the sessions it gets none of, and why.
+        `parsed` holds the trajectories its rows were made from, so none is parsed twice."""
         try:
-            sessions, skipped = sessions_from_files(summary, files, scope.run_id, scope.step, self.harness)
+            sessions, skipped = sessions_from_files(summary, files, scope.run_id, scope.step, self.harness, parsed)
+            records = [_record(trial_dir, session.path, session.header, session.slotted()) for session in sessions]
         except Exception as err:  # a shape no rule foresaw: this trial's session, not its rows
             sessions, skipped = [], [SkippedSession(SessionSkip.UNCONVERTIBLE, f"{type(err).__name__}: {err}")]
+            records = []
         taken = self._taken(trial_dir, [session.path for session in sessions])
         if taken:
-            sessions, skipped = [], [*skipped, *taken]
-        for session in sessions:
-            write_atomically(self._local(session.path), partial(Path.write_bytes, data=session.to_jsonl()))
+            sessions, skipped, records = [], [*skipped, *taken], []
+        if records:
+            self._pending.append((trial_dir, records))
         self._claim(trial_dir, [session.path for session in sessions], skipped)
         return skipped
 
@@ -156,19 +222,44 @@ class SessionWriter:
             self._skipped[trial_dir] = skipped
 
     def drop(self, trial_dir: str) -> None:
-        """Forget a trial written this run that ended excluded after all (its rows could not be
-        stored): `close` then deletes its files, so no session is published without its row."""
+        """Forget a trial of the current batch that ended excluded after all (its rows could not be
+        stored): its sessions are not staged, so no session is published without its row."""
         for path in self._current.pop(trial_dir, []):
             del self._owners[path]
         self._skipped.pop(trial_dir, None)
+        self._pending = [(owner, item) for owner, item in self._pending if owner != trial_dir]
+
+    def flush(self) -> None:
+        """Stage the batch's sessions (one row group): the rows step calls it after each batch."""
+        tables = [
+            item if isinstance(item, pa.Table) else pa.Table.from_pylist(item, schema=STORE_SCHEMA)
+            for _, item in self._pending
+        ]
+        self._pending = []
+        if not tables:
+            return
+        table = pa.concat_tables(tables)
+        if self._writer is None:
+            self._temp.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA)
+        self._writer.write_table(table)
+
+    def discard(self) -> None:
+        """The step failed: the staged store of the run before stays as it was."""
+        if self._writer is not None:
+            self._writer.close()
+        remove_path(self._temp)
 
     def close(self) -> SessionCounts:
-        """Delete every file no exported trial owns (gone trials, a failed run's leftovers), then
+        """Put the store in place (the run before's files of gone trials are not in it), then
         record the manifest and the skipped sessions."""
-        if self.folder.exists():
-            for path in sorted(self.folder.rglob("*")):
-                if path.is_file() and path.relative_to(self.folder.parent).as_posix() not in self._owners:
-                    path.unlink()
+        self.flush()
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA)  # no session: an empty store
+        self._writer.close()
+        self._temp.replace(store_path(self.folder))
+        if self.folder.exists():  # the one-file-per-session staging of earlier versions
+            remove_path(self.folder)
         skipped = {
             trial_dir: [{"reason": s.reason.value, "detail": s.detail} for s in items]
             for trial_dir, items in self._skipped.items()
@@ -178,105 +269,138 @@ class SessionWriter:
         return session_counts(self.folder)
 
 
-def session_counts(folder: Path) -> SessionCounts:
+def _record(trial_dir: str, path: str, header: dict[str, Any], slotted: SlottedText) -> dict[str, Any]:
+    trial_name, task = header.get("trial_name"), header.get("task")
+    return {
+        "trial_dir": trial_dir,
+        "path": path,
+        "trial_name": trial_name if isinstance(trial_name, str) else None,
+        "task": task if isinstance(task, str) else None,
+        "skeleton": slotted.skeleton,
+        "texts": slotted.texts,
+    }
+
+
+def session_counts(folder: Path, size: int = 0) -> SessionCounts:
     manifest = read_manifest(folder)
-    paths = [path for paths in manifest.values() for path in paths]
     skipped = Counter(s.reason.value for items in read_skipped(folder).values() for s in items)
     return SessionCounts(
-        sessions=len(paths),
+        sessions=sum(len(paths) for paths in manifest.values()),
         subagent_sessions=sum(len(paths) - 1 for paths in manifest.values() if paths),
-        bytes=sum((folder.parent / path).stat().st_size for path in paths),
+        bytes=size,
         skipped=dict(sorted(skipped.items())),
     )
 
 
-# ---------------------------------------------------------------- scanning and redaction
+# ---------------------------------------------------------------- reading the store
 
 
-def _strings(value: Any, found: list[tuple[Any, Any]]) -> None:
-    """(container, key) of every string inside a parsed JSON line, structural keys aside."""
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        if isinstance(item, str):
-            if key not in _STRUCTURAL_KEYS:
-                found.append((value, key))
-        else:
-            _strings(item, found)
+def iter_staged(folder: Path, batch_sessions: int = SCAN_BATCH_SESSIONS) -> Iterator[pa.Table]:
+    """The staged sessions the manifest names, in its order (trials in publishing order, main
+    session first), `batch_sessions` at a time."""
+    wanted = {path for paths in read_manifest(folder).values() for path in paths}
+    store = store_path(folder)
+    if not wanted or not store.is_file():
+        return
+    parquet = pq.ParquetFile(store, pre_buffer=False)
+    wanted_paths = pa.array(sorted(wanted), pa.string())
+    pending: list[pa.Table] = []
+    held = 0
+    for group in range(parquet.metadata.num_row_groups):
+        table = parquet.read_row_group(group, use_threads=False)
+        keep = pc.is_in(table.column("path"), value_set=wanted_paths)
+        table = table.filter(keep)
+        offset = 0
+        while offset < table.num_rows:
+            piece = table.slice(offset, batch_sessions - held)
+            pending.append(piece)
+            held += piece.num_rows
+            offset += piece.num_rows
+            if held == batch_sessions:
+                yield pa.concat_tables(pending).combine_chunks()
+                pending, held = [], 0
+    if held:
+        yield pa.concat_tables(pending).combine_chunks()
 
 
-@dataclass
-class _ParsedSession:
-    path: str
-    lines: list[dict[str, Any]]
-    slots: list[tuple[Any, Any]]  # where each text sits, in the order of the scan row's messages
+def staged_session_files(folder: Path) -> Iterator[tuple[str, bytes]]:
+    """(path, bytes) of every staged session file, as it would be published unredacted."""
+    for batch in iter_staged(folder):
+        for path, skeleton, texts in zip(*(batch.column(c).to_pylist() for c in ("path", "skeleton", "texts"))):
+            yield path, SlottedText(skeleton, texts).jsonl().encode()
 
 
-def _parse(folder: Path, path: str) -> _ParsedSession:
-    lines = [json.loads(line) for line in (folder.parent / path).read_text().splitlines() if line]
-    slots: list[tuple[Any, Any]] = []
-    for line in lines:
-        _strings(line, slots)
-    return _ParsedSession(path, lines, slots)
-
-
-def _iter_batches(folder: Path) -> Iterator[list[_ParsedSession]]:
-    paths = [path for paths in read_manifest(folder).values() for path in paths]
-    for start in range(0, len(paths), SCAN_BATCH_SESSIONS):
-        yield [_parse(folder, path) for path in paths[start : start + SCAN_BATCH_SESSIONS]]
-
-
-def _as_rows(batch: list[_ParsedSession]) -> pa.Table:
+def _as_rows(batch: pa.Table) -> pa.Table:
     """One row per session file, its texts as the messages of `conversations`, so the scanner and
     redaction read them the way they read the rows."""
-    rows = []
-    for session in batch:
-        header = session.lines[0] if session.lines else {}
-        rows.append(
-            {
-                "conversations": [{"content": container[key], "role": "text"} for container, key in session.slots],
-                "trial_name": header.get("trial_name"),
-                "task": header.get("task"),
-                "trace_source": SESSION_TRACE_SOURCE,
-            }
-        )
-    return pa.Table.from_pylist(rows, schema=_TEXT_TABLE)
+    texts = batch.column("texts").combine_chunks()
+    values = pc.list_flatten(texts)
+    roles = pa.array(["text"] * len(values), pa.string())
+    messages = pa.StructArray.from_arrays([values, roles], fields=list(CONVERSATION_TYPE.value_type))
+    conversations = pa.ListArray.from_arrays(texts.offsets, messages)
+    trace_source = pa.array([SESSION_TRACE_SOURCE] * batch.num_rows, pa.string())
+    columns = [conversations, batch.column("trial_name"), batch.column("task"), trace_source]
+    return pa.Table.from_arrays(columns, schema=_TEXT_TABLE)
 
 
-def scan_sessions(scanner: SecretScanner, folder: Path) -> int:
+def scan_sessions(scanner: SecretScanner, folder: Path, progress: Progress = quiet) -> int:
     """Add every text of every staged session file to the scan; returns how many files were read."""
     scanned = 0
-    for batch in _iter_batches(folder):
+    total = session_counts(folder).sessions
+    reporter = ProgressReporter("secret_scan_report", "session files", total, progress, bar=terminal())
+    for batch in iter_staged(folder):
         scanner.scan(pl.DataFrame(_as_rows(batch)))
-        scanned += len(batch)
+        scanned += batch.num_rows
+        reporter.advance(batch.num_rows)
+    reporter.finish()
     return scanned
 
 
-def copy_sessions(folder: Path, out_dir: Path, redact: Callable[[pa.Table], pa.Table] | None = None) -> SessionCounts:
-    """The staged session files into the dataset folder; with `redact`, every text goes through it."""
-    if redact is None:
-        if folder.exists():
-            shutil.copytree(folder, out_dir / SESSIONS_DIR)
-        return session_counts(folder)
-    for batch in _iter_batches(folder):
-        texts = _as_rows(batch)
-        redacted = redact(texts)
-        changed = _changed_rows(texts, redacted)
-        for index, session in enumerate(batch):
-            target = out_dir / session.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if index not in changed:  # nothing replaced: the staged bytes are what writing it would give
-                shutil.copyfile(folder.parent / session.path, target)
-                continue
-            messages = redacted.column("conversations")[index].as_py()
-            for (container, key), message in zip(session.slots, messages, strict=True):
-                container[key] = message["content"]
-            target.write_text("".join(json_line(line) for line in session.lines))
-    return session_counts(folder)
+def copy_sessions(
+    folder: Path,
+    out_dir: Path,
+    redact: Callable[[pa.Table], pa.Table] | None = None,
+    progress: Progress = quiet,
+) -> SessionCounts:
+    """The staged session files, written into the dataset folder (a build folder published whole,
+    so each file is written in place); with `redact`, every text goes through it."""
+    total = session_counts(folder).sessions
+    reporter = ProgressReporter("published_shards", "session files", total, progress, bar=terminal())
+    made: set[Path] = set()
+    size = 0
+    for batch in iter_staged(folder):
+        redacted_texts: dict[int, list[str]] = {}
+        if redact is not None:
+            texts = _as_rows(batch)
+            redacted = redact(texts)
+            changed = _changed_rows(texts, redacted)
+            if changed:
+                contents = pc.list_flatten(redacted.column("conversations").combine_chunks()).field("content")
+                offsets = batch.column("texts").combine_chunks().offsets.to_pylist()
+                redacted_texts = {
+                    i: contents.slice(offsets[i], offsets[i + 1] - offsets[i]).to_pylist() for i in changed
+                }
+        columns = (batch.column(c).to_pylist() for c in ("path", "skeleton", "texts"))
+        for index, (path, skeleton, texts) in enumerate(zip(*columns)):
+            target = out_dir / path
+            if target.parent not in made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made.add(target.parent)
+            slotted = SlottedText(skeleton, texts)
+            data = slotted.jsonl().encode()
+            size += len(data)  # the card counts the files as staged, redaction aside
+            if index in redacted_texts:
+                data = slotted.jsonl(redacted_texts[index]).encode()
+            with open(target, "wb") as file:
+                file.write(data)
+        reporter.advance(batch.num_rows)
+    reporter.finish()
+    return session_counts(folder, size)
 
 
 def _changed_rows(before: pa.Table, after: pa.Table) -> set[int]:
-    """The rows (sessions) in which redaction replaced a text: only those are decoded and written
-    again, the rest copied (most sessions of a run hold no finding)."""
+    """The rows (sessions) in which redaction replaced a text: only those are written from the
+    redacted texts (most sessions of a run hold no finding)."""
     old, new = (table.column("conversations").combine_chunks() for table in (before, after))
     differs = pc.not_equal(old.flatten().field("content"), new.flatten().field("content"))
     return set(pc.filter(pc.list_parent_indices(old), differs).to_pylist())

@@ -129,7 +129,7 @@ class RunStaging:
     def discard_unreadable(self) -> list[Path]:
         """Remove staged files that do not read back; each is rebuilt by the asset that makes it."""
         discarded = []
-        for path in (self.listing, self.job_results, self.scored, self.statuses):
+        for path in (self.listing, self.job_results, self.scored, self.statuses, self.folder / "sessions.parquet"):
             if path.exists() and not _parquet_readable(path):
                 discarded.append(path)
         for path in (self.coverage, self.scan_report):

@@ -4,7 +4,8 @@ file operation of a publish (0: before the first), on a local or an S3 publish r
 file, so a test can find where in a publish the card is flipped.
 
 The operations counted are the ones `publishing.targets.replace_folder` makes: each file put in
-place (a local copy-and-rename, an S3 PUT) and each stale file removed.
+place (a local copy-and-rename, an S3 PUT), each new version folder moved in whole (a local
+rename) and each stale file removed.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def _armed(replace_folder):
 
 targets.replace_folder = _armed(targets.replace_folder)
 targets.copy_atomically = _counted(targets.copy_atomically)
+targets.move_into_place = _counted(targets.move_into_place)  # a new version folder, put in whole
 LocalFileSystem.rm_file = _counted(LocalFileSystem.rm_file)
 s3fs.S3FileSystem.put_file = _counted(s3fs.S3FileSystem.put_file)
 s3fs.S3FileSystem.rm_file = _counted(s3fs.S3FileSystem.rm_file)

@@ -38,7 +38,7 @@ from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run, secret_redactor
 from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.sessions import SessionWriter, read_manifest, staged_sessions
+from trace_assets.steps.sessions import SessionWriter, read_manifest, staged_session_files, staged_sessions, store_path
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
@@ -126,8 +126,7 @@ def export(traces_root: Path, run_id: str, staging_root: Path, include_subagents
 
 
 def session_files(staging: RunStaging) -> dict[str, bytes]:
-    folder = staged_sessions(staging)
-    return {path: (folder.parent / path).read_bytes() for paths in read_manifest(folder).values() for path in paths}
+    return dict(staged_session_files(staged_sessions(staging)))
 
 
 def rows_of(staging: RunStaging) -> list[dict[str, Any]]:
@@ -295,8 +294,8 @@ def test_a_rerun_keeps_unchanged_sessions_and_drops_gone_trials(tmp_path: Path) 
     after = session_files(again)
     assert gone not in read_manifest(staged_sessions(again))
     assert set(after) < set(before) and all(after[path] == before[path] for path in after)
-    on_disk = {p.relative_to(staged_sessions(again).parent).as_posix() for p in staged_sessions(again).rglob("*.jsonl")}
-    assert on_disk == set(after)
+    staged = set(pq.read_table(store_path(staged_sessions(again)), columns=["path"]).column("path").to_pylist())
+    assert staged == set(after) and not staged_sessions(again).exists()  # one store, no file per session
 
 
 def test_a_trial_whose_rows_cannot_be_stored_loses_its_session_files(
@@ -318,9 +317,8 @@ def test_a_trial_whose_rows_cannot_be_stored_loses_its_session_files(
     staging = export(SAMPLE_TRACES, SAMPLE_RUN, tmp_path / "after")
     manifest = read_manifest(staged_sessions(staging))
     assert victim not in manifest and set(manifest) == set(read_manifest(staged_sessions(sample))) - {victim}
-    folder = staged_sessions(staging)
-    on_disk = {p.relative_to(folder.parent).as_posix() for p in folder.rglob("*") if p.is_file()}
-    assert on_disk == {path for paths in manifest.values() for path in paths}
+    staged = set(pq.read_table(store_path(staged_sessions(staging)), columns=["path"]).column("path").to_pylist())
+    assert staged == {path for paths in manifest.values() for path in paths}
     coverage = json.loads(staging.coverage.read_text())
     assert coverage["sessions"] == sum(len(paths) for paths in manifest.values())
 
@@ -537,7 +535,7 @@ def test_the_writer_never_overwrites_another_trials_path(tmp_path: Path) -> None
     assert refused.reason is SessionSkip.PATH_TAKEN and "one" in refused.detail
     counts = writer.close()
     assert counts.sessions == 1 and counts.skipped == {"session_path_taken": 1}
-    assert "first" in _texts((tmp_path / session_path("same")).read_bytes())
+    assert "first" in _texts(dict(staged_session_files(tmp_path / SESSIONS_DIR))[session_path("same")])
 
 
 def test_a_trial_whose_session_fails_keeps_its_row(tmp_path: Path) -> None:
