@@ -27,6 +27,8 @@ class Reason(StrEnum):
     UNDECODABLE_NAME = "undecodable_name"
 
 
+# What each code means, completing "trial folders that ...": the card's coverage table, the UI's
+# exclusion table and README.md's table of reasons (checked against this by a test) all read it.
 REASON_DESCRIPTIONS: dict[Reason, str] = {
     Reason.NO_RESULT_JSON: "never got a result.json (the trial was not scored)",
     Reason.INVALID_RESULT_JSON: "had a result.json that could not be read as a TrialResult",

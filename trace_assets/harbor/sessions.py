@@ -51,6 +51,16 @@ class SessionSkip(StrEnum):
     UNCONVERTIBLE = "unconvertible_trajectory"  # a shape the converter did not foresee
 
 
+# What each code means, for the card, the UI and the docs (docs/dataset-format.md's table is tested against it).
+SESSION_SKIP_DESCRIPTIONS: dict[SessionSkip, str] = {
+    SessionSkip.INVALID_SUBAGENT_NAME: "a subagent trajectory whose file name gives no name to file it under "
+    "(`trajectory..json`, or not 1-64 of `A-Za-z0-9._-`)",
+    SessionSkip.PATH_TAKEN: "another trial folder already holds the session path this trial's result.json names "
+    "(a copied trial folder; the first in listing order keeps it)",
+    SessionSkip.UNCONVERTIBLE: "a trajectory whose shape the session converter does not handle",
+}
+
+
 @dataclass(frozen=True)
 class SkippedSession:
     reason: SessionSkip
