@@ -40,10 +40,10 @@ lint: $(BIN)/trace-assets
 	$(BIN)/ruff format --check trace_assets trace_assets_tests benchmarks
 	$(BIN)/ruff check trace_assets trace_assets_tests benchmarks
 	$(BIN)/mypy
-	$(BIN)/dg check defs
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg check defs
 
 dev: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/dg dev
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg dev
 
 # The newest versions pyproject.toml allows, resolved by uv and pinned in constraints.txt.
 lock: $(BIN)/trace-assets

@@ -50,13 +50,6 @@ LOG_PREFIXES = ("[trace-assets]", "trace-assets:")
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<why>.+?)\s*-->")
 EXIT = re.compile(r"<!--\s*exit:\s*(?P<codes>[\d ]+?)\s*-->")
 
-# Commands that fail on this branch for a bug another branch fixes: (doc, start of the command).
-XFAIL = {
-    ("README.md", "HF_TOKEN=hf_your_token trace-assets materialize"): (
-        "fixed on the CLI-fixes branch: HF_TOKEN reaches the preflight as an unresolved EnvVar"
-    ),
-}
-
 
 @dataclass(frozen=True)
 class Command:
@@ -111,12 +104,7 @@ ALL_COMMANDS = [command for path in DOCS for command in documented_commands(path
 
 
 def _param(command: Command) -> Any:
-    marks = [
-        pytest.mark.xfail(reason=reason, strict=True)
-        for (doc, start), reason in XFAIL.items()
-        if command.doc == doc and command.text.startswith(start)
-    ]
-    return pytest.param(command, id=command.id, marks=marks)
+    return pytest.param(command, id=command.id)
 
 
 # --------------------------------------------------------------------------- the sandbox a doc runs in
