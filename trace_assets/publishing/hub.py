@@ -47,7 +47,6 @@ PUBLISH_ROOT_PREFIX = "hf://datasets/"
 UPLOAD_GROUP_FILES = 32
 UPLOAD_GROUP_BYTES = 64 * 2**20
 
-_REPO_ID_PART = re.compile(r"[A-Za-z0-9._-]{1,96}")
 _CHARS_NOT_ALLOWED_IN_REPO_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
 _REPEATED_SEPARATORS = re.compile(r"-{2,}|\.{2,}")
 
@@ -80,27 +79,27 @@ class PublishRoot(NamedTuple):
     path_in_repo: str
 
 
-def validate_repo_id(repo_id: str) -> str:
-    """Return `repo_id` unchanged if the Hub accepts it as `namespace/name`, else raise ValueError.
+def validate_repo_id(repo_id: str, source: str = "") -> str:
+    """Return `repo_id` unchanged if the Hub accepts it as `namespace/name`, else raise ValueError
+    naming `source` (the setting it came from), so a bad id fails before any network call.
 
-    Mirrors the Hub's naming rules so a bad id fails before any network call: each part uses
-    `[A-Za-z0-9._-]`, is at most 96 characters, neither starts nor ends with `-` or `.`, and has no
-    `--` or `..`.
+    The rules are `huggingface_hub`'s (`validate_repo_id`); a bare name, which the client would
+    complete with the token's user, is refused: the target must say where its data goes.
     """
-    namespace, slash, name = repo_id.partition("/")
-    if not slash or "/" in name:
-        raise ValueError(f"Hub repo id must be 'namespace/name', got {repo_id!r}")
-    for part in (namespace, name):
-        if (
-            not _REPO_ID_PART.fullmatch(part)
-            or part[0] in "-."
-            or part[-1] in "-."
-            or _REPEATED_SEPARATORS.search(part)
-        ):
-            raise ValueError(
-                f"Invalid Hub repo id {repo_id!r}: {part!r} must be 1-96 characters of [A-Za-z0-9._-],"
-                " must not start or end with '-' or '.', and must not contain '--' or '..'"
-            )
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id as hub_validate_repo_id
+
+    where = f" (from {source})" if source else ""
+    if "/" not in repo_id:
+        raise ValueError(f"Hub repo id must be 'namespace/name', got {repo_id!r}{where}")
+    try:
+        hub_validate_repo_id(repo_id)
+    except HFValidationError:
+        raise ValueError(
+            f"Invalid Hub repo id {repo_id!r}{where}: each part must be 1-96 characters of [A-Za-z0-9._-],"
+            " must not start or end with '-' or '.', must not contain '--' or '..', and the name must not"
+            " end in '.git'"
+        ) from None
     return repo_id
 
 
@@ -127,7 +126,7 @@ def render_repo_id(template: str, run_id: str, **fields: str) -> str:
         repo_id = template.format(run_id=sanitize_repo_name_part(run_id), **fields)
     except KeyError as missing:
         raise ValueError(f"Repo id template {template!r} needs a value for {missing}") from None
-    return validate_repo_id(repo_id)
+    return validate_repo_id(repo_id, f"repo id template {template!r}")
 
 
 def parse_publish_root(url: str) -> PublishRoot:
@@ -145,7 +144,7 @@ def parse_publish_root(url: str) -> PublishRoot:
     name, at, revision = name_and_revision.partition("@")
     if at and not revision:
         raise ValueError(f"Publish root {url!r} has an empty revision after '@'")
-    repo_id = validate_repo_id(f"{namespace}/{name}")
+    repo_id = validate_repo_id(f"{namespace}/{name}", f"publish root {url!r}")
     path_in_repo = normalize_path_in_repo(parts[2] if len(parts) == 3 else "")
     return PublishRoot(repo_id, unquote(revision) or DEFAULT_REVISION, path_in_repo)
 

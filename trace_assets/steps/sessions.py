@@ -29,6 +29,7 @@ from trace_assets.harbor.sessions import (
     SessionSkip,
     SkippedSession,
     json_line,
+    session_lines,
     sessions_from_files,
 )
 from trace_assets.scope import RunScope
@@ -212,7 +213,7 @@ class _ParsedSession:
 
 
 def _parse(folder: Path, path: str) -> _ParsedSession:
-    lines = [json.loads(line) for line in (folder.parent / path).read_text().splitlines() if line]
+    lines = session_lines((folder.parent / path).read_bytes())
     slots: list[tuple[Any, Any]] = []
     for line in lines:
         _strings(line, slots)
