@@ -135,7 +135,11 @@ def query(
         timeout=120,
     )
     if not response.ok:
-        hint = f" (does it need headers? {HEADERS_ENV})" if response.status_code in (401, 403, 407) else ""
+        hint = (
+            f" (behind authentication? {HEADERS_ENV} sets the headers it needs)"
+            if response.status_code in (401, 403, 407)
+            else ""
+        )
         raise GraphQLError(f"{url}/graphql answered HTTP {response.status_code} {response.reason}{hint}")
     body = response.json()
     if body.get("errors"):
