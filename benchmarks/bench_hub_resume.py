@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from trace_assets.publishing import hub as hub_publishing  # noqa: E402
 from trace_assets.publishing.hub import RetryPolicy, publish_run_folder  # noqa: E402
+from trace_assets.publishing.hub import batched as hub_batched  # noqa: E402
 from trace_assets_tests.support.hub_server import HubStandIn  # noqa: E402
 
 REPO_ID = "bench/harbor-traces"
@@ -72,16 +72,16 @@ def publish(hub: HubStandIn, folder: Path) -> None:
 
 @contextmanager
 def killed_before_merge() -> Iterator[None]:
-    real_merge = hub_publishing._BatchedPublish._merge
+    real_merge = hub_batched.BatchedPublish._merge
 
     def die(*_: object) -> str:
         raise Killed()
 
-    setattr(hub_publishing._BatchedPublish, "_merge", die)  # noqa: B010 (a method replaced for the kill)
+    setattr(hub_batched.BatchedPublish, "_merge", die)  # noqa: B010 (a method replaced for the kill)
     try:
         yield
     finally:
-        setattr(hub_publishing._BatchedPublish, "_merge", real_merge)  # noqa: B010
+        setattr(hub_batched.BatchedPublish, "_merge", real_merge)  # noqa: B010
 
 
 def one_round(setting: Setting, versions: dict[str, Path]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from dagster_graphql import DagsterGraphQLClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_daemon import BIN, _env, _home, daemon_and_webserver  # noqa: E402
+from trace_assets.backfill_api import query  # noqa: E402
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES  # noqa: E402
 
 SCOPE = "run-a"
@@ -47,7 +48,7 @@ def main() -> None:
         cli, launched, run_seconds = [], [], []
         with daemon_and_webserver(env, work) as base:
             client = DagsterGraphQLClient("127.0.0.1", port_number=int(base.rsplit(":", 1)[1]))
-            [entry] = client._execute(WORKSPACE)["workspaceOrError"]["locationEntries"]
+            [entry] = query(base, WORKSPACE)["workspaceOrError"]["locationEntries"]
             location, repository = entry["name"], entry["locationOrLoadError"]["repositories"][0]["name"]
             config = {"ops": {"request_recheck": {"config": {"scopes": [SCOPE]}}}}
             for _ in range(args.repeats):

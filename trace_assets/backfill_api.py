@@ -3,26 +3,37 @@ to launch one (the Python classes behind it are `dagster._core` internals that b
 
 GraphQL needs a webserver: a given URL (the team's, or `make dev`'s), else a private
 `dagster-webserver` on 127.0.0.1 for the command's duration, stopped with its process group.
+A webserver behind an authenticating proxy gets extra HTTP headers on every call, from
+`TRACE_ASSETS_DAGSTER_HEADERS` (`Authorization=Bearer x;X-Other=y`) and the caller's `headers`.
+
+`query` is the one way this project (and its tests) talk GraphQL: a POST of the document and its
+variables with `requests`, which the rest of the project already uses. dagster-graphql's client
+keeps its raw call private (`_execute`), and `gql` would add a schema-aware client for what is
+one POST.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import requests
+from requests.structures import CaseInsensitiveDict
 
 START_SECONDS = 180.0
+HEADERS_ENV = "TRACE_ASSETS_DAGSTER_HEADERS"
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP field name (RFC 9110's token)
 
 LAUNCH = """
 mutation($params: LaunchBackfillParams!) {
@@ -87,24 +98,68 @@ FINISHED_BACKFILL = {
 
 
 class GraphQLError(RuntimeError):
-    """The webserver answered with an error: the message is Dagster's."""
+    """The webserver answered with an error (the message is Dagster's), or refused the call (its HTTP status)."""
 
 
-def query(url: str, document: str, variables: dict[str, Any]) -> dict[str, Any]:
-    response = requests.post(f"{url}/graphql", json={"query": document, "variables": variables}, timeout=120)
-    response.raise_for_status()
+def parse_headers(text: str, setting: str = HEADERS_ENV) -> dict[str, str]:
+    """`Name=value;Name2=value2` as a dict (a value may hold `=`, as base64 does); a malformed
+    entry names the setting, never the values, which are often credentials."""
+    headers: dict[str, str] = {}
+    for number, item in enumerate(text.split(";"), 1):
+        if not item.strip():
+            continue
+        name, equals, value = item.partition("=")
+        name = name.strip()
+        if not equals or not HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{setting}: entry {number} is not NAME=VALUE with an HTTP header name")
+        headers[name] = value.strip()
+    return headers
+
+
+def request_headers(headers: Mapping[str, str] | None = None) -> CaseInsensitiveDict[str]:
+    """`TRACE_ASSETS_DAGSTER_HEADERS`'s headers, overridden by name by the caller's (a CLI option)."""
+    merged: CaseInsensitiveDict[str] = CaseInsensitiveDict(parse_headers(os.environ.get(HEADERS_ENV, "")))
+    merged.update(headers or {})
+    return merged
+
+
+def query(
+    url: str, document: str, variables: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The `data` of a GraphQL call to the webserver at `url`, with `request_headers(headers)`; an
+    HTTP refusal or a GraphQL error is a GraphQLError."""
+    response = requests.post(
+        f"{url}/graphql",
+        json={"query": document, "variables": dict(variables or {})},
+        headers=request_headers(headers),
+        timeout=120,
+    )
+    if not response.ok:
+        hint = (
+            f" (behind authentication? {HEADERS_ENV} sets the headers it needs)"
+            if response.status_code in (401, 403, 407)
+            else ""
+        )
+        raise GraphQLError(f"{url}/graphql answered HTTP {response.status_code} {response.reason}{hint}")
     body = response.json()
     if body.get("errors"):
         raise GraphQLError("; ".join(e.get("message", "?") for e in body["errors"]))
     return body["data"]
 
 
-def lookup(url: str, field: str, argument: tuple[str, str, str], found: str, selection: str) -> dict[str, Any]:
+def lookup(
+    url: str,
+    field: str,
+    argument: tuple[str, str, str],
+    found: str,
+    selection: str,
+    headers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """One object by id (`argument` is its name, GraphQL type and value), or a GraphQLError with
     Dagster's message when the answer is another type (not found, a Python error)."""
     name, key_type, value = argument
     document = LOOKUP.format(key_type=key_type, field=field, argument=name, found=found, selection=selection)
-    result = query(url, document, {"key": value})[field]
+    result = query(url, document, {"key": value}, headers)[field]
     if result["__typename"] != found:
         raise GraphQLError(f"{result['__typename']}: {result.get('message', '')}")
     return result
@@ -117,6 +172,7 @@ def launch_backfill(
     tags: dict[str, str],
     run_config: dict[str, Any],
     title: str,
+    headers: Mapping[str, str] | None = None,
 ) -> str:
     """Queue an asset backfill of `partitions`; returns its id (the daemon launches the runs)."""
     params = {
@@ -127,16 +183,21 @@ def launch_backfill(
         "title": title,
         "description": ", ".join(partitions[:20]),
     }
-    result = query(url, LAUNCH, {"params": params})["launchPartitionBackfill"]
+    result = query(url, LAUNCH, {"params": params}, headers)["launchPartitionBackfill"]
     if result["__typename"] != "LaunchBackfillSuccess":
         raise GraphQLError(f"{result['__typename']}: {result.get('message', '')}")
     return str(result["backfillId"])
 
 
-def backfill_status(url: str, backfill_id: str) -> BackfillStatus:
+def backfill_status(url: str, backfill_id: str, headers: Mapping[str, str] | None = None) -> BackfillStatus:
     """REQUESTED while running, then COMPLETED_SUCCESS, COMPLETED_FAILED, ..."""
     backfill = lookup(
-        url, "partitionBackfillOrError", ("backfillId", "String", backfill_id), "PartitionBackfill", BACKFILL_STATUS
+        url,
+        "partitionBackfillOrError",
+        ("backfillId", "String", backfill_id),
+        "PartitionBackfill",
+        BACKFILL_STATUS,
+        headers,
     )
     try:
         return BackfillStatus(backfill["status"])
@@ -146,9 +207,9 @@ def backfill_status(url: str, backfill_id: str) -> BackfillStatus:
         ) from None
 
 
-def failure_reason(url: str, run_id: str) -> str:
+def failure_reason(url: str, run_id: str, headers: Mapping[str, str] | None = None) -> str:
     """The first failed step's root error (a blocking check names itself there), else the run's message."""
-    run = lookup(url, "runOrError", ("runId", "ID", run_id), "Run", RUN_FAILURE)
+    run = lookup(url, "runOrError", ("runId", "ID", run_id), "Run", RUN_FAILURE, headers)
     events = run["eventConnection"]["events"]
     for event in events:
         if event["__typename"] == "ExecutionStepFailureEvent":
@@ -167,6 +228,7 @@ def failure_reason(url: str, run_id: str) -> str:
 def webserver(url: str | None, workspace: Path, say: Any) -> Iterator[str]:
     """`url` as given, or a private `dagster-webserver` on the workspace (same environment and
     DAGSTER_HOME as this process) until the block ends."""
+    request_headers()  # a malformed TRACE_ASSETS_DAGSTER_HEADERS fails here, before a webserver starts
     if url:
         yield url.rstrip("/")
         return

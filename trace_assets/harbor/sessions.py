@@ -172,7 +172,8 @@ def _slotted(value: Any, texts: list[str], key: Any) -> Any:
 
 def json_line(value: Any) -> str:
     """One line of strict JSON; `allow_nan=False` makes a non-finite number that slipped past the
-    cleaning an error rather than a `NaN` token strict readers refuse."""
+    cleaning an error rather than a `NaN` token strict readers refuse. Python's json, not orjson:
+    these are published bytes, and orjson writes no space after `,` and `:`."""
     return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False) + "\n"
 
 

@@ -38,6 +38,7 @@ from trace_assets.scope import CONFIG_SEPARATOR, RunScope
 ROOT_CARD = "README.md"
 ROOT_LOCK = ".root-card.lock"  # hidden: never a scope's folder (segments start with a letter or digit)
 CAS_ATTEMPTS = 20
+ROOT_TAGS = ["harbor", "agent-traces", "reinforcement-learning"]
 
 
 class ConfigNameClash(ValueError):
@@ -45,11 +46,14 @@ class ConfigNameClash(ValueError):
 
 
 def card_header(text: str | None) -> dict[str, Any]:
-    """A card's YAML header, {} when there is no card or no header."""
-    if not text or not text.startswith("---\n"):
+    """A card's YAML header as `huggingface_hub` reads it (LF or CRLF line endings), {} when there is
+    no card or no header. A byte order mark, which some editors write, is dropped first: the Hub's
+    reader would take the header for text."""
+    if not text:
         return {}
-    header, sep, _ = text[4:].partition("\n---\n")
-    return (yaml.safe_load(header) or {}) if sep else {}
+    from huggingface_hub import RepoCard  # slow to import: loaded only where a card is merged
+
+    return RepoCard(text.removeprefix("\ufeff")).data.to_dict()
 
 
 def _paths(config: dict[str, Any]) -> list[str]:
@@ -95,11 +99,17 @@ def _declares_sessions(config: dict[str, Any]) -> bool:
     return any(path.endswith(".jsonl") for path in _paths(config))
 
 
+def _tags(header: dict[str, Any]) -> list[str]:
+    """The root card's tags first, then any an owner added."""
+    theirs = header.get("tags") or []
+    return [*ROOT_TAGS, *(tag for tag in (theirs if isinstance(theirs, list) else [theirs]) if tag not in ROOT_TAGS)]
+
+
 def merged_root_card(existing: str | None, scope: RunScope, scope_card: str) -> str:
-    """The root card with the scope's configs replaced by those of its current card."""
-    others = [
-        c for c in card_header(existing).get("configs", []) if not _owned_by(c, scope) and not _declares_sessions(c)
-    ]
+    """The root card with the scope's configs replaced by those of its current card; the header's
+    other keys (a license, a pretty name an owner added) and tags are kept."""
+    header = card_header(existing)
+    others = [c for c in header.get("configs", []) if not _owned_by(c, scope) and not _declares_sessions(c)]
     ours = scope_configs(scope, scope_card)
     clash = {c["config_name"] for c in others} & {c["config_name"] for c in ours}
     if clash:
@@ -108,12 +118,10 @@ def merged_root_card(existing: str | None, scope: RunScope, scope_card: str) -> 
             "in the root card (config names are scope keys with '/' as '--')"
         )
     configs = sorted([*others, *ours], key=lambda c: c["config_name"])
-    header = yaml.safe_dump(
-        {"configs": configs, "tags": ["harbor", "agent-traces", "reinforcement-learning"]}, sort_keys=False
-    )
+    yaml_header = yaml.safe_dump({**header, "configs": configs, "tags": _tags(header)}, sort_keys=False)
     table = "\n".join(f"| `{c['config_name']}` | `{_paths(c)[0].rsplit('/', 1)[0]}/` |" for c in configs)
     return (
-        f"---\n{header}---\n\n# Harbor traces\n\n"
+        f"---\n{yaml_header}---\n\n# Harbor traces\n\n"
         "One config per scope (a run, or a run's step: `run/step-N` is config `run--step-N`); each scope's "
         "own card, coverage and `trials.parquet` are in its folder. Load one with "
         "`datasets.load_dataset(<this repo or folder>, name=<config>)`. A scope's session files (whole "

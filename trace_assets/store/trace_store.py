@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import fsspec
-from fsspec.asyn import AsyncFileSystem, _run_coros_in_chunks, sync
+from fsspec.asyn import AsyncFileSystem, sync
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.accounting import Exclusion, Reason
@@ -69,6 +69,12 @@ def _modified_us(info: Mapping[str, Any]) -> int | None:
 def _etag(info: Mapping[str, Any]) -> str | None:
     value = info.get("ETag") or info.get("etag")
     return str(value).strip('"') if value else None
+
+
+def _is_s3(fs: fsspec.AbstractFileSystem) -> bool:
+    """s3fs, told by its protocol: importing s3fs to check would load botocore for local roots too."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+    return "s3" in protocols
 
 
 def _available_cores() -> int:
@@ -242,7 +248,7 @@ class TraceStore:
             raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {scope.key!r} under {self.root_url}")
         if isinstance(self.fs, LocalFileSystem):
             yield from _walk_local(base, self.walk_workers)
-        elif hasattr(self.fs, "_call_s3"):
+        elif _is_s3(self.fs):
             yield from self._iter_s3(base)
         else:
             prefix = base + "/"
@@ -254,15 +260,26 @@ class TraceStore:
 
     def _iter_s3(self, folder: str) -> Iterator[ObjectBatch]:
         """ListObjectsV2 pages in order; each page's successor is requested as soon as its
-        continuation token is known, so it is in flight while the page is grouped and written."""
+        continuation token is known, so it is in flight while the page is grouped and written.
+        Through s3fs's own aiobotocore client (`set_session`), so its credentials, endpoint and
+        retry settings apply; botocore retries throttling and dropped connections."""
+        from botocore.exceptions import ClientError
+        from s3fs.errors import translate_boto_error
+
         bucket, key_prefix, _ = self.fs.split_path(folder)
         key_prefix = key_prefix.rstrip("/") + "/"
+        client = sync(self.fs.loop, self.fs.set_session)
+
+        async def list_page(token: str | None) -> dict[str, Any]:
+            try:
+                return await client.list_objects_v2(
+                    Bucket=bucket, Prefix=key_prefix, **({"ContinuationToken": token} if token else {})
+                )
+            except ClientError as error:  # as s3fs raises it: FileNotFoundError, PermissionError, OSError
+                raise translate_boto_error(error) from error
 
         def request(token: str | None) -> Future[dict[str, Any]]:
-            call = self.fs._call_s3(
-                "list_objects_v2", Bucket=bucket, Prefix=key_prefix, **({"ContinuationToken": token} if token else {})
-            )
-            return asyncio.run_coroutine_threadsafe(call, self.fs.loop)
+            return asyncio.run_coroutine_threadsafe(list_page(token), self.fs.loop)
 
         pending = request(None)
         while True:
@@ -288,19 +305,10 @@ class TraceStore:
         if isinstance(self.fs, LocalFileSystem):
             return self._read_local(scope, base, keys)
         paths = [base + key for key in keys]
-        results: list[Any]
-        if isinstance(self.fs, AsyncFileSystem):
-            coroutines = [self.fs._cat_file(path) for path in paths]  # `cat` would expand glob patterns
-            results = sync(
-                self.fs.loop, _run_coros_in_chunks, coroutines, batch_size=self.max_concurrency, return_exceptions=True
-            )
-        else:
-            results = []
-            for path in paths:
-                try:
-                    results.append(self.fs.cat_file(path))
-                except OSError as err:
-                    results.append(err)
+        # `cat_ranges` reads each path as given (`cat` would expand glob patterns), on an async store
+        # `batch_size` at a time, and returns each path's error in its place.
+        bounded = {"batch_size": self.max_concurrency} if isinstance(self.fs, AsyncFileSystem) else {}
+        results: list[Any] = self.fs.cat_ranges(paths, None, None, on_error="return", **bounded)
         failures = {path: value for path, value in zip(paths, results) if isinstance(value, BaseException)}
         if failures:
             raise FetchError(scope.key, failures)
@@ -321,10 +329,7 @@ class TraceStore:
             except OSError as err:
                 raise FetchError(scope.key, {base + key: err}) from err
         try:
-            if isinstance(self.fs, AsyncFileSystem):
-                data = sync(self.fs.loop, self.fs._cat_file, base + key, start=start, end=start + length)
-            else:
-                data = self.fs.cat_file(base + key, start=start, end=start + length)
+            data = self.fs.cat_file(base + key, start=start, end=start + length)
         except (FileNotFoundError, PermissionError) as err:  # deleted, or its access revoked, since the listing
             return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         except OSError as err:
@@ -361,8 +366,6 @@ class TraceStore:
             return data
         path = f"{base}/{key}"
         try:  # one ranged GET: a missing key is its 404, never a HEAD or a listing
-            if isinstance(self.fs, AsyncFileSystem):
-                return bytes(sync(self.fs.loop, self.fs._cat_file, path, start=0, end=limit + 1))
             return bytes(self.fs.cat_file(path, start=0, end=limit + 1))
         except FileNotFoundError:
             return None

@@ -1,5 +1,6 @@
 """`trace-assets backfill` makes a real Dagster backfill, through the GraphQL API of a webserver it
-starts, that the real daemon runs, one run per partition; `--wait` prints a line per run."""
+starts, that the real daemon runs, one run per partition; `--wait` prints a line per run. A
+webserver behind an authenticating proxy is reached with the headers configured for it."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
+from trace_assets.backfill_api import GraphQLError, backfill_status, failure_reason, parse_headers
+from trace_assets_tests.support.fault_proxy import FaultProxy
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.service_processes import running_webserver, service_env
 
 BIN = Path(sys.executable).parent
 
@@ -88,3 +93,48 @@ def test_backfill_across_a_sweep_runs_one_run_per_partition(tmp_path):
     assert coverage["run_id"] == "sweep-run-1" and coverage["exported"] == 28
     blocked_folder = tmp_path / "published" / "sweep-run-2"  # the blocked republish left only its scan report
     assert sorted(p.name for p in blocked_folder.iterdir()) == ["secret_scan.json"]
+
+
+def test_backfill_calls_carry_the_configured_headers(tmp_path, monkeypatch):
+    """The real webserver behind a proxy that answers 401 to a request without the right headers."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / SAMPLE_RUN)
+    env = service_env(
+        home,
+        TRACE_ASSETS_TRACES_ROOT=str(tmp_path / "traces"),
+        TRACE_ASSETS_PUBLISH_ROOT=str(tmp_path / "published"),
+        TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"),
+    )
+    secret = "Bearer s3cret-token"
+    required = {"Authorization": secret, "X-Team": "rl=1"}
+    with running_webserver(home, env) as webserver, FaultProxy(webserver.url, required_headers=required) as proxy:
+        command = [str(BIN / "trace-assets"), "backfill", SAMPLE_RUN, "--on-secret", "allow", "--webserver", proxy.url]
+        refused = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        assert refused.returncode == 2 and proxy.stats["requests"] == 0
+        assert "HTTP 401" in refused.stderr and "TRACE_ASSETS_DAGSTER_HEADERS" in refused.stderr, refused.stderr
+
+        headers = f"Authorization={secret}; X-Team=rl=1"  # a value may hold '='
+        env["TRACE_ASSETS_DAGSTER_HEADERS"] = headers
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        launched = json.loads(done.stdout)
+        assert launched["status"] == "REQUESTED" and launched["run_ids"] == [SAMPLE_RUN]
+        assert proxy.stats["requests"] == 1 and proxy.stats["unauthorized"] == 1  # the refused launch only
+
+        # What `--wait` asks, with the headers given as a dict (the CLI's option) rather than the environment.
+        assert backfill_status(proxy.url, launched["backfill_id"], headers=required).name == "REQUESTED"
+        with pytest.raises(GraphQLError, match="RunNotFoundError"):
+            failure_reason(proxy.url, "no-such-run", headers=required)
+        monkeypatch.setenv("TRACE_ASSETS_DAGSTER_HEADERS", headers)
+        assert backfill_status(proxy.url, launched["backfill_id"]).name == "REQUESTED"
+        assert proxy.stats["requests"] == 4 and proxy.stats["unauthorized"] == 1
+    assert secret not in refused.stderr + done.stderr
+
+
+@pytest.mark.parametrize("text", ["Authorization", "=x", "Bad Name=x", "X-A=1;Authorization: Bearer x"])
+def test_malformed_headers_name_the_setting_not_the_values(text):
+    with pytest.raises(ValueError, match="TRACE_ASSETS_DAGSTER_HEADERS: entry") as raised:
+        parse_headers(text)
+    assert "Bearer" not in str(raised.value)
+    assert parse_headers(" Authorization=Bearer a=b ;;X-Other=y") == {"Authorization": "Bearer a=b", "X-Other": "y"}

@@ -15,7 +15,7 @@ import dagster as dg
 import pytest
 from dagster_graphql import DagsterGraphQLClient
 
-from trace_assets.backfill_api import failure_reason
+from trace_assets.backfill_api import failure_reason, query
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import recheck_requests
 from trace_assets.defs.resources import config_from_env
@@ -85,10 +85,10 @@ def services(tmp_path_factory) -> Iterator[Services]:
     defs = build_definitions(config_from_env(env))
     with running_webserver(home, env) as webserver:
         client = DagsterGraphQLClient("127.0.0.1", port_number=webserver.port)
-        repository = loaded_repository(client)
+        repository = loaded_repository(webserver.url)
         selector = {**repository, "sensorName": "new_trace_runs_sensor"}
-        state = client._execute(SENSOR_STATE, {"selector": selector})["sensorOrError"]["sensorState"]
-        stopped = client._execute(STOP, {"id": state["id"]})["stopSensor"]
+        state = query(webserver.url, SENSOR_STATE, {"selector": selector})["sensorOrError"]["sensorState"]
+        stopped = query(webserver.url, STOP, {"id": state["id"]})["stopSensor"]
         assert stopped["instigationState"]["status"] == "STOPPED", stopped  # the test ticks it, not the daemon
         with running_daemon(home, env) as daemon:
             yield Services(home, defs, webserver, daemon, client, repository)

@@ -366,8 +366,18 @@ def test_render_repo_id_rejects_ids_the_hub_would_refuse(
         render_repo_id(template, run_id, **fields)
 
 
+def test_a_refused_repo_id_names_the_setting_it_came_from() -> None:
+    """The Hub's own rules (huggingface_hub's validate_repo_id, `.git` endings included), told in
+    the project's words with the setting the id came from."""
+    with pytest.raises(ValueError, match=r"'acme/x\.git' \(from publish root 'hf://datasets/acme/x\.git'\).*'\.git'"):
+        parse_publish_root("hf://datasets/acme/x.git")
+    with pytest.raises(ValueError, match=r"'bad org/run-1' \(from repo id template '\{org\}/\{run_id\}'\)"):
+        render_repo_id("{org}/{run_id}", "run-1", org="bad org")
+
+
 @pytest.mark.parametrize(
-    "repo_id", ["acme", "acme/a/b", "acme/-traces", "acme/traces.", "acme/tra--ces", "a..b/traces", "acme/bad name"]
+    "repo_id",
+    ["acme", "acme/a/b", "acme/-traces", "acme/traces.", "acme/tra--ces", "a..b/traces", "acme/bad name", "acme/x.git"],
 )
 def test_validate_repo_id_rejects_invalid_ids(repo_id: str) -> None:
     with pytest.raises(ValueError):

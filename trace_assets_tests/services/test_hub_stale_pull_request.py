@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import HfApi
 
-from trace_assets.publishing import hub as hub_publishing
 from trace_assets.publishing.hub import HubPublishError, PublishedCommit, RetryPolicy, SharedFile, publish_run_folder
+from trace_assets.publishing.hub import batched as hub_batched
 
 if TYPE_CHECKING:  # imported at runtime by pytest_plugins, so pytest can rewrite its asserts
     from trace_assets_tests.support.hub_server import HubStandIn
@@ -69,7 +69,7 @@ def killed_at(monkeypatch: pytest.MonkeyPatch, step: str) -> None:
     def die(*_: object) -> None:
         raise Killed(step)
 
-    monkeypatch.setattr(hub_publishing._BatchedPublish, step, die)
+    monkeypatch.setattr(hub_batched.BatchedPublish, step, die)
 
 
 def on_main(hub: HubStandIn, prefix: str = "") -> dict[str, bytes]:

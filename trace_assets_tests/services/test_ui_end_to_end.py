@@ -17,6 +17,7 @@ import pytest
 import yaml
 from dagster_graphql import DagsterGraphQLClient
 
+from trace_assets.backfill_api import query
 from trace_assets_tests.support.helpers import SAMPLE_RUN
 from trace_assets_tests.support.service_processes import (
     CHROMIUM,
@@ -147,8 +148,8 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
     )
     with running_webserver(dagster_home, env) as webserver:
         client = DagsterGraphQLClient("127.0.0.1", port_number=webserver.port)
-        repository = loaded_repository(client)
-        added = client._execute(ADD_PARTITION, {"repository": repository, "partitionKey": SAMPLE_RUN})
+        repository = loaded_repository(webserver.url)
+        added = query(webserver.url, ADD_PARTITION, {"repository": repository, "partitionKey": SAMPLE_RUN})
         assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", added
 
         run_id = client.submit_job_execution(
@@ -163,7 +164,7 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
             assert status == dg.DagsterRunStatus.SUCCESS, f"run {run_id} {status}\n{daemon.log_tail()}"
         assert (publish_root / SAMPLE_RUN / "coverage.json").exists()
 
-        materializations = client._execute(COVERAGE_QUERY, {"partition": SAMPLE_RUN})["assetOrError"][
+        materializations = query(webserver.url, COVERAGE_QUERY, {"partition": SAMPLE_RUN})["assetOrError"][
             "assetMaterializations"
         ]
         # The daemon's sensor may export the same run beside ours (its files are old: settled at once).
@@ -171,7 +172,7 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         metadata = {entry["label"]: entry.get("intValue", entry.get("text")) for entry in ours["metadataEntries"]}
         assert (metadata["trial_dirs"], metadata["scored"], metadata["exported"]) == (36, 34, 28)
         assert metadata["export_ratio"] == "82.35% of scored"
-        published = client._execute(PUBLISHED_QUERY, {"partition": SAMPLE_RUN})["assetOrError"]
+        published = query(webserver.url, PUBLISHED_QUERY, {"partition": SAMPLE_RUN})["assetOrError"]
         published_labels = {e["label"] for e in published["assetMaterializations"][0]["metadataEntries"]}
         assert {"dagster/row_count", "dagster/column_schema"} <= published_labels
 

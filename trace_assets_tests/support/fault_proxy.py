@@ -5,7 +5,9 @@ Object stores fail in ways moto never does: throttling (503 SlowDown), transient
 the upstream endpoint unchanged, except those matching a fault rule, and counts
 requests by kind and response bytes so tests and benchmarks can see how many
 round trips a piece of code really makes. `latency` delays every request, as a
-distant region does, so benchmarks can see how much of it the pipeline hides. Bodies are buffered whole, which suits
+distant region does, so benchmarks can see how much of it the pipeline hides. With
+`required_headers` it stands in for an authenticating proxy: a request without them gets 401
+(counted as `unauthorized`), as a webserver behind one would. Bodies are buffered whole, which suits
 trace files (kilobytes to a few megabytes), not multi-gigabyte objects.
 """
 
@@ -19,7 +21,9 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import unquote, urlsplit
@@ -51,6 +55,7 @@ STAT_KEYS = (
     "other",
     "response_body_bytes",
     "faults_injected",
+    "unauthorized",
 )
 
 
@@ -135,8 +140,16 @@ class FaultProxy:
     Use as a context manager: ``with FaultProxy(upstream) as proxy: proxy.url``.
     """
 
-    def __init__(self, upstream: str, *, upstream_timeout: float = 30.0, latency: float = 0.0) -> None:
-        """`latency`: seconds added before each request is answered (settable while running)."""
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        upstream_timeout: float = 30.0,
+        latency: float = 0.0,
+        required_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """`latency`: seconds added before each request is answered (settable while running);
+        `required_headers`: names and values a request must carry to be forwarded."""
         parts = urlsplit(upstream)
         if parts.scheme != "http" or parts.hostname is None:
             raise ValueError(f"upstream must be a plain http:// URL, got {upstream!r}")
@@ -144,6 +157,7 @@ class FaultProxy:
         self.upstream_port = parts.port or 80
         self.upstream_timeout = upstream_timeout
         self.latency = latency
+        self.required_headers = dict(required_headers or {})
         self._lock = threading.Lock()
         self._rules: list[FaultRule] = []
         self._stats = dict.fromkeys(STAT_KEYS, 0)
@@ -236,6 +250,13 @@ class FaultProxy:
                     return None
         return None
 
+    def _authorized(self, headers: Message) -> bool:
+        if all(headers.get(name) == value for name, value in self.required_headers.items()):
+            return True
+        with self._lock:
+            self._stats["unauthorized"] += 1
+        return False
+
     def _count_connection(self) -> None:
         with self._lock:
             self._stats["connections"] += 1
@@ -303,6 +324,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         body = self._read_request_body()
         if self.server.proxy.latency > 0:
             time.sleep(self.server.proxy.latency)  # one round trip's worth, per request and connection
+        if not self.server.proxy._authorized(self.headers):
+            self._send_plain(401, "Unauthorized", b"missing or wrong authentication headers")
+            return
         fault = self.server.proxy._admit(self.command, self.path)
         if fault in (Fault.RESET_CONNECTION, Fault.CLOSE_CONNECTION):
             self._drop_connection(reset=fault is Fault.RESET_CONNECTION)

@@ -7,6 +7,7 @@ import time
 import dagster as dg
 from dagster_graphql import DagsterGraphQLClient
 
+from trace_assets.backfill_api import query
 from trace_assets_tests.support.service_processes import ServiceProcess
 
 RUN_TIMEOUT_SECONDS = 180
@@ -19,11 +20,11 @@ WORKSPACE_QUERY = """
 FINISHED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
-def loaded_repository(client: DagsterGraphQLClient, timeout: float = 90) -> dict[str, str]:
-    """The repository selector of the code location, once the webserver has loaded it."""
+def loaded_repository(url: str, timeout: float = 90) -> dict[str, str]:
+    """The repository selector of the code location, once the webserver at `url` has loaded it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        entries = client._execute(WORKSPACE_QUERY)["workspaceOrError"]["locationEntries"]
+        entries = query(url, WORKSPACE_QUERY)["workspaceOrError"]["locationEntries"]
         if entries and entries[0]["loadStatus"] == "LOADED":
             location = entries[0]["locationOrLoadError"]
             assert "repositories" in location, f"code location failed to load: {location.get('message')}"

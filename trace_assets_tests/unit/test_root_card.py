@@ -66,3 +66,47 @@ def test_session_configs_an_earlier_version_declared_leave_the_root_card():
     )
     merged = merged_root_card(old, RunScope.from_key("run"), card)
     assert [c["config_name"] for c in card_header(merged)["configs"]] == ["other", "run"]
+
+
+SCOPE_CARD = "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/v2/train-*\n---\n"
+
+
+def _two_scopes() -> str:
+    """A root card naming scopes `a` and `b`, as publishing both left it."""
+    return merged_root_card(
+        merged_root_card(None, RunScope.from_key("a"), SCOPE_CARD), RunScope.from_key("b"), SCOPE_CARD
+    )
+
+
+def _merged_names(existing: str) -> list[str]:
+    merged = merged_root_card(existing, RunScope.from_key("c"), SCOPE_CARD)
+    return [c["config_name"] for c in card_header(merged)["configs"]]
+
+
+def test_a_root_card_with_crlf_line_endings_keeps_every_scopes_configs():
+    """An editor (or a Windows checkout) rewrote the card with CRLF line endings."""
+    assert _merged_names(_two_scopes().replace("\n", "\r\n")) == ["a", "b", "c"]
+
+
+def test_a_root_card_with_a_byte_order_mark_keeps_every_scopes_configs():
+    assert _merged_names("\ufeff" + _two_scopes()) == ["a", "b", "c"]
+
+
+def test_a_root_card_with_extra_metadata_keeps_every_scopes_configs_and_the_metadata():
+    """An owner added a license, a pretty name and a tag of their own to the shared card."""
+    ours = "tags:\n- harbor\n- agent-traces\n- reinforcement-learning\n"
+    card = _two_scopes().replace(ours, "tags:\n- team-x\n- harbor\n").replace("---\n", "---\nlicense: mit\n", 1)
+    card = card.replace("configs:\n", "pretty_name: Our sweep\nconfigs:\n", 1)
+    merged = card_header(merged_root_card(card, RunScope.from_key("c"), SCOPE_CARD))
+    assert [c["config_name"] for c in merged["configs"]] == ["a", "b", "c"]
+    assert list(merged) == ["license", "pretty_name", "configs", "tags"]  # the owner's order kept
+    assert (merged["license"], merged["pretty_name"]) == ("mit", "Our sweep")
+    assert merged["tags"] == ["harbor", "agent-traces", "reinforcement-learning", "team-x"]
+
+
+def test_a_root_card_of_our_own_is_written_as_before():
+    """Merging into a card this project wrote gives the same header bytes: our keys, our order."""
+    card = _two_scopes()
+    assert card.startswith("---\nconfigs:\n- config_name: a\n")
+    assert "\ntags:\n- harbor\n- agent-traces\n- reinforcement-learning\n---\n" in card
+    assert merged_root_card(card, RunScope.from_key("b"), SCOPE_CARD) == card

@@ -392,6 +392,32 @@ def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> N
     assert f"path: {version}/*/*.jsonl" in (out / SESSIONS_DIR / "README.md").read_text()
 
 
+def test_unicode_line_breaks_in_a_session_are_scanned_and_redacted_in_place(tmp_path: Path) -> None:
+    """U+2028, U+2029 and NEL stay raw inside the JSON strings of a session line: the scan reads the
+    file a `\\n` line at a time, so it still finds the secret beside them, and the rewrite keeps them."""
+    trace_jobs = tmp_path / "traces" / "breaks-run" / "trace_jobs"
+    make_golden_trials(trace_jobs)
+    token = github_token(random.Random(17))
+    first = trace_jobs / "hello-world-context-summarization-linear-history__golden" / "agent" / "trajectory.json"
+    trajectory = json.loads(first.read_text())
+    trajectory["steps"][1]["observation"]["results"][0]["content"] += f"\u2028a\u2029b\x85c\nGITHUB_TOKEN={token}\n"
+    first.write_text(json.dumps(trajectory))
+
+    staging = export(tmp_path / "traces", "breaks-run", tmp_path / "staging")
+    report = scan_run(staging.require_rows(), "breaks-run", ScanOptions(), staged_sessions(staging))
+    assert [f["trace_source"] for f in report["findings"] if f["kind"] == "github_token"] == ["session"]
+
+    out = tmp_path / "published"
+    coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
+    redactor = secret_redactor(ScanPolicy("redact", "redact"), report, ScanOptions())
+    build_run_folder(
+        out, staging.require_rows(), staging.statuses, coverage, report, 100, redactor, None, staged_sessions(staging)
+    )
+    [rewritten] = [p.read_bytes() for p in (out / SESSIONS_DIR).rglob("*.jsonl") if b"[REDACTED:" in p.read_bytes()]
+    assert token.encode() not in rewritten and "\u2028a\u2029b\x85c".encode() in rewritten
+    assert all(isinstance(json.loads(line), dict) for line in rewritten.split(b"\n") if line)  # a line per \n
+
+
 # ---------------------------------------------------------------- hostile trajectories
 
 

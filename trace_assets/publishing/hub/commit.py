@@ -1,0 +1,238 @@
+"""Publish a run's output folder to a Hugging Face Hub dataset repo in a single commit.
+
+Readers of a dataset must never see a mix of two runs' shards, so the new files and the deletion of
+stale shards travel in one commit, and that commit is pinned to the head it was planned against
+(`parent_commit`) so a concurrent writer makes it fail instead of interleaving. A version of more
+file changes than one commit should carry goes to `batched` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, NamedTuple
+
+from trace_assets.progress import FileTransfer, Progress, quiet, terminal
+from trace_assets.publishing.hub.base import (
+    REPO_TYPE,
+    HubPublishError,
+    PublishedCommit,
+    advance,
+    describe_hub_failure,
+    travels_in_commit,
+)
+from trace_assets.publishing.hub.batched import BatchedPublish, RetryPolicy
+from trace_assets.publishing.hub.naming import DEFAULT_REVISION, normalize_path_in_repo, validate_repo_id
+
+if TYPE_CHECKING:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+
+logger = logging.getLogger(__name__)
+
+SHARD_DIR = "data"
+SESSIONS_DIR = "sessions"  # session files; like shards, the files a new version may drop
+# The Hub's guidance for commits over HTTP: larger ones can time out while still completing.
+MAX_FILES_PER_COMMIT = 100
+# Contents go up before the commit in groups this small, so progress moves during a long upload.
+UPLOAD_GROUP_FILES = 32
+UPLOAD_GROUP_BYTES = 64 * 2**20
+
+
+class SharedFile(NamedTuple):
+    """A file many publishes to one repo each change a part of: its path, and the merge of one
+    publish's part into the text at the head (None when there is none)."""
+
+    path: str
+    merge: Callable[[str | None], str]
+
+
+def publish_run_folder(
+    local_dir: Path,
+    repo_id: str,
+    *,
+    token: str | None,
+    revision: str = DEFAULT_REVISION,
+    private: bool = True,
+    path_in_repo: str = "",
+    commit_message: str,
+    endpoint: str | None = None,
+    max_files_per_commit: int = MAX_FILES_PER_COMMIT,
+    retry: RetryPolicy | None = None,
+    shared_file: SharedFile | None = None,
+    progress: Progress = quiet,
+) -> PublishedCommit:
+    """Upload every file of `local_dir` to a dataset repo and drop stale shards, all in one commit.
+
+    A version of more than `max_files_per_commit` file changes goes up in batches on a pull
+    request that is merged at the end instead, so `main` still moves in one step (see
+    `_publish_in_batches`); stale session files are dropped like stale shards.
+
+    Stale shards are the files under `<path_in_repo>/data/` on the Hub that the new run does not
+    have; nothing outside that folder is deleted, so runs published under different prefixes of
+    one repo stay independent. The repo is created (private unless `private=False`) and a
+    non-`main` branch is created from `main` when missing. Publishing into an existing public repo
+    requires `private=False`, so traces are never made public by accident. If another commit lands
+    on the branch while this one is being prepared, the Hub rejects it (HTTP 412) and nothing
+    changes; publishing again plans against the new head.
+
+    `shared_file` (the root card of a repo holding many scopes) is read at the head the commit is
+    planned against and its merge goes into the same commit, so the Hub's parent-commit check keeps
+    a concurrent publish of another scope from losing either's change.
+
+    `token=None` lets `huggingface_hub` find a token itself (HF_TOKEN, then the login cache);
+    `endpoint=None` means `HF_ENDPOINT`, else https://huggingface.co. `progress` gets the upload's
+    bytes and files done/total, rate and ETA.
+    """
+    validate_repo_id(repo_id)
+    prefix = normalize_path_in_repo(path_in_repo)
+    uploads = {_join(prefix, relative): source for relative, source in _files_to_publish(Path(local_dir)).items()}
+    shard_folder = _join(prefix, SHARD_DIR) + "/"
+    stale_folders = (shard_folder, _join(prefix, SESSIONS_DIR) + "/")
+    if not any(path.startswith(shard_folder) for path in uploads):
+        raise ValueError(
+            f"{local_dir} has no files under {SHARD_DIR}/; refusing to publish since it would delete every shard"
+            f" under {shard_folder} in {repo_id}"
+        )
+
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            return _publish(
+                api,
+                uploads,
+                repo_id,
+                revision,
+                private,
+                stale_folders,
+                commit_message,
+                max_files_per_commit,
+                retry,
+                (shared_file, Path(scratch)) if shared_file else None,
+                progress,
+            )
+    except HfHubHTTPError as error:
+        failure = describe_hub_failure(error, repo_id, revision, token)
+    # Raised outside the except block so the Hub error, whose request still carries the
+    # Authorization header, is not chained onto ours.
+    raise HubPublishError(failure)
+
+
+def _publish(
+    api: HfApi,
+    uploads: dict[str, Path],
+    repo_id: str,
+    revision: str,
+    private: bool,
+    stale_folders: tuple[str, ...],
+    commit_message: str,
+    max_files_per_commit: int = MAX_FILES_PER_COMMIT,
+    retry: RetryPolicy | None = None,
+    shared: tuple[SharedFile, Path] | None = None,
+    progress: Progress = quiet,
+) -> PublishedCommit:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+    from huggingface_hub.errors import EntryNotFoundError, RemoteEntryNotFoundError
+
+    head = _prepare_revision(api, repo_id, revision, private)
+    if shared:
+        (shared_file, scratch), existing = shared, None
+        try:
+            existing = Path(
+                api.hf_hub_download(repo_id, shared_file.path, repo_type=REPO_TYPE, revision=head, cache_dir=scratch)
+            ).read_text()
+        except (EntryNotFoundError, RemoteEntryNotFoundError):
+            pass
+        merged = scratch / "shared-file"
+        merged.write_text(shared_file.merge(existing))
+        uploads = {**uploads, shared_file.path: merged}
+    remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head)
+    stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
+    if len(uploads) + len(stale_shards) > max_files_per_commit:
+        batches = BatchedPublish(
+            api, repo_id, uploads, stale_folders, max_files_per_commit, retry or RetryPolicy(), progress
+        )
+        return batches.publish(revision, commit_message, head)
+    logger.info(
+        "Publishing %d files to dataset %s@%s, deleting %d stale shards",
+        len(uploads),
+        repo_id,
+        revision,
+        len(stale_shards),
+    )
+    additions = [
+        CommitOperationAdd(path_in_repo=path, path_or_fileobj=source) for path, source in sorted(uploads.items())
+    ]
+    transfer = FileTransfer("upload", [addition.upload_info.size for addition in additions], progress, bar=terminal())
+    for group in _upload_groups(additions):  # the client skips these contents in the commit
+        api.preupload_lfs_files(repo_id, additions=group, repo_type=REPO_TYPE, revision=revision)
+        advance(transfer, [addition for addition in group if not travels_in_commit(addition)])
+    operations: list[CommitOperationAdd | CommitOperationDelete] = list(additions)
+    operations += [CommitOperationDelete(path_in_repo=path, is_folder=False) for path in stale_shards]
+    commit = api.create_commit(
+        repo_id,
+        operations,
+        commit_message=commit_message,
+        repo_type=REPO_TYPE,
+        revision=revision,
+        parent_commit=head,
+    )
+    transfer.finish_all()  # the regular files went up in the commit
+    logger.info("Published dataset %s@%s at commit %s", repo_id, revision, commit.oid)
+    return PublishedCommit(
+        repo_id=repo_id,
+        revision=revision,
+        commit_oid=commit.oid,
+        commit_url=commit.commit_url,
+        files_added=tuple(sorted(uploads)),
+        files_deleted=tuple(stale_shards),
+    )
+
+
+def _upload_groups(additions: list[CommitOperationAdd]) -> Iterator[list[CommitOperationAdd]]:
+    """Consecutive groups of at most UPLOAD_GROUP_FILES files and (unless one file is larger) UPLOAD_GROUP_BYTES."""
+    group: list[CommitOperationAdd] = []
+    for addition in additions:
+        if group and (
+            len(group) == UPLOAD_GROUP_FILES
+            or sum(a.upload_info.size for a in group) + addition.upload_info.size > UPLOAD_GROUP_BYTES
+        ):
+            yield group
+            group = []
+        group.append(addition)
+    if group:
+        yield group
+
+
+def _prepare_revision(api: HfApi, repo_id: str, revision: str, private: bool) -> str:
+    """Make sure repo and branch exist; return the head commit the publish is planned against."""
+    api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
+    if revision != DEFAULT_REVISION:
+        api.create_branch(repo_id, repo_type=REPO_TYPE, branch=revision, exist_ok=True)
+    info = api.dataset_info(repo_id, revision=revision)
+    if private and not info.private:
+        raise HubPublishError(
+            f"Dataset repo {repo_id} already exists and is public; pass private=False to publish to it anyway"
+        )
+    assert info.sha is not None, "the Hub names every revision's head commit"
+    return info.sha
+
+
+def _files_to_publish(local_dir: Path) -> dict[str, Path]:
+    """Map repo-relative POSIX paths to local files, skipping hidden files and folders (caches, .DS_Store)."""
+    if not local_dir.is_dir():
+        raise ValueError(f"Run folder {local_dir} does not exist or is not a directory")
+    files = {}
+    for path in sorted(local_dir.rglob("*")):
+        relative = path.relative_to(local_dir)
+        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+            files[relative.as_posix()] = path
+    return files
+
+
+def _join(prefix: str, path: str) -> str:
+    return str(PurePosixPath(prefix, path)) if prefix else path
