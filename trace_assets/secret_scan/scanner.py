@@ -141,15 +141,17 @@ class Judge:
 
     def __init__(self, allowlist: Iterable[str]) -> None:
         self.allowlist = parse_allowlist(allowlist)
-        self._cache: dict[tuple[str, str, bool], Judgement] = {}
+        self._cache: dict[tuple[str, str, bool, bool], Judgement] = {}
 
-    def judge(self, kind: SecretKind, secret: str, may_be_live: bool = True) -> Judgement:
+    def judge(self, kind: SecretKind, secret: str, may_be_live: bool = True, context: bool = True) -> Judgement:
         digest = hashlib.sha256(secret.encode()).hexdigest()
-        key = (kind.name, digest, may_be_live)
+        key = (kind.name, digest, may_be_live, context)
         if key not in self._cache:
             verdict, pem = _verdict(kind, secret)
             if verdict is Verdict.LIVE and not may_be_live:
                 verdict = Verdict.UNVERIFIED
+            if verdict is Verdict.UNVERIFIED and not context and kind.judged is Judged.TOKEN:
+                verdict = Verdict.NEAR_MISS
             if digest.startswith(self.allowlist) or secret in PUBLIC_SAMPLE_KEYS:
                 verdict = Verdict.PLACEHOLDER
             self._cache[key] = Judgement(verdict, digest[:FINGERPRINT_CHARS], _preview(secret), pem)
@@ -174,7 +176,7 @@ def _judged_texts(
 ) -> tuple[list[Match], list[Judgement], dict[int, str], pl.DataFrame]:
     matches, by_id = finder.find(texts)
     matches = [match for match in matches if _counted_here(match.spans[match.source][0], match.source, counted)]
-    judgements = [judge_.judge(match.kind, match.secret, match.may_be_live) for match in matches]
+    judgements = [judge_.judge(match.kind, match.secret, match.may_be_live, match.context) for match in matches]
     marked = texts.filter(pl.col("text_id").is_in(list(by_id)))
     markers = marked.select(
         "text_id", "row_id", "task", pl.col("text").str.count_matches(PEM_MARKER).alias("pem_markers")
