@@ -91,9 +91,10 @@ def _candidate_regex(literals: set[str], triggers: set[str]) -> str:
 
 def _line_join_regex(literals: set[str], triggers: set[str], boundary: str, escaped_newline: bool) -> str:
     """A literal, token characters up to the end of its line, and a line starting with one more:
-    where a token cut by a line break at any width may start. `escaped_newline`: also a JSON `\\n`."""
+    where a token cut by a line break at any width may start. `escaped_newline`: also a JSON `\\n`,
+    escaped once to three times."""
     blobs = "|".join(re.escape(trigger) for trigger in sorted(triggers))
-    newline = r"(?:\r?\n|(?:\\r)?\\n)" if escaped_newline else r"\r?\n"
+    newline = r"(?:\r?\n|(?:\\{1,3}r)?\\{1,3}n)" if escaped_newline else r"\r?\n"
     # a line ending in five dashes is no cut token: `KEY-----`, a PEM marker, holds Mailgun's `key-`
     run = f"(?:[{TOKEN_CHARS}]*[A-Za-z0-9_+/=.~]-{{0,4}})?"
     return f"(?:(?i:{_literal_alternatives(literals, boundary)})|{blobs}){run}{newline}[{TOKEN_CHARS}]"
@@ -298,7 +299,9 @@ class Finder:
         joins = []
         for texts in by_row.values():
             texts.sort()
-            for (_, text_id, text), (_, next_id, next_text) in zip(texts, texts[1:]):
+            views = [self._unescaped(text_id, text) for _, text_id, text in texts]
+            for view, next_view in zip(views, views[1:]):
+                text, next_text = view.text, next_view.text
                 begins = list(_PEM_BEGIN.finditer(text))
                 if not begins or _PEM_END.search(text, begins[-1].end()):
                     continue
@@ -307,16 +310,13 @@ class Finder:
                 if end is None or (first_begin is not None and first_begin.start() < end.start()):
                     continue
                 rest = _BASE64_LINE.search(next_text, 0, end.start())
-                joins.append(
-                    joined(
-                        View.raw(text, text_id),
-                        begins[-1].start(),
-                        View.raw(next_text, next_id),
-                        end.end(),
-                        rest.start() if rest else 0,
-                    )
-                )
+                joins.append(joined(view, begins[-1].start(), next_view, end.end(), rest.start() if rest else 0))
         return joins
+
+    def _unescaped(self, text_id: int, text: str) -> View:
+        """A text as printed: JSON unescaped if it is escaped (a tool result inside JSON)."""
+        raw = View.raw(text, text_id)
+        return (self.normaliser.normalised(raw) or raw) if "\\" in text else raw
 
 
 def _has_context(text: str, start: int) -> bool:

@@ -150,6 +150,7 @@ _ANSI = re.compile(ANSI_ESCAPE)
 TOKEN_CHARS = "A-Za-z0-9_+/=.~-"
 MAX_JOINED_LINES = 64  # a 4096-bit key's base64 at 80 columns is about 40 lines
 _TOKEN_RUN = re.compile(rf"[{TOKEN_CHARS}]*")
+_TRAILING_NON_BASE64 = re.compile(r"[^A-Za-z0-9+/=]+\Z")
 _TOKEN_END = re.compile(r"[\s\"'`,;)\]}>]|\Z")
 
 
@@ -165,21 +166,23 @@ def _rewrap_pattern(width: int) -> re.Pattern[str]:
 def _wrapped_breaks(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
     """The line breaks inside tokens that `pattern` (a literal, token characters to the end of the
     line, a line starting with one more) finds: the first after the literal, then each next one
-    while the line before it is full (as long as the first) and all token characters, as a terminal
-    of any width wraps a long token. The first line must be as long as the text's longest (a wrap
-    fills the screen's width) and the token end where tokens end (a space, a quote, the end of its
-    line or text): a line that merely ends with a token, then `root@host:~# `, is no wrap."""
+    while the line before it is full and all token characters, as a terminal of any width wraps a
+    long token. The first line must be as long as the text's longest (a wrap fills the screen's
+    width; a JSON prefix may make it longer), the next as long as it or as the longest of the rest,
+    each later one as long as the second; the token must end where tokens end (a space, a quote,
+    the end of its line or text): a line that merely ends with a token, then `root@host:~# `, is no wrap."""
     breaks: list[tuple[int, int]] = []
-    longest = 0
+    lengths: list[int] = []
     for found in pattern.finditer(text):
         newline = text.rfind("\n", found.start(), found.end())
         start = newline - (text[newline - 1] == "\r")
         if breaks and start <= breaks[-1][0]:
             continue
         width = start - (text.rfind("\n", 0, found.start()) + 1)
-        longest = longest or max(len(line.rstrip("\r")) for line in text.split("\n"))
-        if width < longest:
+        lengths = lengths or sorted((len(line.rstrip("\r")) for line in text.split("\n")), reverse=True)
+        if width < lengths[0]:
             continue
+        full = {width, lengths[1] if len(lengths) > 1 else width}
         cuts = [(start, newline + 1)]
         position, kept = newline + 1, 0
         while len(cuts) <= MAX_JOINED_LINES:
@@ -187,10 +190,11 @@ def _wrapped_breaks(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]
             if _TOKEN_END.match(text, end):
                 kept = len(cuts)  # the token may end here: the cuts so far are a wrap
             after = end + (2 if text.startswith("\r\n", end) else 1)
-            if end - position != width or not text.startswith(("\n", "\r\n"), end) or after >= len(text):
+            if end - position not in full or not text.startswith(("\n", "\r\n"), end) or after >= len(text):
                 break
             if not re.match(rf"[{TOKEN_CHARS}]", text[after]):
                 break
+            full = {end - position}
             cuts.append((end, after))
             position = after
         breaks += cuts[:kept]
@@ -269,9 +273,11 @@ class Normaliser:
 
 
 def joined(first: View, start: int, second: View, end: int, second_start: int = 0) -> View:
-    """A block cut between two messages: `first` from `start`, a newline, `second` from
-    `second_start` (past a prompt or a note before the rest of the block) up to `end`."""
-    tail = first.derive([(first.text[start:], start, len(first.text), True)], Framing.RAW)
+    """A block cut between two messages: `first` from `start` to its last base64 character (a JSON
+    string's closing quote stays out), a newline, `second` from `second_start` (past a prompt or a
+    note before the rest of the block) up to `end`."""
+    first_end = len(_TRAILING_NON_BASE64.sub("", first.text))
+    tail = first.derive([(first.text[start:first_end], start, first_end, True)], Framing.RAW)
     head = second.derive([(second.text[second_start:end], second_start, end, True)], Framing.RAW)
     segments = list(tail.segments)
     offset = len(tail.text) + 1

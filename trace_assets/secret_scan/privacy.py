@@ -58,6 +58,8 @@ GENERIC_USERS = frozenset(
 _PLACEHOLDER_DOMAIN = re.compile(
     r"(?:^|\.)(?:example\.(?:com|org|net)|[^.]+\.(?:test|example|invalid|localhost)|localhost)$", re.IGNORECASE
 )
+# `git@github.com:org/repo.git` is an SSH remote, not a person's address; nor are the no-reply ones.
+_SERVICE_MAILBOXES = frozenset({"git", "noreply", "no-reply", "donotreply", "do-not-reply"})
 _GENERIC_HOSTS = frozenset({"host.docker.internal", "gateway.docker.internal", "metadata.google.internal"})
 _GENERIC_HOST_SUFFIXES = ("kubernetes.default.svc.cluster.local", "kube-dns.kube-system.svc.cluster.local")
 _DOC_NETWORKS = tuple(
@@ -151,7 +153,8 @@ def operator_literals(bucket: str | None, prefix: str, host: str, user: str, ext
 
 def _is_placeholder(category: PrivateCategory, value: str) -> bool:
     if category is PrivateCategory.EMAIL:
-        return _PLACEHOLDER_DOMAIN.search(value.rsplit("@", 1)[1]) is not None
+        local, domain = value.rsplit("@", 1)
+        return _PLACEHOLDER_DOMAIN.search(domain) is not None or local.lower() in _SERVICE_MAILBOXES
     if category is PrivateCategory.PRIVATE_IP:
         address = ipaddress.ip_address(value)
         return any(address in network for network in _DOC_NETWORKS) or not any(
