@@ -90,6 +90,7 @@ def _candidate_regex(literals: set[str], triggers: set[str]) -> str:
 
 
 def _line_join_regex(literals: set[str], triggers: set[str], boundary: str, escaped_newline: bool) -> str:
+    # (Rust syntax: the normaliser runs it with polars too.)
     """A literal, token characters up to the end of its line, and a line starting with one more:
     where a token cut by a line break at any width may start. `escaped_newline`: also a JSON `\\n`,
     escaped once to three times."""
@@ -141,7 +142,7 @@ class Finder:
         }
         self.line_join_regex = _line_join_regex(token_literals, triggers, _RUST_WORD_START, escaped_newline=True)
         self.normaliser = Normaliser(
-            wrap_width, triggers, re.compile(_line_join_regex(token_literals, triggers, r"\b", escaped_newline=False))
+            wrap_width, triggers, _line_join_regex(token_literals, triggers, _RUST_WORD_START, escaped_newline=False)
         )
         self.blob_regex = (
             "(?:" + "|".join(re.escape(t) for t in sorted(triggers, key=len, reverse=True)) + ")[A-Za-z0-9+/_-]+={0,2}"
@@ -299,9 +300,8 @@ class Finder:
         joins = []
         for texts in by_row.values():
             texts.sort()
-            views = [self._unescaped(text_id, text) for _, text_id, text in texts]
-            for view, next_view in zip(views, views[1:]):
-                text, next_text = view.text, next_view.text
+            for (_, text_id, text), (_, next_id, next_text) in zip(texts, texts[1:]):
+                # the markers read the same escaped or not: views are built for a cut block only
                 begins = list(_PEM_BEGIN.finditer(text))
                 if not begins or _PEM_END.search(text, begins[-1].end()):
                     continue
@@ -309,8 +309,12 @@ class Finder:
                 first_begin = _PEM_BEGIN.search(next_text)
                 if end is None or (first_begin is not None and first_begin.start() < end.start()):
                     continue
-                rest = _BASE64_LINE.search(next_text, 0, end.start())
-                joins.append(joined(view, begins[-1].start(), next_view, end.end(), rest.start() if rest else 0))
+                view, next_view = self._unescaped(text_id, text), self._unescaped(next_id, next_text)
+                begin = list(_PEM_BEGIN.finditer(view.text))[-1]
+                end = _PEM_END.search(next_view.text)
+                assert end is not None, "unescaping keeps the markers"
+                rest = _BASE64_LINE.search(next_view.text, 0, end.start())
+                joins.append(joined(view, begin.start(), next_view, end.end(), rest.start() if rest else 0))
         return joins
 
     def _unescaped(self, text_id: int, text: str) -> View:
