@@ -7,9 +7,9 @@ and detect-secrets.
 kingfisher and betterleaks (benchmarks/secret_peers.py) scan the same texts written one file per
 row, in the same run.
 
-The same rows are scanned twice, in child processes: once with POLARS_MAX_THREADS=1 (the one-core
-figure; the variable only takes effect before polars is imported) and once with polars' default
-thread pool. Rows look like Harbor last-episode rows: a conversation of terminal output, code,
+The same rows are scanned in child processes: with POLARS_MAX_THREADS=1 (the one-core figure; the
+variable only takes effect before polars is imported), secrets only and with the privacy scrub too
+(both scanners, `on_private redact`), then both with polars' default thread pool. Rows look like Harbor last-episode rows: a conversation of terminal output, code,
 tracebacks and JSON replies, an instruction and a verifier log, with a sprinkle of planted secrets.
 detect-secrets, when importable, scans a slice of the same texts written to files.
 """
@@ -96,11 +96,26 @@ def _message_lines(rng: random.Random) -> list[str]:
     return [json.dumps({"analysis": analysis, "commands": [{"keystrokes": "pytest -q\n"}]}, indent=2)]
 
 
+def _planted_private(rng: random.Random) -> str:
+    """An internal address, host, e-mail or home path, as logs and tracebacks print them."""
+    return rng.choice(
+        [
+            f"connected to 10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}:6379",
+            "GET http://vllm-router.rl-train.svc.cluster.local:8000/v1/models 200",
+            f"Author: Dev {rng.randint(0, 99)} <dev{rng.randint(0, 99)}@acme-corp.com>",
+            f'  File "/home/dev{rng.randint(0, 99)}/work/train.py", line {rng.randint(1, 400)}',
+        ]
+    )
+
+
 def _message(rng: random.Random) -> str:
-    """One message between terminal prompts; about one in fifty holds a planted secret."""
+    """One message between terminal prompts; about one in fifty holds a planted secret, one in
+    twenty a private value."""
     lines = _message_lines(rng)
     if rng.random() < 0.02:
         lines.insert(rng.randrange(len(lines) + 1), _planted_secret(rng))
+    if rng.random() < 0.05:
+        lines.insert(rng.randrange(len(lines) + 1), _planted_private(rng))
     return "\n".join(["root@sandbox:/app# ", *lines, "root@sandbox:/app# "])
 
 
@@ -130,32 +145,39 @@ def synthetic_rows(megabytes: float, seed: int = 0) -> list[dict]:
     return rows
 
 
-def measure_scanner(megabytes: float, batch_rows: int, repeats: int) -> dict:
-    """Run in a child process, after POLARS_MAX_THREADS is set: scan and redact the synthetic rows.
+def measure_scanner(megabytes: float, batch_rows: int, repeats: int, privacy: bool) -> dict:
+    """Run in a child process, after POLARS_MAX_THREADS is set: scan and redact the synthetic rows,
+    with the privacy scrub too when `privacy` (operator literals set, every category replaced).
 
     Each is timed `repeats` times and the fastest run kept, as other load on the machine only slows runs down.
     """
     import polars as pl
 
-    from trace_assets.secret_scan.redaction import redact
-    from trace_assets.secret_scan.scanner import SecretScanner
+    from trace_assets.secret_scan.privacy import PrivacyOptions, PrivateCategory
+    from trace_assets.secret_scan.redaction import DEFAULT_REDACTED, Redaction
+    from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
+
+    options = ScanOptions(privacy=PrivacyOptions(("acme-rl-traces", "gpu-box-17"))) if privacy else ScanOptions()
+    private = frozenset(PrivateCategory) if privacy else frozenset()
 
     rows = synthetic_rows(megabytes)
     batches = [pl.DataFrame(rows[i : i + batch_rows]) for i in range(0, len(rows), batch_rows)]
     del rows
     scan_seconds, redact_seconds = [], []
     for _ in range(repeats):
-        scanner = SecretScanner("bench")
+        scanner = SecretScanner("bench", options)
         started = time.perf_counter()
         for batch in batches:
             scanner.scan(batch)
         report = scanner.report()
         scan_seconds.append(time.perf_counter() - started)
         started = time.perf_counter()
-        redacted = sum(sum(redact(batch)[1].values()) for batch in batches)
+        redaction = Redaction(options, DEFAULT_REDACTED, private)
+        redacted = sum(sum(redaction(batch)[1].values()) for batch in batches) + sum(redaction.private_counts.values())
         redact_seconds.append(time.perf_counter() - started)
     return {
         "threads": pl.thread_pool_size(),
+        "privacy": privacy,
         "rows": report["rows_scanned"],
         "megabytes": report["bytes_scanned"] / 1e6,
         "scan_seconds": min(scan_seconds),
@@ -215,13 +237,13 @@ def measure_peer(name: str, binary: str, megabytes: float) -> dict:
     return {"megabytes": size / 1e6, "seconds": min(seconds), "findings": findings}
 
 
-def _child(threads: int | None, args: argparse.Namespace) -> dict:
+def _child(threads: int | None, args: argparse.Namespace, privacy: bool) -> dict:
     env = dict(os.environ)
     env.pop("POLARS_MAX_THREADS", None)
     if threads:
         env["POLARS_MAX_THREADS"] = str(threads)
     command = [sys.executable, __file__, "--child", "--mb", str(args.mb), "--batch-rows", str(args.batch_rows)]
-    command += ["--repeats", str(args.repeats)]
+    command += ["--repeats", str(args.repeats)] + (["--privacy"] if privacy else [])
     return json.loads(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout)
 
 
@@ -235,19 +257,24 @@ def main() -> None:
     parser.add_argument("--peer-mb", type=float, default=100, help="megabytes for each peer")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per thread setting; the fastest is kept")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--privacy", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure_scanner(args.mb, args.batch_rows, args.repeats)))
+        print(json.dumps(measure_scanner(args.mb, args.batch_rows, args.repeats, args.privacy)))
         return
 
-    results = [_child(1, args), _child(None, args)]
+    results = [_child(1, args, privacy=True), _child(1, args, privacy=False), _child(None, args, privacy=True)]
     for result in results:
+        scanners = "secrets + privacy" if result["privacy"] else "secrets only"
         print(
-            f"secret_scan, {result['threads']} thread(s): {result['megabytes']:.0f} MB in {result['rows']:,} rows, "
+            f"{scanners}, {result['threads']} thread(s): {result['megabytes']:.0f} MB in {result['rows']:,} rows, "
             f"scan {result['scan_seconds']:.2f}s = {result['megabytes'] / result['scan_seconds']:.0f} MB/s, "
             f"redact {result['redact_seconds']:.2f}s = {result['megabytes'] / result['redact_seconds']:.0f} MB/s"
         )
     print(f"  verdict {results[0]['verdict']}, matches {results[0]['matches']}, redacted {results[0]['redacted']}")
+    print(
+        f"one core, both scanners against secrets only: {results[1]['scan_seconds'] / results[0]['scan_seconds']:.2f}x the rate"
+    )
     one_core_rate = results[0]["megabytes"] / results[0]["scan_seconds"]
     for name in PEER_COMMANDS:
         binary = getattr(args, name)

@@ -215,6 +215,7 @@ def _publish_scope(
             "num_examples": dg.MetadataValue.int(shards.num_examples),
             "download_size": size_text(shards.download_size),
             "redacted": dg.MetadataValue.json(redactor.counts if redactor else {}),
+            "private_replaced": dg.MetadataValue.json(redactor.private_counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(
                 (redactor.published_report(report) if redactor else report)["verdict"]
             ),

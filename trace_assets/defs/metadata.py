@@ -14,7 +14,8 @@ from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason, Trial
 from trace_assets.publishing.card import COLUMN_MEANINGS, type_name
 from trace_assets.publishing.card_facts import Distribution
 
-SCAN_COUNTS = ("patterns", "matches", "rows", "trials", "tasks", "live", "unverified", "placeholder")
+SCAN_COUNTS = ("patterns", "matches", "rows", "trials", "tasks", "live", "unverified", "near_miss", "placeholder")
+PRIVACY_COUNTS = ("matches", "placeholders", "values", "rows", "trials")
 FINDING_COLUMNS = ("kind", "verdict", "fingerprint", "trial_name", "task", "framing")
 FINDINGS_SHOWN = 200
 PEM_BLOCK_COLUMNS = {
@@ -137,5 +138,24 @@ def scan_metadata(report: dict[str, Any], path: Path) -> dict[str, dg.MetadataVa
             ],
             schema=dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in PEM_BLOCK_COLUMNS.items()]),
         ),
+        **privacy_metadata(report),
         "path": dg.MetadataValue.path(str(path)),
+    }
+
+
+def privacy_metadata(report: dict[str, Any]) -> dict[str, dg.MetadataValue]:
+    """Per privacy category: matches, placeholders among them, distinct values, rows and trials (counts only)."""
+    if "privacy" not in report:
+        return {}
+    categories = report["privacy"]["categories"]
+    return {
+        "privacy": dg.MetadataValue.table(
+            records=[
+                dg.TableRecord({"category": name, **{k: int(v.get(k, 0)) for k in PRIVACY_COUNTS}})
+                for name, v in categories.items()
+            ],
+            schema=dg.TableSchema(
+                columns=[dg.TableColumn("category", "string")] + [dg.TableColumn(k, "int") for k in PRIVACY_COUNTS]
+            ),
+        )
     }

@@ -6,10 +6,13 @@ Each is configuration plus a method that hands the domain code what it needs (a 
 
 from __future__ import annotations
 
+import getpass
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import dagster as dg
 from dagster_aws.s3 import S3Resource
@@ -25,6 +28,7 @@ from trace_assets.run_tags import SWEEP_LABEL, sweep_label
 from trace_assets.scope import RunScope, ScopeUnit
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import OnSecret, OnUnverified, ScanPolicy, parse_on_secret, parse_on_unverified
+from trace_assets.secret_scan.privacy import OnPrivate, PrivacyOptions, operator_literals, parse_on_private
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
 from trace_assets.steps.scan import scan_options
@@ -149,6 +153,11 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     secret_wrap_width: int = Field(
         default=DEFAULT_WRAP_WIDTH, gt=0, description="Terminal width whose hard wraps the scan joins"
     )
+    on_private: OnPrivate = Field(
+        default="keep", description="On e-mails, private IPs, internal hosts/URLs, home paths: keep, redact or block"
+    )
+    scrub_literals: str = Field(default="", description="Comma-separated operator values, always replaced")
+    scrub_patterns: str = Field(default="", description="Operator regexes, always replaced, 'regex;regex2'")
     raw_scan: bool = Field(
         default=False,
         description="Also scan every object under the scope's prefix (episode prompts included) for secrets, "
@@ -207,6 +216,11 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         return spec
 
     @model_validator(mode="after")
+    def _scrub_values_compile(self) -> TraceAssetsConfig:
+        self.privacy_options()  # a short literal or a bad regex is refused at start
+        return self
+
+    @model_validator(mode="after")
     def _roots_are_sane(self) -> TraceAssetsConfig:
         refuse_overlapping_roots(
             {"traces_root": self.traces_root, "staging_root": self.staging_root, "publish_root": self.publish_root}
@@ -241,10 +255,19 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         )
 
     def scan_options(self) -> ScanOptions:
-        return scan_options(self.secret_patterns, self.secret_allowlist, self.secret_wrap_width)
+        return scan_options(self.secret_patterns, self.secret_allowlist, self.secret_wrap_width, self.privacy_options())
+
+    def privacy_options(self) -> PrivacyOptions:
+        """The operator's values: the traces root's bucket and prefix, this machine's host and user
+        name, and the configured literals and regexes."""
+        root = urlsplit(self.traces_root)
+        bucket, prefix = (root.netloc, root.path) if root.scheme and root.netloc else (None, "")
+        extra = [value for value in self.scrub_literals.split(",") if value.strip()]
+        literals = operator_literals(bucket, prefix, socket.gethostname(), getpass.getuser(), extra)
+        return PrivacyOptions(literals, tuple(p for p in self.scrub_patterns.split(";") if p.strip()))
 
     def scan_policy(self) -> ScanPolicy:
-        return ScanPolicy(self.on_secret, self.on_unverified)
+        return ScanPolicy(self.on_secret, self.on_unverified, self.on_private)
 
     def staging(self, scope: RunScope, storage: ObjectStorage | None = None) -> RunStaging:
         """Local staging, or a scratch folder mirrored to the staging URL (see `staging_mirror`)."""
@@ -311,6 +334,9 @@ CONFIG_SOURCES = {
     "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
     "secret_patterns": "TRACE_ASSETS_SECRET_PATTERNS",
     "secret_allowlist": "TRACE_ASSETS_SECRET_ALLOWLIST",
+    "on_private": "TRACE_ASSETS_ON_PRIVATE (--on-private)",
+    "scrub_literals": "TRACE_ASSETS_SCRUB_LITERALS (--scrub-literal)",
+    "scrub_patterns": "TRACE_ASSETS_SCRUB_PATTERNS",
     "settle_seconds": "TRACE_ASSETS_SETTLE_SECONDS",
     "event_queue_url": "TRACE_ASSETS_EVENT_QUEUE_URL",
     "sweep": "TRACE_ASSETS_SWEEP",
@@ -384,6 +410,9 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
         "secret_patterns": env.get("TRACE_ASSETS_SECRET_PATTERNS", ""),
         "secret_allowlist": env.get("TRACE_ASSETS_SECRET_ALLOWLIST", ""),
         "on_unverified": env.get("TRACE_ASSETS_ON_UNVERIFIED") or "redact",
+        "on_private": env.get("TRACE_ASSETS_ON_PRIVATE") or "keep",
+        "scrub_literals": env.get("TRACE_ASSETS_SCRUB_LITERALS", ""),
+        "scrub_patterns": env.get("TRACE_ASSETS_SCRUB_PATTERNS", ""),
         "raw_scan": parse_flag("TRACE_ASSETS_RAW_SCAN", env.get("TRACE_ASSETS_RAW_SCAN")),
         "sessions": parse_flag("TRACE_ASSETS_SESSIONS", env.get("TRACE_ASSETS_SESSIONS") or "on"),
         "session_harness": env.get("TRACE_ASSETS_SESSION_HARNESS", ""),
@@ -404,7 +433,8 @@ def config_from_env(env: Mapping[str, str] = os.environ, **overrides: Any) -> Tr
     except ValueError as error:
         raise ConfigError(str(error)) from None
     values.update({k: v for k, v in overrides.items() if v is not None})
-    for name, parse in (("on_secret", parse_on_secret), ("on_unverified", parse_on_unverified)):
+    parsers = (("on_secret", parse_on_secret), ("on_unverified", parse_on_unverified), ("on_private", parse_on_private))
+    for name, parse in parsers:
         try:
             values[name] = parse(values[name])
         except ValueError as error:

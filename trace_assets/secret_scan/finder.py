@@ -19,8 +19,16 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from trace_assets.secret_scan.kinds import SecretKind
-from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH, Framing, Normaliser, View, joined
+from trace_assets.secret_scan.kinds import Judged, SecretKind
+from trace_assets.secret_scan.normalise import (
+    ANSI_ESCAPE,
+    DEFAULT_WRAP_WIDTH,
+    TOKEN_CHARS,
+    Framing,
+    Normaliser,
+    View,
+    joined,
+)
 from trace_assets.secret_scan.pem import PEM_MARKER
 
 MAX_BLOBS_PER_BATCH = 4096  # decoding is bounded: blobs per batch, size, count per text and depth
@@ -39,34 +47,58 @@ def _encoded_triggers(literal: str) -> set[str]:
 
 # Base64 of `-----BEGIN`, of a docker config (`{"auths"`) and of a JWT (`eyJ`).
 _BLOB_TRIGGERS = {"LS0tLS1CRUdJT", "eyJhdXRocyI", "ZXlK"}
+# Where a token may be cut before its literal: a JWT's header (`eyJ`), before the `.eyJ` the prefilter wants.
+_CUT_TOKEN_STARTS = {"eyj"}
+_RUST_WORD_START = r"(?-u:\b)"  # an ASCII word boundary, as the prefilter's literals are ASCII
 _URL_RUN = r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){2,}"
+# The first line of the rest of a PEM block cut between two messages (a prompt or a note may come first).
+_BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/=]{8,}[ \t]*\r?$")
+# A credential word shortly before a match on its line (`GITHUB_TOKEN=`, `"api_key": "`, `Bearer `):
+# without one, a token that fails its kind's exact shape is a near miss, not a credential.
+_CONTEXT = re.compile(r"(?i:key|token|secret|passw|pwd|auth|bearer|cred|session|private|pat\b)")
+CONTEXT_CHARS = 48
 
 
 def _normalised_expr(text: pl.Expr, wrap_width: int) -> pl.Expr:
     """A vectorised over-approximation of `Normaliser.normalised`: only used to pick texts worth it."""
     escapes, plain = ["\\\\", "\\n", "\\t", "\\r", '\\"', "\\/"], ["\\", "\n", "\t", "\r", '"', "/"]
     text = text.str.replace_many(escapes, plain).str.replace_many(escapes, plain)
+    text = text.str.replace_all("\\u001b", "\x1b", literal=True).str.replace_all(ANSI_ESCAPE, "")
     text = text.str.replace_all(r"(?m)^ {0,8}\d{1,9}\t", "").str.replace_many(["$\n", "^I"], ["\n", "\t"])
     if wrap_width > 0:
         text = text.str.replace_all(rf"(?m)^([^\n]{{{wrap_width}}})\r?\n", "${1}")
     return text
 
 
-def _candidate_regex(literals: set[str], triggers: set[str]) -> str:
-    """One regex for "holds a literal", Rust's literal prefilter doing the work.
-
-    Short literals that start with a word character (`sk-`, `hf_`) must start a word, or follow a
-    JSON `\\n`/`\\t` escape, so `task-` or `disk-` do not make a text a candidate.
-    """
+def _literal_alternatives(literals: set[str], boundary: str) -> str:
+    """Short literals that start with a word character (`sk-`, `hf_`) must start a word, follow a
+    JSON `\\n`/`\\t` escape or an ANSI colour (`\\x1b[01;31m`), so `task-` or `disk-` do not count."""
     alternatives = []
     for literal in sorted(literals, key=lambda lit: (-len(lit), lit)):
         escaped = re.escape(literal)
         if len(literal) <= 4 and literal[0].isalnum() and "~" not in literal:  # Azure's `Q~` sits inside its secret
-            alternatives.append(rf"(?:(?-u:\b)|\\[nt]){escaped}")
+            alternatives.append(rf"(?:{boundary}|\\[nt]|\[[0-9;]*[mK]){escaped}")
         else:
             alternatives.append(escaped)
+    return "|".join(alternatives)
+
+
+def _candidate_regex(literals: set[str], triggers: set[str]) -> str:
+    """One regex for "holds a literal", Rust's literal prefilter doing the work."""
     blobs = "|".join(re.escape(trigger) for trigger in sorted(triggers))
-    return f"(?i:{'|'.join(alternatives)})|{blobs}"
+    return f"(?i:{_literal_alternatives(literals, _RUST_WORD_START)})|{blobs}"
+
+
+def _line_join_regex(literals: set[str], triggers: set[str], boundary: str, escaped_newline: bool) -> str:
+    # (Rust syntax: the normaliser runs it with polars too.)
+    """A literal, token characters up to the end of its line, and a line starting with one more:
+    where a token cut by a line break at any width may start. `escaped_newline`: also a JSON `\\n`,
+    escaped once to three times."""
+    blobs = "|".join(re.escape(trigger) for trigger in sorted(triggers))
+    newline = r"(?:\r?\n|(?:\\{1,3}r)?\\{1,3}n)" if escaped_newline else r"\r?\n"
+    # a line ending in five dashes is no cut token: `KEY-----`, a PEM marker, holds Mailgun's `key-`
+    run = f"(?:[{TOKEN_CHARS}]*[A-Za-z0-9_+/=.~]-{{0,4}})?"
+    return f"(?:(?i:{_literal_alternatives(literals, boundary)})|{blobs}){run}{newline}[{TOKEN_CHARS}]"
 
 
 @dataclass
@@ -79,6 +111,7 @@ class Match:
     framing: str
     spans: dict[int, tuple[int, int]]
     may_be_live: bool = True  # its rule's: False caps the verdict at `unverified`
+    context: bool = True  # a keyword rule's, or a credential word just before it (see `_CONTEXT`)
 
     @property
     def source(self) -> int:
@@ -103,7 +136,14 @@ class Finder:
         self.unfiltered_rules = [index for index, (_, _, rule) in enumerate(self.rules) if not rule.literals]
         self.candidate_regex = _candidate_regex(literals, triggers)
         self.wrap_width = wrap_width
-        self.normaliser = Normaliser(wrap_width, triggers)
+        # Tokens of known formats and blobs may be cut by a line break; keyword values are not joined.
+        token_literals = _CUT_TOKEN_STARTS | {
+            literal.lower() for _, kind, rule in self.rules if kind.judged is Judged.TOKEN for literal in rule.literals
+        }
+        self.line_join_regex = _line_join_regex(token_literals, triggers, _RUST_WORD_START, escaped_newline=True)
+        self.normaliser = Normaliser(
+            wrap_width, triggers, _line_join_regex(token_literals, triggers, _RUST_WORD_START, escaped_newline=False)
+        )
         self.blob_regex = (
             "(?:" + "|".join(re.escape(t) for t in sorted(triggers, key=len, reverse=True)) + ")[A-Za-z0-9+/_-]+={0,2}"
         )
@@ -184,6 +224,9 @@ class Finder:
             view = self.normaliser.normalised(raw_views[text_id])
             if view is not None:
                 views.append(view)
+                # a blob cut by wraps or escapes is whole only here
+                for blob in list(dict.fromkeys(m.group(0) for m in self.normaliser.blob.finditer(view.text))):
+                    views += self.normaliser.decoded(view, blob, Framing.BASE64)
         for text_id, blob, framing in blobs:
             views += self.normaliser.decoded(raw_views[text_id], blob, framing)
         if pem_marked is not None:
@@ -198,16 +241,20 @@ class Finder:
         return _deduplicated(matches), by_id
 
     def _normalised_hits(self, candidates: pl.DataFrame) -> list[int]:
-        """Texts whose normalised form (JSON unescaped, `cat` prefixes gone, wraps joined) has a match."""
+        """Texts whose normalised form (JSON unescaped, colours and `cat` prefixes gone, wraps joined)
+        has a match; a text with a token cut by a line break is one whatever its join holds."""
+        joins = pl.col("text").str.contains(self.line_join_regex)
         framed = candidates.filter(
-            pl.col("text").str.contains_any(["\\", "\t", "$\n", "^I"])
+            pl.col("text").str.contains_any(["\\", "\t", "$\n", "^I", "\x1b"])
             | (pl.col("text").str.contains(rf"(?m)^[^\n]{{{self.wrap_width}}}\r?\n") if self.wrap_width > 0 else False)
+            | joins
         )
         if framed.is_empty():
             return []
+        joined_ids = set(framed.filter(joins)["text_id"].to_list())
         normalised = framed.select("text_id", _normalised_expr(pl.col("text"), self.wrap_width).alias("text"))
         hits = self.candidates(normalised)
-        return sorted(set(self._rule_matches(hits, hits)["text_id"].to_list()))
+        return sorted(set(self._rule_matches(hits, hits)["text_id"].to_list()) | joined_ids)
 
     def _blob_hits(self, candidates: pl.DataFrame) -> list[tuple[int, str, Framing]]:
         """(text id, blob, framing) for base64 blobs that start like a secret and URL-encoded runs."""
@@ -240,29 +287,46 @@ class Finder:
             cursor[(text_id, rule_index)] = start + len(match)
             inner = match.rfind(secret) if secret != match else 0
             spans = view.raw_spans(start + inner, start + inner + len(secret))
-            located.append(Match(kind, order, secret, view.framing, spans, rule.may_be_live))
+            context = rule.has_secret_group or _has_context(view.text, start)
+            located.append(Match(kind, order, secret, view.framing, spans, rule.may_be_live, context))
         return located
 
     def _pem_joins(self, marked: pl.DataFrame) -> list[View]:
-        """A PEM block cut at the end of one message and finished in the next message of the same row."""
-        by_place = {
-            (r, m): (t, text) for t, r, m, text in marked.select("text_id", "row_id", "message", "text").iter_rows()
-        }
+        """A PEM block cut at the end of one message and finished in a later one of the same row (the
+        next observation, an agent's turn or a tool call between): joined with the next marked text."""
+        by_row: dict[int, list[tuple[int, int, str]]] = {}
+        for text_id, row_id, message, text in marked.select("text_id", "row_id", "message", "text").iter_rows():
+            by_row.setdefault(row_id, []).append((message, text_id, text))
         joins = []
-        for (row_id, message), (text_id, text) in by_place.items():
-            begins = list(_PEM_BEGIN.finditer(text))
-            if not begins or _PEM_END.search(text, begins[-1].end()):
-                continue
-            following = by_place.get((row_id, message + 1))
-            if following is None:
-                continue
-            next_id, next_text = following
-            end = _PEM_END.search(next_text)
-            first_begin = _PEM_BEGIN.search(next_text)
-            if end is None or (first_begin is not None and first_begin.start() < end.start()):
-                continue
-            joins.append(joined(View.raw(text, text_id), begins[-1].start(), View.raw(next_text, next_id), end.end()))
+        for texts in by_row.values():
+            texts.sort()
+            for (_, text_id, text), (_, next_id, next_text) in zip(texts, texts[1:]):
+                # the markers read the same escaped or not: views are built for a cut block only
+                begins = list(_PEM_BEGIN.finditer(text))
+                if not begins or _PEM_END.search(text, begins[-1].end()):
+                    continue
+                end = _PEM_END.search(next_text)
+                first_begin = _PEM_BEGIN.search(next_text)
+                if end is None or (first_begin is not None and first_begin.start() < end.start()):
+                    continue
+                view, next_view = self._unescaped(text_id, text), self._unescaped(next_id, next_text)
+                begin = list(_PEM_BEGIN.finditer(view.text))[-1]
+                end = _PEM_END.search(next_view.text)
+                assert end is not None, "unescaping keeps the markers"
+                rest = _BASE64_LINE.search(next_view.text, 0, end.start())
+                joins.append(joined(view, begin.start(), next_view, end.end(), rest.start() if rest else 0))
         return joins
+
+    def _unescaped(self, text_id: int, text: str) -> View:
+        """A text as printed: JSON unescaped if it is escaped (a tool result inside JSON)."""
+        raw = View.raw(text, text_id)
+        return (self.normaliser.normalised(raw) or raw) if "\\" in text else raw
+
+
+def _has_context(text: str, start: int) -> bool:
+    """A credential word in the CONTEXT_CHARS before `start`, on its line."""
+    line_start = text.rfind("\n", max(start - CONTEXT_CHARS, 0), start) + 1
+    return _CONTEXT.search(text, max(line_start, start - CONTEXT_CHARS), start) is not None
 
 
 def _deduplicated(matches: list[Match]) -> list[Match]:
@@ -298,12 +362,28 @@ def _beats(winner: Match, winner_spans: dict, loser: Match, loser_spans: dict, w
     if winner.kind.name == loser.kind.name:
         winner_size = sum(e - s for s, e in winner_spans.values())
         loser_size = sum(e - s for s, e in loser_spans.values())
+        joins = (Framing.LINE_JOIN in winner.framing) != (Framing.LINE_JOIN in loser.framing)
+        if joins and winner_size != loser_size and winner.kind.judged is Judged.TOKEN:
+            return _join_beats(winner, loser)
         if winner_size != loser_size:
             return winner_size > loser_size
         if winner.may_be_live != loser.may_be_live:  # the exact credential variable's rule, not the loose one
             return winner.may_be_live
         return winner_first
     return winner_spans == loser_spans and winner.order > loser.order
+
+
+def _join_beats(winner: Match, loser: Match) -> bool:
+    """A token joined across a line break against the same kind's match cut at it: the joined one
+    only when it has the kind's exact shape (a wrap cut the token), else the cut one (a line that
+    merely ends with a token must not swallow the next line's first word)."""
+    joined, cut = (winner, loser) if Framing.LINE_JOIN in winner.framing else (loser, winner)
+    return (joined if _has_shape(joined) else cut) is winner
+
+
+def _has_shape(match: Match) -> bool:
+    shape = match.kind.shape
+    return shape is None or bool(shape(match.secret))
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

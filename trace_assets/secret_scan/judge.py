@@ -142,6 +142,17 @@ def is_github_token(token: str) -> bool:
     return crc32_base62_ok(token, 4)
 
 
+_OPENAI_HALVES = {58, 74}  # around the marker of project, service-account and admin keys (gitleaks' rule)
+
+
+def is_openai_key(key: str) -> bool:
+    """`T3BlbkFJ` (base64 of "OpenAI") inside, with halves of equal length around it (or 58 and 74
+    characters): a key cut by a wrap, or run on into the next line's word, is not one."""
+    head, marker, tail = key.partition("T3BlbkFJ")
+    body = head.split("-", 2)[-1] if head.startswith("sk-") and head.count("-") >= 2 else head.removeprefix("sk-")
+    return bool(marker) and (len(body) == len(tail) or {len(body), len(tail)} <= _OPENAI_HALVES)
+
+
 def has_mixed_charset(secret: str) -> bool:
     """A random 40-char AWS secret all but always mixes upper, lower and digits; a git sha does not."""
     return all(re.search(charset, secret) for charset in ("[A-Z]", "[a-z]", "[0-9]"))

@@ -166,7 +166,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         "openai_api_key",
         r"\bsk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})",
         ["sk-"],
-        lambda key: "T3BlbkFJ" in key,  # base64 of "OpenAI", inside every key OpenAI issues
+        judge.is_openai_key,
     ),
     _token(
         "anthropic_api_key",

@@ -2,9 +2,10 @@
 
 A `View` is a text plus segments that map each of its characters to a span of a raw text, so a
 match in a view is redacted in the raw text whole: JSON unescaped (once, then again if still
-escaped), `cat -n` numbers and `cat -A` markers stripped, terminal hard wraps at the wrap width
-joined, `%XX` decoded, base64 blobs that start like a secret decoded (bounded in size, count and
-depth), and a PEM block cut between two consecutive messages joined.
+escaped), ANSI colour escapes (`grep --color`) and `cat -n` numbers and `cat -A` markers stripped,
+terminal hard wraps at the wrap width joined, a token cut by a line break at any other width joined
+back (`line_join`), `%XX` decoded, base64 blobs that start like a secret decoded (bounded in size,
+count and depth), and a PEM block cut between two messages of one trajectory joined.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+
+import polars as pl
 
 from trace_assets.secret_scan.judge import b64_text
 
@@ -29,9 +32,11 @@ class Framing(StrEnum):
 
     RAW = "raw"
     JSON = "json"
+    ANSI = "ansi"
     CAT_N = "cat_n"
     CAT_A = "cat_a"
     REWRAP = "rewrap"
+    LINE_JOIN = "line_join"
     URL = "url"
     BASE64 = "base64"
     PEM_JOIN = "pem_join"
@@ -140,6 +145,15 @@ _CAT_N = re.compile(r"^ {0,8}\d{1,9}\t", re.MULTILINE)
 _CAT_A = re.compile(r"(\^I|\$(?=\r?\n|\Z))")
 _CAT_A_LINES = re.compile(r"\$\r?\n.*\$\r?\n")
 _URL_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+# CSI sequences: colours (`grep --color`, `ls --color`) and erase-line (`\x1b[K`).
+ANSI_ESCAPE = r"\x1b\[[0-9;?]*[A-Za-z]"
+_ANSI = re.compile(ANSI_ESCAPE)
+# Characters a token or base64 blob is made of: a line break between two of them may be a wrap.
+TOKEN_CHARS = "A-Za-z0-9_+/=.~-"
+MAX_JOINED_LINES = 64  # a 4096-bit key's base64 at 80 columns is about 40 lines
+_TOKEN_RUN = re.compile(rf"[{TOKEN_CHARS}]*")
+_TRAILING_NON_BASE64 = re.compile(r"[^A-Za-z0-9+/=]+\Z")
+_TOKEN_END = re.compile(r"[\s\"'`,;)\]}>]|\Z")
 
 
 def _json_unescape(match: re.Match[str]) -> str:
@@ -151,21 +165,73 @@ def _rewrap_pattern(width: int) -> re.Pattern[str]:
     return re.compile(rf"^[^\n]{{{width}}}(\r?\n)", re.MULTILINE)
 
 
+def _found(text: str, regex: str) -> Iterator[tuple[int, int]]:
+    """Spans of `regex`'s matches in `text`, by the Rust engine: Python's `re` takes a whole
+    second over a few MB for an alternation of the kinds' 200 literals, Rust's literal prefilter not."""
+    cursor = 0
+    for match in pl.Series([text]).str.extract_all(regex)[0]:
+        start = text.find(match, cursor)
+        cursor = start + len(match)
+        yield start, cursor
+
+
+def _wrapped_breaks(text: str, regex: str) -> list[tuple[int, int]]:
+    """The line breaks inside tokens that `regex` (a literal, token characters to the end of the
+    line, a line starting with one more) finds: the first after the literal, then each next one
+    while the line before it is full and all token characters, as a terminal of any width wraps a
+    long token. The first line must be as long as the text's longest (a wrap fills the screen's
+    width; a JSON prefix may make it longer), the next as long as it or as the longest of the rest,
+    each later one as long as the second; the token must end where tokens end (a space, a quote,
+    the end of its line or text): a line that merely ends with a token, then `root@host:~# `, is no wrap."""
+    breaks: list[tuple[int, int]] = []
+    lengths: list[int] = []
+    for found_start, found_end in _found(text, regex):
+        newline = text.rfind("\n", found_start, found_end)
+        start = newline - (text[newline - 1] == "\r")
+        if breaks and start <= breaks[-1][0]:
+            continue
+        width = start - (text.rfind("\n", 0, found_start) + 1)
+        lengths = lengths or sorted((len(line.rstrip("\r")) for line in text.split("\n")), reverse=True)
+        if width < lengths[0]:
+            continue
+        full = {width, lengths[1] if len(lengths) > 1 else width}
+        cuts = [(start, newline + 1)]
+        position, kept = newline + 1, 0
+        while len(cuts) <= MAX_JOINED_LINES:
+            end = _TOKEN_RUN.match(text, position).end()  # type: ignore[union-attr]
+            if _TOKEN_END.match(text, end):
+                kept = len(cuts)  # the token may end here: the cuts so far are a wrap
+            after = end + (2 if text.startswith("\r\n", end) else 1)
+            if end - position not in full or not text.startswith(("\n", "\r\n"), end) or after >= len(text):
+                break
+            if not re.match(rf"[{TOKEN_CHARS}]", text[after]):
+                break
+            full = {end - position}
+            cuts.append((end, after))
+            position = after
+        breaks += cuts[:kept]
+    return breaks
+
+
 class Normaliser:
     """Builds the views of one text worth scanning besides the raw text."""
 
-    def __init__(self, wrap_width: int, base64_triggers: Iterable[str]) -> None:
+    def __init__(self, wrap_width: int, base64_triggers: Iterable[str], line_join: str | None = None) -> None:
         self.wrap = _rewrap_pattern(wrap_width) if wrap_width > 0 else None
         triggers = "|".join(sorted({re.escape(t) for t in base64_triggers}, key=len, reverse=True))
         self.blob = re.compile(rf"(?:{triggers})[A-Za-z0-9+/_-]{{8,{MAX_BLOB_CHARS}}}={{0,2}}")
+        self.line_join = line_join
 
     def normalised(self, view: View) -> View | None:
-        """JSON unescaped (twice if needed), `cat` prefixes stripped, hard wraps joined: one view, or None."""
+        """JSON unescaped (twice if needed), colours and `cat` prefixes stripped, hard wraps and
+        tokens cut by a line break joined: one view, or None."""
         current = view
         for _ in range(2):
             if "\\" not in current.text or not _STILL_ESCAPED.search(current.text):
                 break
             current = _substitute(current, _JSON_ESCAPE, _json_unescape, Framing.JSON) or current
+        if "\x1b" in current.text:
+            current = _substitute(current, _ANSI, lambda m: "", Framing.ANSI) or current
         if "\t" in current.text and len(_CAT_N.findall(current.text, 0, 4096)) >= 2:
             current = _substitute(current, _CAT_N, lambda m: "", Framing.CAT_N) or current
         if "$" in current.text and _CAT_A_LINES.search(current.text):
@@ -174,7 +240,24 @@ class Normaliser:
             )
         if self.wrap is not None:
             current = _substitute(current, self.wrap, lambda m: "", Framing.REWRAP) or current
+        if self.line_join is not None and "\n" in current.text:
+            current = self._joined_lines(current) or current
         return None if current is view else current
+
+    def _joined_lines(self, view: View) -> View | None:
+        assert self.line_join is not None
+        breaks = _wrapped_breaks(view.text, self.line_join)
+        if not breaks:
+            return None
+        pieces: list[tuple[str, int, int, bool]] = []
+        last = 0
+        for start, end in breaks:
+            if start > last:
+                pieces.append((view.text[last:start], last, start, True))
+            pieces.append(("", start, end, False))
+            last = end
+        pieces.append((view.text[last:], last, len(view.text), True))
+        return view.derive(pieces, Framing.LINE_JOIN)
 
     def decoded(self, view: View, blob: str, framing: Framing, depth: int = 1) -> list[View]:
         """Views of each occurrence of `blob` in `view`, decoded; then blobs inside those, to the depth bound."""
@@ -199,10 +282,13 @@ class Normaliser:
         return views
 
 
-def joined(first: View, start: int, second: View, end: int) -> View:
-    """A block cut between two messages: `first` from `start`, a newline, `second` up to `end`."""
-    tail = first.derive([(first.text[start:], start, len(first.text), True)], Framing.RAW)
-    head = second.derive([(second.text[:end], 0, end, True)], Framing.RAW)
+def joined(first: View, start: int, second: View, end: int, second_start: int = 0) -> View:
+    """A block cut between two messages: `first` from `start` to its last base64 character (a JSON
+    string's closing quote stays out), a newline, `second` from `second_start` (past a prompt or a
+    note before the rest of the block) up to `end`."""
+    first_end = len(_TRAILING_NON_BASE64.sub("", first.text))
+    tail = first.derive([(first.text[start:first_end], start, first_end, True)], Framing.RAW)
+    head = second.derive([(second.text[second_start:end], second_start, end, True)], Framing.RAW)
     segments = list(tail.segments)
     offset = len(tail.text) + 1
     last = segments[-1] if segments else Segment(0, 0, first.segments[0].source, start, start, True)

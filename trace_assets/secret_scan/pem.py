@@ -25,10 +25,12 @@ _PEM_NEWLINE = r"(?:\r?\n|(?:\\r)?\\n)"
 _PEM_WORD = r"[A-Za-z0-9+/=._*<>\[\]()…]+"
 _PEM_LINE = rf"[ \t]*(?:{_PEM_WORD}(?: {_PEM_WORD})*|[A-Za-z-]+: [^\r\n\\]*)?[ \t]*"
 # One line per row of base64; a last line cut off by the end of the text (truncated output) still
-# belongs to the block. Or all on one line, base64 chunks separated by spaces.
+# belongs to the block. Or all on one line, base64 chunks separated by spaces or by nothing.
 _PEM_LINES = rf"[ \t]*{_PEM_NEWLINE}(?:{_PEM_LINE}{_PEM_NEWLINE})*(?:{_PEM_LINE}$)?"
 _PEM_SPACED = r"(?:[ \t]+[A-Za-z0-9+/=]{16,})+[ \t]*"
-_PEM_BODY = rf"(?:{_PEM_LINES}|{_PEM_SPACED})"
+# Or its newlines removed, the body run on right after the marker (a key pasted into a quoted env value).
+_PEM_RUN_ON = r"[A-Za-z0-9+/]{16,}={0,2}"
+_PEM_BODY = rf"(?:{_PEM_LINES}|{_PEM_SPACED}|{_PEM_RUN_ON})"
 PEM_BLOCK = rf"-----BEGIN {_PEM_LABEL}PRIVATE KEY-----{_PEM_BODY}?(?:[ \t]*-----END {_PEM_LABEL}PRIVATE KEY-----)?"
 PEM_MARKER = rf"-----(?:BEGIN|END) {_PEM_LABEL}PRIVATE KEY-----"
 PGP_BLOCK = rf"-----BEGIN PGP PRIVATE KEY BLOCK-----{_PEM_BODY}?(?:[ \t]*-----END PGP PRIVATE KEY BLOCK-----)?"

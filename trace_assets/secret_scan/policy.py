@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from trace_assets.secret_scan.privacy import OnPrivate, PrivateCategory, found_values
 from trace_assets.secret_scan.verdicts import Verdict
 
 # The operator's decision on live credentials in a run's rows: `block` publishes nothing but the
@@ -36,10 +37,12 @@ def parse_on_unverified(value: str) -> OnUnverified:
 
 @dataclass(frozen=True)
 class ScanPolicy:
-    """`live` -> on_secret, `unverified` -> on_unverified, `placeholder` -> always kept."""
+    """`live` -> on_secret, `unverified` -> on_unverified, `placeholder` and `near_miss` -> always
+    kept; private values -> on_private, but `operator` values always replaced."""
 
     on_secret: OnSecret = "block"
     on_unverified: OnUnverified = "redact"
+    on_private: OnPrivate = "keep"
 
     def _verdicts(self, action: Literal["redact", "block"]) -> frozenset[Verdict]:
         """The verdicts whose findings get `action` (placeholders are always kept)."""
@@ -54,9 +57,20 @@ class ScanPolicy:
     def blocked(self) -> frozenset[Verdict]:
         return self._verdicts("block")
 
+    @property
+    def private_redacted(self) -> frozenset[PrivateCategory]:
+        """The privacy categories publishing replaces: `operator` always, the rest on `redact`."""
+        return frozenset(PrivateCategory) if self.on_private == "redact" else frozenset({PrivateCategory.OPERATOR})
+
+    @property
+    def private_blocked(self) -> frozenset[PrivateCategory]:
+        return frozenset(PrivateCategory) - {PrivateCategory.OPERATOR} if self.on_private == "block" else frozenset()
+
     def blocking(self, report: dict[str, Any]) -> dict[str, int]:
-        """Per kind, the findings whose verdict this policy blocks on: empty means publishing may go on."""
-        return _per_kind(report, self.blocked)
+        """Per kind (and `private:<category>`), the findings this policy blocks on: empty means
+        publishing may go on."""
+        private = {f"private:{c}": found_values(report, [c]) for c in sorted(self.private_blocked)}
+        return {**_per_kind(report, self.blocked), **{name: n for name, n in private.items() if n}}
 
     def acted_on(self, report: dict[str, Any]) -> dict[str, int]:
         """Per kind, the findings this policy would block or redact in published fields: what the
@@ -64,8 +78,9 @@ class ScanPolicy:
         return _per_kind(report, self.blocked | self.redacted)
 
     def redacts(self, report: dict[str, Any]) -> bool:
-        """Whether publishing must rewrite rows: some finding has a verdict this policy redacts."""
-        return any(
+        """Whether publishing must rewrite rows: some finding has a verdict this policy redacts, or
+        some private value a category it replaces."""
+        return found_values(report, self.private_redacted) > 0 or any(
             counts.get(str(verdict), 0) for counts in report.get("kinds", {}).values() for verdict in self.redacted
         )
 

@@ -2,16 +2,19 @@
 
 The raw span of a finding covers its whole secret however it was printed (wrapped, escaped,
 numbered, encoded, split over two messages), so nothing of it is left; every other occurrence of
-the same raw text or normalised secret is replaced too. Returns counts; the report is not touched.
+the same raw text or normalised secret is replaced too. Private values of the categories asked
+for are replaced by their scope's tokens (`[EMAIL-1]`) in the same pass. Returns counts; the report
+is not touched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 import polars as pl
 
 from trace_assets.secret_scan.finder import Finder
+from trace_assets.secret_scan.privacy import PrivacyFinder, PrivateCategory, Tokens
 from trace_assets.secret_scan.scanner import PLAIN_TEXT_COLUMNS, Judge, ScanOptions, has_conversations, judged_matches
 from trace_assets.secret_scan.verdicts import Verdict
 
@@ -21,16 +24,26 @@ DEFAULT_REDACTED = frozenset({Verdict.LIVE, Verdict.UNVERIFIED})
 class Redaction:
     """Reusable across batches: the kinds are compiled and verdicts cached once."""
 
-    def __init__(self, options: ScanOptions, verdicts: Collection[Verdict] = DEFAULT_REDACTED) -> None:
+    def __init__(
+        self,
+        options: ScanOptions,
+        verdicts: Collection[Verdict] = DEFAULT_REDACTED,
+        private: Iterable[PrivateCategory] = (),
+    ) -> None:
         self.verdicts = frozenset(verdicts)
+        self.private = frozenset(private) if options.privacy is not None else frozenset()
         self._finder = Finder(options.kinds, options.wrap_width)
         self._judge = Judge(options.allowlist)
+        self._privacy = PrivacyFinder(options.privacy)
+        self._tokens = Tokens()  # one scope's: rows and session files alike
+        self.private_counts: dict[str, int] = {}
 
     def __call__(self, rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
-        """The rows with the same schema, and the matches replaced per kind."""
-        if not self.verdicts:
+        """The rows with the same schema, and the matches replaced per kind (private values per
+        category in `private_counts`, over every call)."""
+        if not self.verdicts and not self.private:
             return rows, {}
-        _, matches, judgements, by_id, _ = judged_matches(self._finder, self._judge, rows, 0)
+        texts, matches, judgements, by_id, _ = judged_matches(self._finder, self._judge, rows, 0)
         counts: dict[str, int] = {}
         targets: dict[str, str] = {}
         for match, judgement in zip(matches, judgements):
@@ -41,6 +54,11 @@ class Redaction:
             for piece in (*pieces, match.secret):
                 if piece:
                     targets.setdefault(piece, f"[REDACTED:{match.kind.name}]")
+        if self.private:
+            for _, private in self._privacy.find(texts):
+                if private.category in self.private and not private.placeholder:
+                    targets.setdefault(private.value, self._tokens.token(private))
+                    self.private_counts[private.category] = self.private_counts.get(private.category, 0) + 1
         if not targets:
             return rows, {}
         # Longest first, so a secret that contains another is replaced whole.
@@ -59,7 +77,10 @@ class Redaction:
 
 
 def redact(
-    rows: pl.DataFrame, options: ScanOptions | None = None, verdicts: Collection[Verdict] = DEFAULT_REDACTED
+    rows: pl.DataFrame,
+    options: ScanOptions | None = None,
+    verdicts: Collection[Verdict] = DEFAULT_REDACTED,
+    private: Iterable[PrivateCategory] = (),
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """One-off redaction of `rows`; see `Redaction`."""
-    return Redaction(options or ScanOptions(), verdicts)(rows)
+    return Redaction(options or ScanOptions(), verdicts, private)(rows)

@@ -22,6 +22,7 @@ from trace_assets.secret_scan.finder import Finder, Match
 from trace_assets.secret_scan.kinds import KEY_BLOCK_KINDS, PUBLIC_SAMPLE_KEYS, Judged, SecretKind, all_kinds
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.pem import PEM_MARKER, PemAnalysis, analyse_pem_block
+from trace_assets.secret_scan.privacy import PrivacyOptions, PrivacyScanner
 from trace_assets.secret_scan.verdicts import RunVerdict, Verdict, run_verdict
 
 FINDINGS_CAP = 1000
@@ -42,11 +43,13 @@ TEXT_SCHEMA = {
 
 @dataclass(frozen=True)
 class ScanOptions:
-    """What to look for and how: extra kinds, allowlisted fingerprints, the terminal wrap width."""
+    """What to look for and how: extra kinds, allowlisted fingerprints, the terminal wrap width, and
+    the privacy scrub's operator values (None: no privacy scan, the report has no `privacy` section)."""
 
     extra_kinds: tuple[SecretKind, ...] = ()
     allowlist: tuple[str, ...] = ()
     wrap_width: int = DEFAULT_WRAP_WIDTH
+    privacy: PrivacyOptions | None = None
     kinds: tuple[SecretKind, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -141,15 +144,17 @@ class Judge:
 
     def __init__(self, allowlist: Iterable[str]) -> None:
         self.allowlist = parse_allowlist(allowlist)
-        self._cache: dict[tuple[str, str, bool], Judgement] = {}
+        self._cache: dict[tuple[str, str, bool, bool], Judgement] = {}
 
-    def judge(self, kind: SecretKind, secret: str, may_be_live: bool = True) -> Judgement:
+    def judge(self, kind: SecretKind, secret: str, may_be_live: bool = True, context: bool = True) -> Judgement:
         digest = hashlib.sha256(secret.encode()).hexdigest()
-        key = (kind.name, digest, may_be_live)
+        key = (kind.name, digest, may_be_live, context)
         if key not in self._cache:
             verdict, pem = _verdict(kind, secret)
             if verdict is Verdict.LIVE and not may_be_live:
                 verdict = Verdict.UNVERIFIED
+            if verdict is Verdict.UNVERIFIED and not context and kind.judged is Judged.TOKEN:
+                verdict = Verdict.NEAR_MISS
             if digest.startswith(self.allowlist) or secret in PUBLIC_SAMPLE_KEYS:
                 verdict = Verdict.PLACEHOLDER
             self._cache[key] = Judgement(verdict, digest[:FINGERPRINT_CHARS], _preview(secret), pem)
@@ -174,7 +179,7 @@ def _judged_texts(
 ) -> tuple[list[Match], list[Judgement], dict[int, str], pl.DataFrame]:
     matches, by_id = finder.find(texts)
     matches = [match for match in matches if _counted_here(match.spans[match.source][0], match.source, counted)]
-    judgements = [judge_.judge(match.kind, match.secret, match.may_be_live) for match in matches]
+    judgements = [judge_.judge(match.kind, match.secret, match.may_be_live, match.context) for match in matches]
     marked = texts.filter(pl.col("text_id").is_in(list(by_id)))
     markers = marked.select(
         "text_id", "row_id", "task", pl.col("text").str.count_matches(PEM_MARKER).alias("pem_markers")
@@ -207,6 +212,7 @@ class SecretScanner:
         self.kinds = self.options.kinds
         self._finder = Finder(self.kinds, self.options.wrap_width)
         self._judge = Judge(self.options.allowlist)
+        self._privacy = PrivacyScanner(self.options.privacy) if self.options.privacy is not None else None
         self._rows_scanned = 0
         self._bytes_scanned = 0
         self._kinds: dict[str, dict[str, int]] = {kind.name: dict(_EMPTY_KIND) for kind in self.kinds}
@@ -235,6 +241,8 @@ class SecretScanner:
         starting inside `counted[text_id]` count: a chunk of a large object also holds context before
         its part (the previous chunk's) and after it (the next chunk's), where the neighbours count."""
         matches, judgements, _, markers = _judged_texts(self._finder, self._judge, texts, counted or {})
+        if self._privacy is not None:
+            self._privacy.scan_texts(texts)
         self._bytes_scanned += int(texts.select(pl.col("text").str.len_bytes().sum()).item() or 0)
         self._pem["markers"] += int(markers["pem_markers"].sum() or 0)
         self._pem_rows.update(markers["row_id"].unique().to_list())
@@ -339,6 +347,7 @@ class SecretScanner:
             }
             for kind, counts in zip(self.kinds, self._kinds.values())
         }
+        privacy = {"privacy": {**self._privacy.report(), "redacted": {}}} if self._privacy is not None else {}
         return {
             "run_id": self.run_id,
             "verdict": str(overall_verdict(kinds)),
@@ -352,6 +361,7 @@ class SecretScanner:
             "findings": sorted(self._findings.values(), key=_listing_order),
             "findings_omitted": self._findings_omitted,
             "redacted": {},
+            **privacy,
         }
 
 

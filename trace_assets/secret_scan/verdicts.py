@@ -9,12 +9,16 @@ class Verdict(StrEnum):
     """One finding's verdict.
 
     `live`: the exact format of its kind (a checksum, a decodable structure, a parseable key).
-    `unverified`: the rough shape only; it may be real. `placeholder`: a sample's tells, a known
-    public sample key, or an allowlisted fingerprint.
+    `unverified`: the rough shape only, beside a credential word or keyword; it may be real.
+    `near_miss`: a token's prefix whose body fails its kind's exact format (length, checksum,
+    charset) with no credential word before it: an identifier or a test string far more often than
+    a key, so reported and kept (a policy acts on `live` and `unverified` only).
+    `placeholder`: a sample's tells, a known public sample key, or an allowlisted fingerprint.
     """
 
     LIVE = "live"
     UNVERIFIED = "unverified"
+    NEAR_MISS = "near_miss"
     PLACEHOLDER = "placeholder"
 
 
@@ -29,11 +33,12 @@ class RunVerdict(StrEnum):
 
 
 def run_verdict(verdict_counts: dict[Verdict, int]) -> RunVerdict:
-    """`live` if anything is verifiably live, `unverified` if something may be, `placeholders_only`, else `clean`."""
+    """`live` if anything is verifiably live, `unverified` if something may be, `placeholders_only`
+    (placeholders or near misses only), else `clean`."""
     if verdict_counts.get(Verdict.LIVE):
         return RunVerdict.LIVE
     if verdict_counts.get(Verdict.UNVERIFIED):
         return RunVerdict.UNVERIFIED
-    if verdict_counts.get(Verdict.PLACEHOLDER):
-        return RunVerdict.PLACEHOLDERS_ONLY
+    if verdict_counts.get(Verdict.PLACEHOLDER) or verdict_counts.get(Verdict.NEAR_MISS):
+        return RunVerdict.PLACEHOLDERS_ONLY  # nothing a policy acts on
     return RunVerdict.CLEAN

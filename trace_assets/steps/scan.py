@@ -13,6 +13,7 @@ from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import ScanPolicy
+from trace_assets.secret_scan.privacy import PrivacyOptions
 from trace_assets.secret_scan.redaction import Redaction
 from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner, parse_allowlist
 from trace_assets.secret_scan.verdicts import RunVerdict
@@ -22,13 +23,15 @@ from trace_assets.steps.staged_rows import RowParts, iter_rows
 SCAN_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens of MB
 
 
-def scan_options(pattern_spec: str, allowlist_spec: str, wrap_width: int = DEFAULT_WRAP_WIDTH) -> ScanOptions:
+def scan_options(
+    pattern_spec: str, allowlist_spec: str, wrap_width: int = DEFAULT_WRAP_WIDTH, privacy: PrivacyOptions | None = None
+) -> ScanOptions:
     """The scan's options from config strings: `name=regex;...` and comma-separated fingerprints.
 
     A ValueError names the bad pattern or entry: the config calls this when it is built, so a typo
     is refused at start rather than in the scan step."""
     allowlist = parse_allowlist(allowlist_spec.split(","))
-    return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width)
+    return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width, privacy)
 
 
 def scan_run(
@@ -50,7 +53,7 @@ class Redactor:
     """The per-batch transform publishing applies when the policy redacts, counting what it replaced."""
 
     def __init__(self, options: ScanOptions, policy: ScanPolicy) -> None:
-        self._redaction = Redaction(options, policy.redacted)
+        self._redaction = Redaction(options, policy.redacted, policy.private_redacted)
         self.counts: dict[str, int] = {}
 
     def __call__(self, table: pa.Table) -> pa.Table:
@@ -59,9 +62,16 @@ class Redactor:
             self.counts[kind] = self.counts.get(kind, 0) + count
         return redacted.to_arrow().cast(table.schema)
 
+    @property
+    def private_counts(self) -> dict[str, int]:
+        """Private values replaced per category, rows and session files alike."""
+        return dict(sorted(self._redaction.private_counts.items()))
+
     def published_report(self, report: dict[str, Any]) -> dict[str, Any]:
         """The report as published: what was replaced, and the verdict `redacted` once anything was."""
         published = {**report, "redacted": dict(sorted(self.counts.items()))}  # the same whatever the batching
+        if "privacy" in report:
+            published["privacy"] = {**report["privacy"], "redacted": self.private_counts}
         if any(self.counts.values()):
             published.update(verdict=str(RunVerdict.REDACTED), verdict_as_read=report["verdict"])
         return published

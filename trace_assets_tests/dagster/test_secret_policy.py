@@ -36,13 +36,16 @@ def _private_key_pem() -> str:
 
 
 def _run_with_live_key(traces: Path) -> str:
-    """The sample run plus one trial whose terminal output shows a real private key."""
+    """The sample run plus one trial whose terminal output shows a real private key, and an OpenAI
+    key's rough shape after its variable (`unverified`: the sample's own bare ones are near misses)."""
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / RUN)
     pem = _private_key_pem()
     trial = traces / RUN / "trace_jobs" / "leaky-task__k3y"
     (trial / "agent").mkdir(parents=True)
     (trial / "result.json").write_bytes(result_json("leaky-task__k3y"))
-    leak = {**AGENT, "observation": {"results": [{"content": f"$ cat ~/.ssh/deploy.pem\n{pem}"}]}}
+    rough = "sk-proj-" + "".join(random.Random(3).choices("abcdefghijkLMNOPQRS0123456789", k=48))
+    content = f"$ cat ~/.ssh/deploy.pem\n{pem}\n$ env\nOPENAI_API_KEY={rough}\n"
+    leak = {**AGENT, "observation": {"results": [{"content": content}]}}
     (trial / "agent" / "trajectory.json").write_bytes(trajectory([USER, leak, {**AGENT, "step_id": 3}]))
     return pem
 
@@ -97,7 +100,8 @@ def test_redact_publishes_with_the_key_replaced(tmp_path):
     assert (report["verdict"], report["verdict_as_read"]) == ("redacted", "live")
     assert report["kinds"]["private_key"]["live"] == 2  # the counts describe the rows and sessions as read
     assert report["redacted"]["private_key"] == 2  # the row's and the session file's
-    assert report["redacted"]["jwt"] == 2  # the sample's unverified JWT, in its row and its session file
+    assert report["redacted"]["openai_api_key"] == 2  # the rough key, in its row and its session file
+    assert "jwt" not in report["redacted"]  # the sample's bare JWT is a near miss: reported, kept
     sessions = "".join(p.read_text() for p in (folder / "sessions").rglob("*.jsonl"))
     assert "[REDACTED:private_key]" in sessions and pem.splitlines()[1] not in sessions
     assert "were replaced by `[REDACTED:<kind>]`" in (folder / "README.md").read_text()

@@ -110,3 +110,60 @@ def pem_split(pem: str) -> list[str]:
     lines = pem.split("\n")
     half = len(lines) // 2
     return [f"{PROMPT}cat key.pem\n" + "\n".join(lines[:half]), "\n".join(lines[half:]) + f"\n{PROMPT}"]
+
+
+def _wrap_at(text: str, width: int) -> str:
+    return "\n".join(line[i : i + width] for line in text.split("\n") for i in range(0, max(len(line), 1), width))
+
+
+def _grep_color(text: str) -> str:
+    """`grep --color=always` around the match, with the erase-line escapes GNU grep adds."""
+    return f"\x1b[01;31m\x1b[K{text}\x1b[m\x1b[K"
+
+
+# The shapes of issue 23: name -> (kind, secret) -> the messages of one trajectory holding it.
+HARD_SHAPES: dict[str, Callable[[str], list[str]]] = {
+    "pem_run_on_env": lambda s: [
+        f'{PROMPT}cat .env\nAPP_ENV=prod\nKEY="{s.replace(chr(10), "")}"\n{PROMPT}',
+    ],
+    "pem_two_observations": lambda s: [
+        f"{PROMPT}cat /etc/ssl/private/server.key\n" + s[: len(s) // 2],
+        '{"analysis": "The output was cut; waiting for the rest.", "commands": []}',
+        "New Terminal Output:\n" + s[len(s) // 2 :] + f"\n{PROMPT}",
+    ],
+    "kubeconfig_key_data": lambda s: [
+        f"{PROMPT}kubectl config view --raw\nusers:\n- name: admin\n  user:\n"
+        f"    client-key-data: {base64.b64encode((s + chr(10)).encode()).decode()}\n{PROMPT}",
+    ],
+    "kubeconfig_wrapped_80": lambda s: [
+        _wrap_at(
+            f"{PROMPT}kubectl config view --raw\nusers:\n- name: admin\n  user:\n"
+            f"    client-key-data: {base64.b64encode((s + chr(10)).encode()).decode()}\n{PROMPT}",
+            80,
+        )
+    ],
+    "json_value": lambda s: [json.dumps({"output": json.dumps({"auth": {"token": s}}, indent=2)})],
+    "yaml_value": lambda s: [f"{PROMPT}cat config.yaml\nservice:\n  credentials:\n    api_token: '{s}'\n{PROMPT}"],
+    "ansi_grep_color": lambda s: [
+        f"{PROMPT}env | grep --color=always TOKEN\n{_grep_color('GITHUB_TOKEN')}={_grep_color(s)}\n{PROMPT}"
+    ],
+    "ansi_in_json": lambda s: [json.dumps({"output": f"{_grep_color('API_KEY')}={_grep_color(s)}\n{PROMPT}"})],
+    **{
+        f"wrapped_{width}": (
+            lambda s, width=width: [
+                _wrap_at(f"{PROMPT}export OPENAI_API_KEY={s}\n{PROMPT}echo ok\nok\n{PROMPT}", width)
+            ]
+        )
+        for width in (57, 80, 100, 120, 132)
+    },
+}
+# Which secrets each shape is about: PEM shapes take a key, the others a token.
+PEM_SHAPES = {"pem_run_on_env", "pem_two_observations", "kubeconfig_key_data", "kubeconfig_wrapped_80"}
+
+
+def leaked_pieces(secret: str, texts: list[str], size: int = 12) -> list[str]:
+    """The `size`-character pieces of `secret` (or of its base64 or JSON-escaped forms) left in
+    `texts`, line breaks and colour escapes there and in the secret ignored."""
+    flat = "".join(t.replace("\\n", "").replace("\n", "").replace("\x1b", "") for t in texts)
+    forms = [secret.replace("\n", ""), base64.b64encode((secret + "\n").encode()).decode()]
+    return [f[i : i + size] for f in forms for i in range(0, len(f) - size + 1) if f[i : i + size] in flat]

@@ -96,19 +96,19 @@ class Plant:
 PLANTS = {
     "github": Plant("github_token", github_classic(), "live"),
     "github_server": Plant("github_token", github_classic("ghs_"), "live"),
-    "github_bad_checksum": Plant("github_token", "gho_" + rand(ALNUM, 36), "unverified"),
+    "github_bad_checksum": Plant("github_token", "gho_" + rand(ALNUM, 36), "near_miss"),
     "github_pat": Plant("github_token", f"github_pat_{rand(ALNUM, 22)}_{rand(ALNUM, 59)}", "live"),
     "github_fake": Plant("github_token", "ghp_" + "x" * 36, "placeholder"),
     "aws_id": Plant("aws_access_key_id", "AKIA" + rand(BASE32, 16), "live"),
     "aws_secret": Plant("aws_secret_access_key", aws_secret(), "live"),
     "aws_session_id": Plant("aws_access_key_id", "ASIA" + rand(BASE32, 16), "live"),
     "aws_example": Plant("aws_access_key_id", "AKIAIOSFODNN7EXAMPLE", "placeholder"),
-    "aws_not_base32": Plant("aws_access_key_id", "AKIA0189" + rand("ABCDEFGHJKLMNPQRSTUVWXYZ", 12), "unverified"),
+    "aws_not_base32": Plant("aws_access_key_id", "AKIA0189" + rand("ABCDEFGHJKLMNPQRSTUVWXYZ", 12), "near_miss"),
     "jwt": Plant("jwt", jwt({"sub": rand(ALNUM, 12), "iat": 1714000000, "role": "admin"}), "live"),
     "jwt_sample": Plant("jwt", jwt({"sub": "1234567890", "name": "John Doe", "iat": 1516239022}), "placeholder"),
-    "jwt_garbled": Plant("jwt", f"{b64url({'alg': 'HS256'})}.eyJ{rand(ALNUM, 30)}.{rand(ALNUM, 43)}", "unverified"),
+    "jwt_garbled": Plant("jwt", f"{b64url({'alg': 'HS256'})}.eyJ{rand(ALNUM, 30)}.{rand(ALNUM, 43)}", "near_miss"),
     "openai": Plant("openai_api_key", f"sk-proj-{rand(ALNUM + '-_', 74)}T3BlbkFJ{rand(ALNUM + '-_', 74)}", "live"),
-    "openai_shape_only": Plant("openai_api_key", "sk-" + rand(ALNUM, 48), "unverified"),
+    "openai_shape_only": Plant("openai_api_key", "sk-" + rand(ALNUM, 48), "near_miss"),
     "openai_fake": Plant("openai_api_key", "sk-proj-" + "x" * 32, "placeholder"),
     "anthropic": Plant("anthropic_api_key", f"sk-ant-api03-{rand(ALNUM + '-_', 93)}AA", "live"),
     "anthropic_short": Plant("anthropic_api_key", "sk-ant-" + rand(ALNUM, 30), "unverified"),
@@ -262,7 +262,7 @@ def test_counts_per_kind(planted):
         assert counts["rows"] == len(rows), kind
         assert counts["trials"] == len({trials[i] for i in rows}), kind
         assert counts["tasks"] == len({trials[i].split("__")[0] for i in rows}), kind
-        for verdict in ("live", "unverified", "placeholder"):
+        for verdict in ("live", "unverified", "near_miss", "placeholder"):
             assert counts[verdict] == sum(len(where[n]) for n in names if PLANTS[n].verdict == verdict), (kind, verdict)
     assert report["kinds"]["github_token"] == {
         "patterns": 1,
@@ -272,7 +272,8 @@ def test_counts_per_kind(planted):
         "trials": 2,
         "tasks": 2,
         "live": 4,
-        "unverified": 1,
+        "unverified": 0,
+        "near_miss": 1,
         "placeholder": 1,
     }
     assert report["kinds"]["slack_token"]["rows"] == 1
@@ -353,7 +354,7 @@ def test_redaction_replaces_live_and_unverified_only(planted):
     assert redacted.schema == frame.schema
     text = json.dumps(redacted.to_dicts())
     for name, plant in PLANTS.items():
-        assert (json.dumps(plant.secret)[1:-1] in text) == (plant.verdict == "placeholder"), name
+        assert (json.dumps(plant.secret)[1:-1] in text) == (plant.verdict in ("placeholder", "near_miss")), name
     assert counts == {k: v["live"] + v["unverified"] for k, v in report["kinds"].items() if v["live"] + v["unverified"]}
     for kind, count in counts.items():
         assert text.count(f"[REDACTED:{kind}]") == count, kind
@@ -395,6 +396,7 @@ def test_custom_pattern_reported_under_its_name(planted):
         "tasks": 1,
         "live": 1,
         "unverified": 0,
+        "near_miss": 0,
         "placeholder": 0,
     }
     builtin_only = SecretScanner("r")
@@ -460,8 +462,9 @@ def test_ordinary_text_is_clean():
 # hf_token plants sit in the observation after each trial's last agent step, which a last-episode
 # row does not include (see test_sample_traces_final_observations).
 SAMPLE_ROW_FINDINGS = {
-    "jwt": ("jwt", "unverified"),  # the header decodes, the payload is random bytes rather than JSON
-    "openai_key": ("openai_api_key", "unverified"),  # sk-proj- shape, without OpenAI's T3BlbkFJ marker
+    # bare lines of a file listing, no credential word before them: near misses, reported and kept
+    "jwt": ("jwt", "near_miss"),  # the header decodes, the payload is random bytes rather than JSON
+    "openai_key": ("openai_api_key", "near_miss"),  # sk-proj- shape, without OpenAI's T3BlbkFJ marker
     "pem_placeholder": ("private_key", "placeholder"),  # `MIIEvQ...` then a `...` line
 }
 
@@ -477,7 +480,7 @@ def test_sample_rows_give_no_false_live():
     }
     assert {(f["trial_name"], f["kind"], f["verdict"]) for f in report["findings"]} == expected
     assert all(v["live"] == 0 for v in report["kinds"].values())
-    assert report["verdict"] == "unverified" and report["unverified"] == 2
+    assert report["verdict"] == "placeholders_only" and report["unverified"] == 0
     assert report["pem"] == {
         "markers": 6,
         "rows": 3,
@@ -509,9 +512,10 @@ def test_sample_traces_final_observations():
     """The three plants absent from the rows are in the trajectories, and found there.
 
     All three have random bodies: the AWS key id (base32) and the HF token (34 letters) are
-    well-shaped, so `live`; the GitHub token's last six characters are not its CRC32, so `unverified`.
+    well-shaped, so `live`; the GitHub token's last six characters are not its CRC32 and no credential
+    word precedes it, so `near_miss`.
     """
-    expected = {"github_token": "unverified", "aws_access_key_id": "live", "hf_token": "live"}
+    expected = {"github_token": "near_miss", "aws_access_key_id": "live", "hf_token": "live"}
     for trial in (t for t in TRUTH["trials"] if t["secret"] in expected):
         scanner = SecretScanner(TRUTH["run_id"])
         path = SAMPLE_TRACES / trial["trial_name"] / "agent" / "trajectory.json"

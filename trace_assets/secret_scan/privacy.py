@@ -1,0 +1,346 @@
+"""The privacy scrub: what of the collection environment a trace text shows, besides credentials.
+
+Categories: e-mail addresses, private IPv4 addresses, internal host names (`ip-10-0-3-17.ec2.internal`,
+`*.svc.cluster.local`, `*.internal`), URLs on those hosts, home directories (`/home/<user>`,
+`/Users/<user>`), and `operator` values (the traces root's bucket and prefix, the exporting
+machine's host and user name, configured literals and regexes). Placeholders are kept: the
+documentation domains and ranges (`example.com|org|net`, `.test`, `.invalid`, 192.0.2.0/24,
+198.51.100.0/24, 203.0.113.0/24), loopback and `0.0.0.0`, names every cloud or container has
+(`host.docker.internal`, `metadata.google.internal`, `kubernetes.default.svc.cluster.local`,
+169.254.169.254) and the generic users of images and CI (`/home/user`, `ubuntu`, `runner`, ...).
+
+Like the secret scan, cost follows matches: one vectorised regex picks the texts holding anything
+of any category; Python reads only those. Reports hold counts, never a value or its hash (an
+e-mail's hash is as good as the e-mail to anyone with a list); replacements are tokens
+(`[EMAIL-1]`) numbered in the order values are first met, the same value the same token.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, get_args
+
+import polars as pl
+
+
+class PrivateCategory(StrEnum):
+    EMAIL = "email"
+    PRIVATE_IP = "private_ip"
+    INTERNAL_HOST = "internal_host"
+    INTERNAL_URL = "internal_url"
+    HOME_PATH = "home_path"
+    OPERATOR = "operator"  # always replaced, whatever `on_private` says
+
+
+# What publishing does about the categories but `operator`: `keep` (found, counted, reported,
+# published as read), `redact` (replaced by tokens), `block` (nothing but the reports published).
+OnPrivate = Literal["keep", "redact", "block"]
+ON_PRIVATE_CHOICES: tuple[OnPrivate, ...] = get_args(OnPrivate)
+
+TOKEN_NAMES = {
+    PrivateCategory.EMAIL: "EMAIL",
+    PrivateCategory.PRIVATE_IP: "IP",
+    PrivateCategory.INTERNAL_HOST: "HOST",
+    PrivateCategory.INTERNAL_URL: "URL",
+    PrivateCategory.HOME_PATH: "HOME",
+    PrivateCategory.OPERATOR: "OPERATOR",
+}
+MIN_LITERAL_CHARS = 3  # shorter operator literals would replace pieces of ordinary words
+# User names of images, CI runners and docs: in a home path, a placeholder; as the machine's user, not scrubbed.
+GENERIC_USERS = frozenset(
+    {"user", "username", "ubuntu", "runner", "node", "app", "vscode", "jovyan", "ec2-user", "admin", "root"}
+    | {"test", "guest", "me", "you", "your-user", "yourname", "name", "docker", "coder", "codespace", "runneradmin"}
+)
+_PLACEHOLDER_DOMAIN = re.compile(
+    r"(?:^|\.)(?:example\.(?:com|org|net)|[^.]+\.(?:test|example|invalid|localhost)|localhost)$", re.IGNORECASE
+)
+# `git@github.com:org/repo.git` is an SSH remote, not a person's address; nor are the no-reply ones.
+_SERVICE_MAILBOXES = frozenset({"git", "noreply", "no-reply", "donotreply", "do-not-reply"})
+_GENERIC_HOSTS = frozenset({"host.docker.internal", "gateway.docker.internal", "metadata.google.internal"})
+_GENERIC_HOST_SUFFIXES = ("kubernetes.default.svc.cluster.local", "kube-dns.kube-system.svc.cluster.local")
+_DOC_NETWORKS = tuple(
+    ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "169.254.169.254/32")
+)
+_PRIVATE_NETWORKS = tuple(
+    ipaddress.ip_network(n)
+    for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16")
+)
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_PRIVATE_IP = (
+    rf"(?:10\.{_OCTET}|172\.(?:1[6-9]|2\d|3[01])|192\.168|100\.(?:6[4-9]|[7-9]\d|1[01]\d|12[0-7])|169\.254)"
+    rf"\.{_OCTET}\.{_OCTET}"
+)
+# The cluster domain names hosts by itself; `.internal` with two labels before it (`x.ec2.internal`)
+# or a digit or hyphen in the name, and `.local`, `.lan`, `.corp`, `.home.arpa` with a digit or hyphen
+# (`devbox-3.local`): `threading.local` and `self.internal` are code.
+_INTERNAL_HOST = (
+    rf"(?:{_LABEL}\.)+cluster\.local|(?:{_LABEL}\.){{2,}}internal"
+    rf"|(?:{_LABEL}\.)*[A-Za-z0-9]*[0-9-][A-Za-z0-9-]*\.(?:internal|local|lan|corp|home\.arpa)"
+)
+_HOST = rf"(?:{_INTERNAL_HOST}|{_PRIVATE_IP})"
+# Rust syntax, run vectorised on the candidates; what a lookaround would say is checked on each
+# match's neighbours (`_BEFORE`, `_AFTER`): a version (`1.10.0.3.17`), a longer name, a call.
+_PATTERNS = {
+    PrivateCategory.INTERNAL_URL: (
+        rf"[A-Za-z][A-Za-z0-9+.-]{{1,20}}://(?:[^\s/@\"'<>]{{1,64}}@)?{_HOST}(?::\d{{1,5}})?(?:/[^\s\"'<>`]*)?"
+    ),
+    PrivateCategory.EMAIL: rf"[A-Za-z0-9][A-Za-z0-9._%+-]{{0,63}}@(?:{_LABEL}\.)+[A-Za-z]{{2,24}}",
+    PrivateCategory.INTERNAL_HOST: _INTERNAL_HOST,
+    PrivateCategory.PRIVATE_IP: _PRIVATE_IP,
+    PrivateCategory.HOME_PATH: r"(?:/home|/Users)/[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}",
+}
+_BEFORE = {
+    PrivateCategory.INTERNAL_HOST: re.compile(r"[A-Za-z0-9_.-]\Z"),
+    PrivateCategory.PRIVATE_IP: re.compile(r"[0-9.]\Z"),
+}
+_AFTER = {
+    PrivateCategory.EMAIL: re.compile(r"[A-Za-z0-9-]"),
+    PrivateCategory.INTERNAL_HOST: re.compile(r"[A-Za-z0-9_(-]|\.[A-Za-z0-9]"),
+    PrivateCategory.PRIVATE_IP: re.compile(r"[0-9]|\.[0-9]"),
+}
+# One vectorised test for "holds anything of any category".
+_CANDIDATE = rf"@{_LABEL}\.[A-Za-z]|\b{_PRIVATE_IP}|\.(?:internal|local|lan|corp|home\.arpa)\b|/home/|/Users/"
+
+
+def parse_on_private(value: str) -> OnPrivate:
+    if value in ON_PRIVATE_CHOICES:
+        return value
+    raise ValueError(f"on_private must be one of {', '.join(ON_PRIVATE_CHOICES)}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class PrivacyOptions:
+    """The operator's own values, always scrubbed: literals (matched whole, any case) and regexes."""
+
+    literals: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+    _operator: re.Pattern[str] | None = field(init=False, default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        short = [literal for literal in self.literals if len(literal) < MIN_LITERAL_CHARS]
+        if short:
+            raise ValueError(f"scrub literals must be at least {MIN_LITERAL_CHARS} characters ({len(short)} are not)")
+        for pattern in self.patterns:
+            try:
+                re.compile(pattern)
+                pl.select(pl.lit("").str.contains(pattern))
+            except (re.error, pl.exceptions.ComputeError) as error:
+                raise ValueError(f"scrub pattern {pattern!r} is not a valid regex: {error}") from None
+        alternatives = [_whole(literal) for literal in sorted(set(self.literals), key=len, reverse=True)]
+        alternatives += [f"(?:{pattern})" for pattern in self.patterns]
+        if alternatives:
+            object.__setattr__(self, "_operator", re.compile("|".join(alternatives), re.IGNORECASE))
+
+    @property
+    def operator(self) -> re.Pattern[str] | None:
+        return self._operator
+
+
+def _whole(literal: str) -> str:
+    """A literal not inside a longer word: `acme` in `acme-traces`, not in `acmeish`."""
+    escaped = re.escape(literal)
+    before = r"(?<![A-Za-z0-9])" if literal[0].isalnum() else ""
+    after = r"(?![A-Za-z0-9])" if literal[-1].isalnum() else ""
+    return before + escaped + after
+
+
+def operator_literals(bucket: str | None, prefix: str, host: str, user: str, extra: Iterable[str]) -> tuple[str, ...]:
+    """The values naming the operator: the traces root's bucket and prefix, the machine's host name
+    (and its first label) and user name unless generic (`localhost`, `root`), and `extra`."""
+    found = [bucket or "", prefix.strip("/")]
+    if host.lower() not in ("localhost", "localhost.localdomain"):
+        found += [host, host.split(".")[0]]
+    if user.lower() not in GENERIC_USERS:
+        found.append(user)
+    # found values too short to scrub safely are left out; configured ones are refused (PrivacyOptions)
+    values = {v.strip() for v in found if len(v.strip()) >= MIN_LITERAL_CHARS} | {v.strip() for v in extra}
+    return tuple(sorted(values))
+
+
+def _is_placeholder(category: PrivateCategory, value: str) -> bool:
+    if category is PrivateCategory.EMAIL:
+        local, domain = value.rsplit("@", 1)
+        return _PLACEHOLDER_DOMAIN.search(domain) is not None or local.lower() in _SERVICE_MAILBOXES
+    if category is PrivateCategory.PRIVATE_IP:
+        address = ipaddress.ip_address(value)
+        return any(address in network for network in _DOC_NETWORKS) or not any(
+            address in network for network in _PRIVATE_NETWORKS
+        )
+    if category is PrivateCategory.INTERNAL_HOST:
+        lowered = value.lower()
+        return lowered in _GENERIC_HOSTS or lowered.endswith(_GENERIC_HOST_SUFFIXES)
+    if category is PrivateCategory.HOME_PATH:
+        return value.rsplit("/", 1)[1].lower() in GENERIC_USERS
+    return False
+
+
+@dataclass(frozen=True)
+class PrivateMatch:
+    """One value in a text: what publishing replaces (`value`) and the token's category."""
+
+    category: PrivateCategory
+    value: str
+    placeholder: bool
+
+
+class PrivacyFinder:
+    """The private values of a batch of texts: one vectorised pass picks the candidates, each
+    category's regex runs vectorised on those, Python checks each match's neighbours only."""
+
+    def __init__(self, options: PrivacyOptions | None = None) -> None:
+        self.options = options or PrivacyOptions()
+        self.patterns_regex = "|".join(f"(?:{pattern})" for pattern in self.options.patterns)
+
+    def _holds_operator(self) -> pl.Expr:
+        """Operator literals by Aho-Corasick (as one case-insensitive regex they slow the whole test
+        down threefold), their regexes as one."""
+        text = pl.col("text")
+        holds = text.str.contains_any(list(self.options.literals), ascii_case_insensitive=True)
+        return holds | text.str.contains(self.patterns_regex) if self.patterns_regex else holds
+
+    def candidates(self, texts: pl.DataFrame) -> pl.DataFrame:
+        holds = pl.col("text").str.contains(_CANDIDATE)
+        if self.options.operator is not None:
+            holds = holds | self._holds_operator()
+        return texts.filter(holds)
+
+    def find(self, texts: pl.DataFrame) -> list[tuple[int, PrivateMatch]]:
+        """(text_id, match) for every value in `texts` (text_id, text), in text then position order;
+        where two overlap, operator values win, then a URL over its host or address."""
+        candidates = self.candidates(texts).select("text_id", "text")
+        if candidates.is_empty():
+            return []
+        by_id = dict(candidates.iter_rows())
+        spans: dict[int, list[tuple[int, int, PrivateMatch]]] = {}
+        for text_id, category, start, value in self._located(candidates, by_id):
+            taken = spans.setdefault(text_id, [])
+            if not any(s < start + len(value) and start < e for s, e, _ in taken):
+                taken.append(
+                    (start, start + len(value), PrivateMatch(category, value, _is_placeholder(category, value)))
+                )
+        return [(text_id, m) for text_id in sorted(spans) for _, _, m in sorted(spans[text_id], key=lambda t: t[0])]
+
+    def matches(self, text: str) -> list[PrivateMatch]:
+        """One text's values, in order."""
+        frame = pl.DataFrame({"text_id": [0], "text": [text]}, schema={"text_id": pl.UInt32, "text": pl.String})
+        return [match for _, match in self.find(frame)]
+
+    def _located(
+        self, candidates: pl.DataFrame, by_id: dict[int, str]
+    ) -> Iterator[tuple[int, PrivateCategory, int, str]]:
+        """(text_id, category, start, value) of each match that its neighbours do not rule out."""
+        operator = self.options.operator
+        if operator is not None:
+            holding = candidates.filter(self._holds_operator())
+            for text_id, text in holding.iter_rows():
+                for found in operator.finditer(text):
+                    if found.end() > found.start():
+                        yield text_id, PrivateCategory.OPERATOR, found.start(), found.group(0)
+        for category, pattern in _PATTERNS.items():
+            extracted = (
+                candidates.select("text_id", pl.col("text").str.extract_all(pattern).alias("value"))
+                .explode("value")
+                .drop_nulls("value")
+            )
+            cursor: dict[int, int] = {}
+            for text_id, value in extracted.iter_rows():
+                text = by_id[text_id]
+                start = text.find(value, cursor.get(text_id, 0))
+                cursor[text_id] = start + len(value)
+                before, after = _BEFORE.get(category), _AFTER.get(category)
+                if before is not None and before.search(text, max(start - 1, 0), start):
+                    continue
+                if after is not None and after.match(text, start + len(value)):
+                    continue
+                yield text_id, category, start, value
+
+
+_ORIGIN = ("row_id", "trial_name", "column")
+
+
+class PrivacyScanner:
+    """Counts per category over batches of texts; keeps counts and sets of ids, never values."""
+
+    def __init__(self, options: PrivacyOptions | None = None) -> None:
+        self._finder = PrivacyFinder(options)
+        self._counts = {c: {"matches": 0, "placeholders": 0} for c in PrivateCategory}
+        self._values: dict[PrivateCategory, set[int]] = {c: set() for c in PrivateCategory}  # hash(), in memory only
+        self._rows: dict[PrivateCategory, set[int]] = {c: set() for c in PrivateCategory}
+        self._trials: dict[PrivateCategory, set[str]] = {c: set() for c in PrivateCategory}
+        self._columns: dict[PrivateCategory, dict[str, int]] = {c: {} for c in PrivateCategory}
+
+    def scan_texts(self, texts: pl.DataFrame) -> None:
+        """Add texts (text_id, row_id, trial_name, column, text) to the tallies."""
+        found = self._finder.find(texts)
+        if not found:
+            return
+        origin = dict(
+            zip(
+                texts["text_id"].to_list(),
+                texts.select([pl.col(c) if c in texts.columns else pl.lit(None) for c in _ORIGIN]).iter_rows(),
+            )
+        )
+        for text_id, match in found:
+            row_id, trial_name, column = origin[text_id]
+            counts = self._counts[match.category]
+            counts["matches"] += 1
+            if match.placeholder:
+                counts["placeholders"] += 1
+                continue
+            self._values[match.category].add(hash(match.value))
+            self._rows[match.category].add(row_id)
+            if trial_name is not None:
+                self._trials[match.category].add(trial_name)
+            by_column = self._columns[match.category]
+            by_column[str(column)] = by_column.get(str(column), 0) + 1
+
+    def report(self) -> dict[str, Any]:
+        """Per category: matches, placeholders among them, distinct values, rows and trials holding one."""
+        return {
+            "categories": {
+                str(c): {
+                    **self._counts[c],
+                    "values": len(self._values[c]),
+                    "rows": len(self._rows[c]),
+                    "trials": len(self._trials[c]),
+                    "columns": dict(sorted(self._columns[c].items())),
+                }
+                for c in PrivateCategory
+            },
+        }
+
+
+def found_values(report: dict[str, Any], categories: Iterable[str]) -> int:
+    """How many non-placeholder matches a report's `privacy` section holds in `categories`."""
+    counts = (report.get("privacy") or {}).get("categories", {})
+    return sum(
+        counts.get(category, {}).get("matches", 0) - counts.get(category, {}).get("placeholders", 0)
+        for category in categories
+    )
+
+
+class Tokens:
+    """Replacement tokens for one scope: the same value the same token, numbered per category in the
+    order values are first met (publishing reads rows, then session files, in a fixed order)."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[tuple[PrivateCategory, str], str] = {}
+        self._next = dict.fromkeys(PrivateCategory, 1)
+
+    def token(self, match: PrivateMatch) -> str:
+        """`[EMAIL-1]`; for a home path the folder above stays (`/home/[HOME-1]`): the user is the value."""
+        prefix, name = "", match.value.lower()
+        if match.category is PrivateCategory.HOME_PATH:
+            head, _, user = match.value.rpartition("/")
+            prefix, name = head + "/", user
+        key = (match.category, name)
+        if key not in self._tokens:
+            self._tokens[key] = f"[{TOKEN_NAMES[match.category]}-{self._next[match.category]}]"
+            self._next[match.category] += 1
+        return prefix + self._tokens[key]

@@ -1,0 +1,128 @@
+"""The privacy scrub: each category found, placeholders kept, operator values always replaced,
+`on_private` obeyed, tokens stable within a scope, and no value in any report."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from trace_assets.defs.resources import ConfigError, config_from_env
+from trace_assets.secret_scan.policy import ScanPolicy
+from trace_assets.secret_scan.privacy import PrivacyFinder, PrivacyOptions, PrivateCategory, operator_literals
+from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
+from trace_assets.steps.scan import Redactor, secret_redactor
+
+PRIVATE = {
+    "email": ["alice.smith@acme-corp.com", "ops+alerts@infra.acme.io"],
+    "private_ip": ["10.0.3.17", "172.20.1.9", "192.168.1.20", "100.72.4.1"],
+    "internal_host": ["ip-10-0-3-17.ec2.internal", "redis-master.prod.svc.cluster.local", "devbox-3.local"],
+    "internal_url": ["http://ip-10-0-3-18.ec2.internal:8080/health", "https://10.0.9.2/api/v1"],
+    "home_path": ["/home/alice", "/Users/bob.jones"],
+}
+PLACEHOLDERS = [
+    "bob@example.com", "127.0.0.1", "0.0.0.0", "192.0.2.5", "198.51.100.7", "203.0.113.9", "8.8.8.8",
+    "169.254.169.254", "host.docker.internal", "metadata.google.internal", "kubernetes.default.svc.cluster.local",
+    "/home/user", "/home/ubuntu", "threading.local()", "self.internal", "version 1.10.0.3.99", "root@sandbox:/app#",
+]  # fmt: skip
+OPERATOR = PrivacyOptions(("acme-rl-traces", "gpu-node-7"), (r"team-[0-9]{4}",))
+
+
+def _text() -> str:
+    lines = [f"seen {value} here" for values in PRIVATE.values() for value in values]
+    lines += [f"keep {value} here" for value in PLACEHOLDERS]
+    lines += ["s3://acme-rl-traces/x exported on gpu-node-7 by team-1234"]
+    return "\n".join(lines)
+
+
+def _frame() -> pl.DataFrame:
+    conversation = [
+        {"role": "user", "content": _text()},
+        {"role": "assistant", "content": "mail alice.smith@acme-corp.com"},
+    ]
+    return pl.DataFrame([{"conversations": conversation, "trial_name": "t__1", "instruction": "Fix /home/alice/x.py"}])
+
+
+def test_every_category_found_and_placeholders_kept():
+    found = [(str(m.category), m.value, m.placeholder) for m in PrivacyFinder(OPERATOR).matches(_text())]
+    for category, values in PRIVATE.items():
+        for value in values:
+            assert (category, value, False) in found, value
+    assert {value for _, value, placeholder in found if not placeholder} == {
+        *(v for values in PRIVATE.values() for v in values),
+        "acme-rl-traces",
+        "gpu-node-7",
+        "team-1234",
+    }
+
+
+def _report(options: ScanOptions) -> dict:
+    scanner = SecretScanner("r", options)
+    scanner.scan(_frame())
+    return scanner.report()
+
+
+def test_report_counts_per_category_and_holds_no_value():
+    report = _report(ScanOptions(privacy=OPERATOR))
+    categories = report["privacy"]["categories"]
+    assert categories["email"]["values"] == 2 and categories["email"]["matches"] == 4  # placeholder, repeat
+    assert categories["home_path"]["rows"] == 1 and categories["home_path"]["columns"] == {
+        "conversations": 2,
+        "instruction": 1,
+    }
+    assert categories["operator"]["matches"] == 3
+    dumped = json.dumps(report)
+    for value in [v for values in PRIVATE.values() for v in values] + ["acme-rl-traces", "gpu-node-7", "team-1234"]:
+        assert value not in dumped, value
+    assert "privacy" not in _report(ScanOptions())  # off unless asked: published bytes unchanged
+
+
+@pytest.mark.parametrize("on_private", ["keep", "redact", "block"])
+def test_policy_operator_always_replaced_the_rest_per_on_private(on_private):
+    options = ScanOptions(privacy=OPERATOR)
+    policy = ScanPolicy("block", "redact", on_private)
+    report = _report(options)
+    assert bool(policy.blocking(report)) == (on_private == "block")
+    redactor = secret_redactor(policy, report, options)
+    assert redactor is not None  # operator values are always replaced
+    rows = redactor(_frame().to_arrow()).to_pylist()[0]
+    texts = [m["content"] for m in rows["conversations"]] + [rows["instruction"]]
+    published = json.dumps(redactor.published_report(report)) + "".join(texts)
+    for value in ("acme-rl-traces", "gpu-node-7", "team-1234"):
+        assert value not in published
+    private = [v for values in PRIVATE.values() for v in values]
+    assert all((v in published) == (on_private != "redact") for v in private)
+    assert all(v.split(" ")[-1].rstrip("()#") in published for v in PLACEHOLDERS)
+    if on_private == "redact":
+        assert texts[1] == "mail [EMAIL-1]" and "[HOME-1]/x.py" in texts[2]
+        assert redactor.private_counts["email"] == 3
+
+
+def test_tokens_stable_across_batches_rows_and_sessions():
+    options = ScanOptions(privacy=PrivacyOptions())
+    redactor = Redactor(options, ScanPolicy(on_private="redact"))
+    first = redactor(pl.DataFrame([{"instruction": "a@corp.io then b@corp.io"}]).to_arrow())
+    second = redactor(pl.DataFrame([{"instruction": "b@corp.io, c@corp.io, a@corp.io"}]).to_arrow())
+    assert first["instruction"][0].as_py() == "[EMAIL-1] then [EMAIL-2]"
+    assert second["instruction"][0].as_py() == "[EMAIL-2], [EMAIL-3], [EMAIL-1]"
+
+
+def test_operator_literals_and_config(monkeypatch):
+    assert operator_literals("acme-rl-traces", "team-x/runs/", "gpu-node-7.corp", "root", ["x-y-z"]) == (
+        "acme-rl-traces",
+        "gpu-node-7",
+        "gpu-node-7.corp",
+        "team-x/runs",
+        "x-y-z",
+    )
+    assert "alice" in operator_literals(None, "", "localhost", "alice", [])
+    env = {"TRACE_ASSETS_ON_PRIVATE": "redact", "TRACE_ASSETS_SCRUB_LITERALS": "acme-lab, bench-9"}
+    config = config_from_env(env)
+    assert config.scan_policy().on_private == "redact"
+    assert {"acme-lab", "bench-9"} <= set(config.scan_options().privacy.literals)
+    with pytest.raises(ConfigError, match="TRACE_ASSETS_ON_PRIVATE"):
+        config_from_env({"TRACE_ASSETS_ON_PRIVATE": "scrub"})
+    with pytest.raises(ConfigError):
+        config_from_env({"TRACE_ASSETS_SCRUB_LITERALS": "ab"})
+    assert set(PrivateCategory) == {PrivateCategory(c) for c in [*PRIVATE, "operator"]}

@@ -1,0 +1,97 @@
+"""Issue 23's leaking shapes: each found and redacted whole, in rows and in session-shaped rows
+(a session file's texts, tool calls and agent turns between the observations); and near misses
+(a token's prefix, not its exact shape, no credential word) reported but not acted on."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+import pytest
+
+from trace_assets.secret_scan.redaction import redact
+from trace_assets.secret_scan.scanner import SecretScanner
+from trace_assets_tests.support.secret_framings import (
+    HARD_SHAPES,
+    PEM_SHAPES,
+    ec_pem,
+    leaked_pieces,
+    rsa_pem,
+    tokens,
+)
+
+RNG = random.Random(23)
+TOKENS = tokens(RNG)
+PEMS = {"rsa": rsa_pem(), "ec": ec_pem()}
+
+
+def _cases() -> list[tuple[str, str, str, list[str]]]:
+    cases = []
+    for shape, frame in HARD_SHAPES.items():
+        if shape in PEM_SHAPES:
+            cases += [(f"{shape}-{name}", "private_key", pem, frame(pem)) for name, pem in PEMS.items()]
+        else:
+            for name in ("github", "openai", "anthropic", "stripe", "jwt"):
+                kind, secret = TOKENS[name]
+                cases.append((f"{shape}-{name}", kind, secret, frame(secret)))
+    return cases
+
+
+CASES = _cases()
+
+
+def _frame(messages: list[str], session: bool) -> pl.DataFrame:
+    """A row, or a session as the scan reads one: every string of its lines a message, tool calls
+    and agent turns between the observations."""
+    if session:
+        between = ['{"command": "cat key"}', "call_1", "I will read the rest."]
+        messages = [m for message in messages for m in (message, *between)]
+    conversation = [{"role": ("user", "assistant")[i % 2], "content": m} for i, m in enumerate(messages)]
+    return pl.DataFrame(
+        [{"conversations": [{"role": "system", "content": "sys"}, *conversation], "trial_name": "t__1"}]
+    )
+
+
+@pytest.mark.parametrize("session", [False, True], ids=["row", "session"])
+@pytest.mark.parametrize(("kind", "secret", "messages"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_found_live_and_redacted_whole(kind, secret, messages, session):
+    frame = _frame(messages, session)
+    scanner = SecretScanner("r")
+    scanner.scan(frame)
+    assert scanner.report()["kinds"][kind]["live"] >= 1
+    redacted, counts = redact(frame)
+    assert counts.get(kind, 0) >= 1
+    texts = [m["content"] for m in redacted["conversations"][0]]
+    assert not leaked_pieces(secret, texts)
+
+
+def _verdicts(text: str) -> set[tuple[str, str]]:
+    scanner = SecretScanner("r")
+    scanner.scan(_frame([text], session=False))
+    return {(f["kind"], f["verdict"]) for f in scanner.report()["findings"]}
+
+
+@pytest.mark.parametrize(
+    ("bare", "kind"),
+    [
+        ("hf_requiredCharacteristicTypesForDisplayMetadata", "hf_token"),
+        ("xoxb-12345-abcd234", "slack_token"),
+        ("ghp_Bn7QzK2vLx9Wd4TfR8yHs3MpA6cJe1UgN5oi", "github_token"),  # not its CRC32
+        ("sk-proj-jLy4LrGWuQbUf6vUULm4A2Aohhhvtf-FPepL0z9zE40-eC14", "openai_api_key"),
+    ],
+)
+def test_near_miss_is_reported_not_redacted_unless_beside_a_credential_word(bare, kind):
+    assert _verdicts(f"- (id){bare};\n") == {(kind, "near_miss")}
+    frame = _frame([f"- (id){bare};\n"], session=False)
+    assert redact(frame)[1] == {}
+    assert _verdicts(f"export MY_TOKEN={bare}\n") == {(kind, "unverified")}
+
+
+def test_a_line_ending_in_a_token_does_not_swallow_the_next_line():
+    _, secret = TOKENS["github"]
+    frame = _frame([f"GITHUB_TOKEN={secret}\nnext line\nroot@sandbox:/app# "], session=False)
+    redacted, _ = redact(frame)
+    assert (
+        redacted["conversations"][0][1]["content"]
+        == "GITHUB_TOKEN=[REDACTED:github_token]\nnext line\nroot@sandbox:/app# "
+    )
