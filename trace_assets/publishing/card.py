@@ -251,10 +251,15 @@ def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: st
 
 
 def _dist(d: Distribution, what: str) -> str:
+    mean = f"{d.mean:.3f}" if abs(d.mean) < 1e6 else f"{d.mean:g}"  # not 300 digits for a 1e308 reward
     return (
-        f"{what}: mean {d.mean:.3f}, median {d.median:g}, min {d.minimum:g}, max {d.maximum:g}; "
+        f"{what}: mean {mean}, median {d.median:g}, min {d.minimum:g}, max {d.maximum:g}; "
         f"{d.positive:,} of {d.count:,} ({_percent(d.positive, d.count)}) above 0"
     )
+
+
+def _not_finite(kinds: Mapping[str, int]) -> str:
+    return f"{sum(kinds.values()):,} with a reward that is not a finite number ({_named(kinds)})"
 
 
 def rewards_prose(coverage: Coverage, context: CardContext) -> str:
@@ -264,6 +269,11 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
     lines = []
     if rewards.count:
         lines.append("- " + _dist(rewards, f"Reward over the {rewards.count:,} exported trials with one"))
+    if facts.rewards_not_finite:
+        lines.append(
+            f"- Exported trials left out of these figures: {_not_finite(facts.rewards_not_finite)}; "
+            "their `result` holds the value as Harbor writes it"
+        )
     if facts.exceptions:
         lines.append(f"- Exported trials with no reward, by exception (their `result`): {_named(facts.exceptions)}")
     excluded_total = sum(coverage.excluded.values()) - coverage.unscored
@@ -274,8 +284,11 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
             + (
                 _dist(excluded, f"reward over the {excluded.count:,} with one")
                 if excluded.count
+                else "none had a finite reward"
+                if facts.excluded_rewards_not_finite
                 else "none had a reward"
             )
+            + (f"; {_not_finite(facts.excluded_rewards_not_finite)}" if facts.excluded_rewards_not_finite else "")
         )
     if turns.count:
         lines.append(
