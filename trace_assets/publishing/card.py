@@ -236,14 +236,17 @@ def _steps(steps: list[int]) -> str:
     return f"{steps[0]} to {steps[-1]} ({len(steps)} steps)"
 
 
-def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: str) -> str:
-    """Who made the traces and from what: agent, model, provider, framework, tasks, step, source."""
+def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: str, step: str | None = None) -> str:
+    """Who made the traces and from what: agent, model, provider, framework, tasks, step, source.
+    A step scope (`step`, its step folder) names its run and step; a run, the steps in its trial paths."""
     facts, settings = context.facts, context.settings
+    run = coverage.run_id.removesuffix(f"/{step}") if step else coverage.run_id
+    steps = [int(step.removeprefix("step-"))] if step else facts.steps
     lines = [
         f"- **Agent**: {_named(facts.agents)}; **model**: {_named(facts.models)}; "
         f"**provider**: {_named(facts.providers)} (exported trials per value)",
         f"- **Framework**: {settings.framework or 'not stated'}; **task source**: {settings.task_source or 'not stated'}",
-        f"- **Run**: `{coverage.run_id}`; **training step**: {_steps(facts.steps)}",
+        f"- **Run**: `{run}`; **training step**: {_steps(steps)}",
         f"- **Source**: {facts.objects:,} objects ({_size(facts.bytes)}) in the full `{source_prefix}/` prefix, "
         "listed in one pass at publish time",
     ]
@@ -316,10 +319,12 @@ def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.2f}%" if whole else "n/a"
 
 
-def coverage_prose(coverage: Coverage) -> str:
-    """The run described the way a person would: folders, scored, exported, why the rest were not."""
+def coverage_prose(coverage: Coverage, step: str | None = None) -> str:
+    """The run (or its step folder `step`) described the way a person would: folders, scored,
+    exported, why the rest were not."""
+    folder = f"The step folder `trace_jobs/{step}/`" if step else "The run's `trace_jobs/`"
     lines = [
-        f"The run's `trace_jobs/` held **{coverage.trial_dirs:,}** trial folders. "
+        f"{folder} held **{coverage.trial_dirs:,}** trial folders. "
         f"**{coverage.scored:,}** were scored (had a `result.json`)"
         + (f" and {coverage.unscored:,} were not" if coverage.unscored else "")
         + f". **{coverage.exported:,}** trials were exported, {_percent(coverage.exported, coverage.scored)} "
@@ -449,7 +454,9 @@ def dataset_card(
     context: CardContext | None = None,
     source_prefix: str = "",
     versions: list[dict[str, Any]] | None = None,
+    step: str | None = None,
 ) -> str:
+    """The card's text; `step` is a step scope's step folder (`step-N`), None for a run."""
     options = options or ExportOptions()
     context = context or CardContext()
     title = card_title(coverage, context.settings)
@@ -471,13 +478,13 @@ def dataset_card(
         f"# {title}\n\n"
         f"{intro}"
         f"{intro_prose(options, schema)}\n\n"
-        f"## Provenance\n\n{provenance_prose(coverage, context, source_prefix)}\n\n"
+        f"## Provenance\n\n{provenance_prose(coverage, context, source_prefix, step)}\n\n"
         f"## Fields\n\n{fields_prose(schema)}\n\n"
         f"## Usage\n\n{usage_prose(context.repo_id, subsets or {})}\n\n"
         f"## Rewards and turns\n\n{rewards_prose(coverage, context)}\n\n"
         f"{options_section}"
         f"{sessions_section}"
-        f"## Coverage\n\n{coverage_prose(coverage)}\n\n"
+        f"## Coverage\n\n{coverage_prose(coverage, step)}\n\n"
         f"## Secret scan\n\n{scan_prose(scan_report)}\n\n"
         f"{history_section}"
     ).rstrip("\n") + "\n"
