@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -215,10 +216,37 @@ def usage_prose(repo_id: str, subsets: Subsets) -> str:
     )
 
 
+CODE_CHARS = 100  # of a value from the trial folders shown in the card
+NAMES_SHOWN = 20
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def code_span(text: str) -> str:
+    """A value from the trial folders as one inline code span that cannot break the card's Markdown:
+    control characters and line breaks escaped (`\\x0a`), cut at CODE_CHARS, fenced by more backticks
+    than it holds in a row (HTML, `|`, `---` and `{{` are literal text in a code span)."""
+    text = text if len(text) <= CODE_CHARS else text[:CODE_CHARS] + "…"
+    text = _UNPRINTABLE.sub(_escaped, text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _named(counts: Mapping[str, int]) -> str:
+    """Values with their counts, the first NAMES_SHOWN of them; the rest summed."""
     if not counts:
         return "not recorded"
-    return ", ".join(f"`{name}` ({count:,})" for name, count in counts.items())
+    shown = list(counts.items())[:NAMES_SHOWN]
+    named = ", ".join(f"{code_span(name)} ({count:,})" for name, count in shown)
+    if len(counts) > NAMES_SHOWN:
+        rest = sum(counts.values()) - sum(count for _, count in shown)
+        named += f" and {len(counts) - NAMES_SHOWN:,} more ({rest:,})"
+    return named
 
 
 def _size(num_bytes: int) -> str:
@@ -423,7 +451,7 @@ def _pem_detail(report: dict[str, Any]) -> str:
         if needed
         else ""
     )
-    return " Tasks: " + ", ".join(f"`{t}`" for t in tasks) + "." + comparison
+    return " Tasks: " + ", ".join(code_span(t) for t in tasks) + "." + comparison
 
 
 def _decision(report: dict[str, Any]) -> str:
