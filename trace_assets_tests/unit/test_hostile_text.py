@@ -1,5 +1,5 @@
-"""Text from the trial folders that attacks what it is written into: the card's Markdown (found by
-the property test in `dagster/test_hostile_values.py`)."""
+"""Text from the trial folders that attacks what it is written into: the card's Markdown, and the
+session files' JSON lines (found by the property test in `dagster/test_hostile_values.py`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from trace_assets.publishing.card import CardContext, code_span
 from trace_assets.publishing.card_facts import gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
+from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps.scan import scan_run
+from trace_assets.steps.sessions import staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.bad_input import USER, result_json, trajectory
@@ -65,3 +68,12 @@ def test_a_code_span_holds_any_text_on_one_line():
     assert code_span("`a`") == "`` `a` ``" and code_span("a``b") == "```a``b```"
     assert code_span("x\ny\u2029") == "`x\\x0ay\\u2029`"
     assert code_span("z" * 101) == "`" + "z" * 100 + "…`"
+
+
+def test_line_separators_in_a_message_do_not_break_the_session_scan(tmp_path):
+    traces = tmp_path / "traces"
+    _write(traces, "sep__1", json.loads(result_json("sep__1")), "a\u2028b\u2029c\x85d\x1ce\x1df\x1eg\x0bh\x0ci")
+    run_steps(TraceStore(str(traces)), RUN, tmp_path / "staging", sessions=True)
+    staging = RunStaging(tmp_path / "staging", RunScope(RUN))
+    report = scan_run(staging.require_rows(), RUN, ScanOptions(), staged_sessions(staging))
+    assert report["sessions_scanned"] == 1
