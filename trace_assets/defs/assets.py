@@ -219,7 +219,7 @@ def _publish_scope(
             "secret_verdict": dg.MetadataValue.text(
                 (redactor.published_report(report) if redactor else report)["verdict"]
             ),
-            **reward_metadata(card.facts.reward_stats),
+            **reward_metadata(card.facts),
             "published_to": dg.MetadataValue.url(published_to)
             if "://" in published_to
             else dg.MetadataValue.path(published_to),

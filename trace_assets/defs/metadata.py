@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason, TrialStatus
 from trace_assets.publishing.card import COLUMN_MEANINGS, type_name
-from trace_assets.publishing.card_facts import Distribution
+from trace_assets.publishing.card_facts import CardFacts
 
 SCAN_COUNTS = ("patterns", "matches", "rows", "trials", "tasks", "live", "unverified", "near_miss", "placeholder")
 PRIVACY_COUNTS = ("matches", "placeholders", "values", "rows", "trials")
@@ -104,9 +104,14 @@ def dataset_metadata(rows: int, schema: pa.Schema) -> dict[str, dg.MetadataValue
     }
 
 
-def reward_metadata(rewards: Distribution) -> dict[str, dg.MetadataValue]:
-    """The mean reward of the exported trials, as a number the sweep view reads back (none without rewards)."""
-    return {"mean_reward": dg.MetadataValue.float(rewards.mean)} if rewards.count else {}
+def reward_metadata(facts: CardFacts) -> dict[str, dg.MetadataValue]:
+    """The mean finite reward of the exported trials, as a number the sweep view reads back (none without
+    one), and how many rewards were no finite number (none when none were)."""
+    rewards, not_finite = facts.reward_stats, sum(facts.rewards_not_finite.values())
+    return {
+        **({"mean_reward": dg.MetadataValue.float(rewards.mean)} if rewards.count else {}),
+        **({"rewards_not_finite": dg.MetadataValue.int(not_finite)} if not_finite else {}),
+    }
 
 
 def scan_metadata(report: dict[str, Any], path: Path) -> dict[str, dg.MetadataValue]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -215,10 +216,37 @@ def usage_prose(repo_id: str, subsets: Subsets) -> str:
     )
 
 
+CODE_CHARS = 100  # of a value from the trial folders shown in the card
+NAMES_SHOWN = 20
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def code_span(text: str) -> str:
+    """A value from the trial folders as one inline code span that cannot break the card's Markdown:
+    control characters and line breaks escaped (`\\x0a`), cut at CODE_CHARS, fenced by more backticks
+    than it holds in a row (HTML, `|`, `---` and `{{` are literal text in a code span)."""
+    text = text if len(text) <= CODE_CHARS else text[:CODE_CHARS] + "…"
+    text = _UNPRINTABLE.sub(_escaped, text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def _named(counts: Mapping[str, int]) -> str:
+    """Values with their counts, the first NAMES_SHOWN of them; the rest summed."""
     if not counts:
         return "not recorded"
-    return ", ".join(f"`{name}` ({count:,})" for name, count in counts.items())
+    shown = list(counts.items())[:NAMES_SHOWN]
+    named = ", ".join(f"{code_span(name)} ({count:,})" for name, count in shown)
+    if len(counts) > NAMES_SHOWN:
+        rest = sum(counts.values()) - sum(count for _, count in shown)
+        named += f" and {len(counts) - NAMES_SHOWN:,} more ({rest:,})"
+    return named
 
 
 def _size(num_bytes: int) -> str:
@@ -236,14 +264,17 @@ def _steps(steps: list[int]) -> str:
     return f"{steps[0]} to {steps[-1]} ({len(steps)} steps)"
 
 
-def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: str) -> str:
-    """Who made the traces and from what: agent, model, provider, framework, tasks, step, source."""
+def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: str, step: str | None = None) -> str:
+    """Who made the traces and from what: agent, model, provider, framework, tasks, step, source.
+    A step scope (`step`, its step folder) names its run and step; a run, the steps in its trial paths."""
     facts, settings = context.facts, context.settings
+    run = coverage.run_id.removesuffix(f"/{step}") if step else coverage.run_id
+    steps = [int(step.removeprefix("step-"))] if step else facts.steps
     lines = [
         f"- **Agent**: {_named(facts.agents)}; **model**: {_named(facts.models)}; "
         f"**provider**: {_named(facts.providers)} (exported trials per value)",
         f"- **Framework**: {settings.framework or 'not stated'}; **task source**: {settings.task_source or 'not stated'}",
-        f"- **Run**: `{coverage.run_id}`; **training step**: {_steps(facts.steps)}",
+        f"- **Run**: `{run}`; **training step**: {_steps(steps)}",
         f"- **Source**: {facts.objects:,} objects ({_size(facts.bytes)}) in the full `{source_prefix}/` prefix, "
         "listed in one pass at publish time",
     ]
@@ -251,10 +282,15 @@ def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: st
 
 
 def _dist(d: Distribution, what: str) -> str:
+    mean = f"{d.mean:.3f}" if abs(d.mean) < 1e6 else f"{d.mean:g}"  # not 300 digits for a 1e308 reward
     return (
-        f"{what}: mean {d.mean:.3f}, median {d.median:g}, min {d.minimum:g}, max {d.maximum:g}; "
+        f"{what}: mean {mean}, median {d.median:g}, min {d.minimum:g}, max {d.maximum:g}; "
         f"{d.positive:,} of {d.count:,} ({_percent(d.positive, d.count)}) above 0"
     )
+
+
+def _not_finite(kinds: Mapping[str, int]) -> str:
+    return f"{sum(kinds.values()):,} with a reward that is not a finite number ({_named(kinds)})"
 
 
 def rewards_prose(coverage: Coverage, context: CardContext) -> str:
@@ -264,6 +300,11 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
     lines = []
     if rewards.count:
         lines.append("- " + _dist(rewards, f"Reward over the {rewards.count:,} exported trials with one"))
+    if facts.rewards_not_finite:
+        lines.append(
+            f"- Exported trials left out of these figures: {_not_finite(facts.rewards_not_finite)}; "
+            "their `result` holds the value as Harbor writes it"
+        )
     if facts.exceptions:
         lines.append(f"- Exported trials with no reward, by exception (their `result`): {_named(facts.exceptions)}")
     excluded_total = sum(coverage.excluded.values()) - coverage.unscored
@@ -274,8 +315,11 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
             + (
                 _dist(excluded, f"reward over the {excluded.count:,} with one")
                 if excluded.count
+                else "none had a finite reward"
+                if facts.excluded_rewards_not_finite
                 else "none had a reward"
             )
+            + (f"; {_not_finite(facts.excluded_rewards_not_finite)}" if facts.excluded_rewards_not_finite else "")
         )
     if turns.count:
         lines.append(
@@ -303,10 +347,12 @@ def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.2f}%" if whole else "n/a"
 
 
-def coverage_prose(coverage: Coverage) -> str:
-    """The run described the way a person would: folders, scored, exported, why the rest were not."""
+def coverage_prose(coverage: Coverage, step: str | None = None) -> str:
+    """The run (or its step folder `step`) described the way a person would: folders, scored,
+    exported, why the rest were not."""
+    folder = f"The step folder `trace_jobs/{step}/`" if step else "The run's `trace_jobs/`"
     lines = [
-        f"The run's `trace_jobs/` held **{coverage.trial_dirs:,}** trial folders. "
+        f"{folder} held **{coverage.trial_dirs:,}** trial folders. "
         f"**{coverage.scored:,}** were scored (had a `result.json`)"
         + (f" and {coverage.unscored:,} were not" if coverage.unscored else "")
         + f". **{coverage.exported:,}** trials were exported, {_percent(coverage.exported, coverage.scored)} "
@@ -405,7 +451,7 @@ def _pem_detail(report: dict[str, Any]) -> str:
         if needed
         else ""
     )
-    return " Tasks: " + ", ".join(f"`{t}`" for t in tasks) + "." + comparison
+    return " Tasks: " + ", ".join(code_span(t) for t in tasks) + "." + comparison
 
 
 def _decision(report: dict[str, Any]) -> str:
@@ -436,7 +482,9 @@ def dataset_card(
     context: CardContext | None = None,
     source_prefix: str = "",
     versions: list[dict[str, Any]] | None = None,
+    step: str | None = None,
 ) -> str:
+    """The card's text; `step` is a step scope's step folder (`step-N`), None for a run."""
     options = options or ExportOptions()
     context = context or CardContext()
     title = card_title(coverage, context.settings)
@@ -458,13 +506,13 @@ def dataset_card(
         f"# {title}\n\n"
         f"{intro}"
         f"{intro_prose(options, schema)}\n\n"
-        f"## Provenance\n\n{provenance_prose(coverage, context, source_prefix)}\n\n"
+        f"## Provenance\n\n{provenance_prose(coverage, context, source_prefix, step)}\n\n"
         f"## Fields\n\n{fields_prose(schema)}\n\n"
         f"## Usage\n\n{usage_prose(context.repo_id, subsets or {})}\n\n"
         f"## Rewards and turns\n\n{rewards_prose(coverage, context)}\n\n"
         f"{options_section}"
         f"{sessions_section}"
-        f"## Coverage\n\n{coverage_prose(coverage)}\n\n"
+        f"## Coverage\n\n{coverage_prose(coverage, step)}\n\n"
         f"## Secret scan\n\n{scan_prose(scan_report)}\n\n"
         f"{history_section}"
     ).rstrip("\n") + "\n"

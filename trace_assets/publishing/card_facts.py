@@ -2,14 +2,20 @@
 
 Every figure comes from the staged files of the same run (listing, scored trials, statuses, rows),
 so the card describes exactly the version it is published with.
+
+A reward that is not a finite number (NaN, an infinity, an integer beyond float range kept as its
+digits, or not a number at all) is counted apart, by kind, and left out of every figure; the
+rows' `result` keeps it as Harbor writes it (`nan`, `-inf`, the digits, `pass`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow.compute as pc
 
@@ -20,6 +26,7 @@ from trace_assets.steps.staging import RunStaging, open_parquet
 
 # A training step in a trial's folder path, e.g. `trace_jobs/step-25/<trial>/` or `global_step_25/`.
 _STEP = re.compile(r"(?:^|/)(?:global_)?step[-_]?(\d+)/")
+_DIGITS = re.compile(r"-?[0-9]+")  # a `result` that is an integer's digits: one beyond float range
 HISTOGRAM_BINS = 10
 
 
@@ -38,14 +45,29 @@ class Distribution:
     def of(cls, values: list[float]) -> Distribution:
         if not values:
             return cls()
+        ordered = sorted(values)
+        middle = len(ordered) // 2
         return cls(
             count=len(values),
-            mean=statistics.fmean(values),
-            minimum=min(values),
-            median=statistics.median(values),
-            maximum=max(values),
+            mean=_mean(values),
+            minimum=ordered[0],
+            median=ordered[middle] if len(ordered) % 2 else _midpoint(ordered[middle - 1], ordered[middle]),
+            maximum=ordered[-1],
             positive=sum(1 for v in values if v > 0),
         )
+
+
+def _midpoint(low: float, high: float) -> float:
+    """Half way, finite for finite values (1.7e308 and 1.7e308 sum past float range)."""
+    return (low + high) / 2 if math.isfinite(low + high) else low / 2 + high / 2
+
+
+def _mean(values: list[float]) -> float:
+    """The mean, finite for finite values: a sum past float range is summed divided (1e308s)."""
+    try:
+        return statistics.fmean(values)
+    except OverflowError:
+        return math.fsum(v / len(values) for v in values)
 
 
 @dataclass(frozen=True)
@@ -58,10 +80,12 @@ class CardFacts:
     models: dict[str, int] = field(default_factory=dict)
     providers: dict[str, int] = field(default_factory=dict)
     steps: list[int] = field(default_factory=list)  # training steps named in the trial folders' paths
-    rewards: list[float] = field(default_factory=list)  # exported trials with a numeric reward Harbor counts valid
+    rewards: list[float] = field(default_factory=list)  # exported trials with a finite reward Harbor counts valid
     invalid_rewards: int = 0  # exported trials with a reward Harbor marks `reward_valid: false`, left out of `rewards`
     exceptions: dict[str, int] = field(default_factory=dict)  # exported trials with no reward: exception -> n
-    excluded_rewards: list[float] = field(default_factory=list)  # scored but excluded trials' valid rewards
+    rewards_not_finite: dict[str, int] = field(default_factory=dict)  # exported trials: kind -> n
+    excluded_rewards: list[float] = field(default_factory=list)  # scored but excluded trials' valid finite rewards
+    excluded_rewards_not_finite: dict[str, int] = field(default_factory=dict)
     turns: list[int] = field(default_factory=list)  # assistant messages per main row
 
     @property
@@ -81,11 +105,32 @@ def _counts(values: list[str | None]) -> dict[str, int]:
     return dict(Counter(v for v in values if v).most_common())
 
 
+def not_finite_kind(record: dict[str, Any]) -> str | None:
+    """Why a scored trial's reward is no finite number (`nan`, `inf`, `-inf`, `beyond float range`,
+    `not a number`); None for a finite reward, or none (no verifier reward, or an exception)."""
+    reward, result = record["reward"], record["result"]
+    if reward is not None:
+        return None if math.isfinite(reward) else str(reward)
+    if record["exception_type"] or result is None:
+        return None
+    return "beyond float range" if _DIGITS.fullmatch(result) else "not a number"
+
+
 def gather_facts(staging: RunStaging, rows: RowParts) -> CardFacts:
     """The facts from the run's staged listing, scored trials, statuses and rows."""
     listing = open_parquet(staging.listing).read(columns=["trial_dir", "objects", "bytes"])
     scored = open_parquet(staging.scored).read(
-        columns=["trial_dir", "status", "reward", "reward_valid", "exception_type", "agent", "model", "model_provider"]
+        columns=[
+            "trial_dir",
+            "status",
+            "reward",
+            "reward_valid",
+            "exception_type",
+            "result",
+            "agent",
+            "model",
+            "model_provider",
+        ]
     )
     statuses = open_parquet(staging.statuses).read(columns=["trial_dir", "status"])
     exported = {
@@ -107,15 +152,18 @@ def gather_facts(staging: RunStaging, rows: RowParts) -> CardFacts:
         rewards=_valid_rewards(mine),
         invalid_rewards=sum(r["reward"] is not None and r["reward_valid"] is False for r in mine),
         exceptions=_counts([r["exception_type"] for r in mine if r["reward"] is None]),
+        rewards_not_finite=_counts([not_finite_kind(r) for r in mine if r["reward_valid"] is not False]),
         excluded_rewards=_valid_rewards(others),
+        excluded_rewards_not_finite=_counts([not_finite_kind(r) for r in others if r["reward_valid"] is not False]),
         turns=_assistant_turns(rows),
     )
 
 
 def _valid_rewards(records: list[dict]) -> list[float]:
-    """The rewards Harbor counts: all but those its `reward_valid: false` marks (a result.json from
-    before Harbor 0.26 has no `reward_valid`; its rewards count)."""
-    return [float(r["reward"]) for r in records if r["reward"] is not None and r["reward_valid"] is not False]
+    """The finite rewards Harbor counts: all but those its `reward_valid: false` marks (a result.json
+    from before Harbor 0.26 has no `reward_valid`; its rewards count)."""
+    valid = [r["reward"] for r in records if r["reward"] is not None and r["reward_valid"] is not False]
+    return [float(reward) for reward in valid if math.isfinite(reward)]
 
 
 def _assistant_turns(rows: RowParts) -> list[int]:
@@ -134,17 +182,21 @@ def _assistant_turns(rows: RowParts) -> list[int]:
 
 
 def histogram(values: list[float], bins: int = HISTOGRAM_BINS) -> list[tuple[float, float, int]]:
-    """(low, high, count) for `bins` equal bins over the values' range (one bin when all are equal)."""
+    """(low, high, count) for `bins` equal bins over the values' (finite) range; one bin when all
+    are equal, or too close for a float to split. A range past float range is binned halved."""
     if not values:
         return []
     low, high = min(values), max(values)
-    if low == high:
+    scale = 1.0 if math.isfinite(high - low) else 2.0
+    width = (high / scale - low / scale) / bins
+    if width == 0:
         return [(low, high, len(values))]
-    width = (high - low) / bins
     counts = [0] * bins
     for value in values:
-        counts[min(int((value - low) / width), bins - 1)] += 1
-    return [(low + i * width, low + (i + 1) * width, n) for i, n in enumerate(counts)]
+        counts[min(int((value / scale - low / scale) / width), bins - 1)] += 1
+    return [
+        ((low / scale + i * width) * scale, (low / scale + (i + 1) * width) * scale, n) for i, n in enumerate(counts)
+    ]
 
 
 def size_category(rows: int) -> str:

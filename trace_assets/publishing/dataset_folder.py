@@ -55,8 +55,8 @@ def build_run_folder(
     with `sessions/README.md` declaring them (see `publishing.sessions_card`). `card`
     holds the card's facts, settings and version history (see `versions`), whose list is written
     as `versions.json` with this version last, and its plots when it asks for them. `step` (a step
-    scope's step folder) is added to `trials.parquet` as a `step` column. `progress` gets each
-    phase's done/total: shards, session files, then the card.
+    scope's step folder) is added to `trials.parquet` as a `step` column and named by the card.
+    `progress` gets each phase's done/total: shards, session files, then the card.
     """
     options = options or ExportOptions()
     if out_dir.exists():
@@ -93,7 +93,7 @@ def build_run_folder(
     if card.plots:
         _write_plots(out_dir, card.facts)
     text = dataset_card(
-        coverage, scan_report, shards, schema, options, subsets, session_counts, card, source_prefix, versions
+        coverage, scan_report, shards, schema, options, subsets, session_counts, card, source_prefix, versions, step
     )
     (out_dir / CARD_FILE).write_text(text)
     progress(f"card: {CARD_FILE}, {VERSIONS_FILE}, {COVERAGE_FILE}, {TRIALS_FILE} and {SCAN_REPORT_FILE} written")

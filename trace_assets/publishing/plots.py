@@ -10,8 +10,9 @@ WIDTH, HEIGHT, MARGIN = 480, 220, 30
 
 def bar_chart_svg(title: str, bars: Sequence[tuple[str, float]], width: int = WIDTH) -> str:
     """Bars with their labels under them and values over them; deterministic text for the same input.
-    `width` grows for many bars (a sweep's scopes)."""
-    top = max((count for _, count in bars), default=0) or 1
+    A value of 0 or less (a negative mean reward) has no bar, only its value. `width` grows for many
+    bars (a sweep's scopes)."""
+    top = max((count for _, count in bars if count > 0), default=0) or 1
     slot = (width - 2 * MARGIN) / max(len(bars), 1)
     plot_height = HEIGHT - 3 * MARGIN
     parts = [
@@ -21,7 +22,7 @@ def bar_chart_svg(title: str, bars: Sequence[tuple[str, float]], width: int = WI
         f'<text x="{width / 2:.0f}" y="16" text-anchor="middle" font-size="13">{escape(title)}</text>',
     ]
     for index, (label, count) in enumerate(bars):
-        height = plot_height * count / top
+        height = plot_height * max(0, count) / top  # max(0, -0.0) is 0
         x = MARGIN + index * slot
         y = HEIGHT - 2 * MARGIN - height
         parts.append(f'<rect x="{x + 2:.1f}" y="{y:.1f}" width="{slot - 4:.1f}" height="{height:.1f}" fill="#4f7fbf"/>')

@@ -26,6 +26,11 @@ def result_json(trial_name: str, reward: object = 1.0) -> bytes:
     ).encode()
 
 
+def raw_result(trial_name: str, reward_json: str) -> bytes:
+    """result.json with the reward spliced in as raw JSON text (numbers json.dumps cannot write)."""
+    return result_json(trial_name, reward="REWARD").replace(b'"REWARD"', reward_json.encode())
+
+
 def trajectory(steps: list[dict], **extra: object) -> bytes:
     return json.dumps(
         {"schema_version": "ATIF-v1.5", "agent": {"name": "terminus-2", "model_name": "m"}, "steps": steps, **extra}

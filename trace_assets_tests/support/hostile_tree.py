@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trace_assets_tests.support.bad_input import GOOD, USER, result_json, trajectory
+from trace_assets_tests.support.bad_input import GOOD, USER, raw_result, result_json, trajectory
 
 RUN_ID = "hostile-run"
 MARKER = "HOSTILE-OUTSIDE-MARKER-4b1d"
@@ -40,11 +40,6 @@ class Case:
 
 def _good(name: str, **extra: bytes) -> dict[str, bytes]:
     return {"result.json": result_json(name), "agent/trajectory.json": GOOD, **extra}
-
-
-def _raw_result(name: str, reward_json: str) -> bytes:
-    """result.json with the reward spliced in as raw JSON text (numbers json.dumps cannot write)."""
-    return result_json(name, reward="REWARD").replace(b'"REWARD"', reward_json.encode())
 
 
 def cases(outside: Path) -> dict[str, Case]:
@@ -103,10 +98,10 @@ def cases(outside: Path) -> dict[str, Case]:
         "fifo-stdout__f1": Case(_good("fifo-stdout__f1"), "not_a_file", fifos=("verifier/test-stdout.txt",), skipped=1),
         "fifo-elsewhere__f2": Case(_good("fifo-elsewhere__f2"), None, fifos=("agent/pipe",), skipped=1),
         "reward-401-digits__n1": Case(
-            {"result.json": _raw_result("reward-401-digits__n1", "9" * 401), "agent/trajectory.json": GOOD}, None
+            {"result.json": raw_result("reward-401-digits__n1", "9" * 401), "agent/trajectory.json": GOOD}, None
         ),
         "reward-5000-digits__n2": Case(
-            {"result.json": _raw_result("reward-5000-digits__n2", "7" * 5000), "agent/trajectory.json": GOOD}, None
+            {"result.json": raw_result("reward-5000-digits__n2", "7" * 5000), "agent/trajectory.json": GOOD}, None
         ),
         "surrogate-result__s1": Case(
             {

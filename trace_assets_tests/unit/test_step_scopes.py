@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks.generate_traces import generate_run
 from trace_assets.accounting import Coverage
+from trace_assets.publishing.card import CardContext
+from trace_assets.publishing.card_facts import gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, refuse_nesting, run_scopes
 from trace_assets.steps.staging import RunStaging
@@ -74,3 +76,35 @@ def test_step_scopes_are_listed_staged_and_published_apart(tmp_path):
         assert {t["step"] for t in trials} == {scope.step}
         assert f"# Harbor traces: stepped/{scope.step}" in (out / "README.md").read_text()
     assert len(seen) == 12
+
+
+def test_a_step_scopes_card_names_its_step_and_its_folder(tmp_path):
+    generate_run(tmp_path / "traces", "stepped", trials=6, seed=3, nested_steps=2)
+    store = TraceStore(str(tmp_path / "traces"), walk_workers=1)
+    cards = {}
+    for scope in [*store.scopes("stepped"), RunScope("stepped")]:  # each step, and the run as one scope
+        staging_root = tmp_path / "staging" / scope.key.replace("/", "--")
+        _, coverage, _ = run_steps(store, scope.key, staging_root)
+        staging = RunStaging(staging_root, scope)
+        out = tmp_path / "out" / scope.key.replace("/", "--")
+        card = CardContext(facts=gather_facts(staging, staging.require_rows()))
+        build_run_folder(
+            out,
+            staging.require_rows(),
+            staging.statuses,
+            coverage,
+            {"verdict": "clean"},
+            100,
+            card=card,
+            step=scope.step,
+        )
+        cards[scope.key] = (coverage.trial_dirs, (out / "README.md").read_text())
+    assert list(cards) == ["stepped/step-1", "stepped/step-2", "stepped"]
+    for number in (1, 2):
+        folders, card = cards[f"stepped/step-{number}"]
+        assert f"- **Run**: `stepped`; **training step**: {number}\n" in card
+        assert f"The step folder `trace_jobs/step-{number}/` held **{folders:,}** trial folders." in card
+    folders, card = cards["stepped"]
+    assert folders == cards["stepped/step-1"][0] + cards["stepped/step-2"][0]
+    assert "- **Run**: `stepped`; **training step**: 1 to 2 (2 steps)\n" in card
+    assert f"The run's `trace_jobs/` held **{folders:,}** trial folders." in card
