@@ -37,7 +37,7 @@ class ScopeRecord:
     published_at: str  # ISO 8601, UTC
     published_to: str
     excluded: dict[str, int] = field(default_factory=dict)
-    mean_reward: float | None = None  # exported trials with a numeric reward; None before it was recorded
+    mean_reward: float | None = None  # exported trials with a finite, valid reward; None before it was recorded
 
     def __post_init__(self) -> None:
         # A NaN or infinite mean is no figure to show, plot or compare: unknown, in every view and the file.
@@ -62,7 +62,9 @@ class ScopeRecord:
 
     @property
     def reward_text(self) -> str:
-        return UNKNOWN if self.mean_reward is None else f"{self.mean_reward:.3f}"
+        if self.mean_reward is None:
+            return UNKNOWN
+        return f"{self.mean_reward:.3f}" if abs(self.mean_reward) < 1e6 else f"{self.mean_reward:g}"  # not 300 digits
 
 
 def scope_parts(key: str) -> tuple[str, int | None]:

@@ -105,12 +105,13 @@ def dataset_metadata(rows: int, schema: pa.Schema) -> dict[str, dg.MetadataValue
 
 
 def reward_metadata(facts: CardFacts) -> dict[str, dg.MetadataValue]:
-    """The mean finite reward of the exported trials, as a number the sweep view reads back (none without
-    one), and how many rewards were no finite number (none when none were)."""
+    """The mean finite, valid reward of the exported trials, as a number the sweep view reads back (none
+    without one), and how many rewards were no finite number or marked invalid (none when none were)."""
     rewards, not_finite = facts.reward_stats, sum(facts.rewards_not_finite.values())
     return {
         **({"mean_reward": dg.MetadataValue.float(rewards.mean)} if rewards.count else {}),
         **({"rewards_not_finite": dg.MetadataValue.int(not_finite)} if not_finite else {}),
+        **({"rewards_invalid": dg.MetadataValue.int(facts.invalid_rewards)} if facts.invalid_rewards else {}),
     }
 
 

@@ -94,7 +94,7 @@ TABLE_COLUMNS = {
 }
 COLUMN_NOTES = {
     "step": "the step's number; - for a scope that is a whole run",
-    "mean_reward": "of the exported trials with a numeric reward, to 3 places; - when unknown",
+    "mean_reward": "of the exported trials with a finite, valid reward, to 3 places; - when unknown",
 }
 
 

@@ -305,6 +305,11 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
             f"- Exported trials left out of these figures: {_not_finite(facts.rewards_not_finite)}; "
             "their `result` holds the value as Harbor writes it"
         )
+    if facts.invalid_rewards:
+        lines.append(
+            f"- Exported trials left out of these figures: {facts.invalid_rewards:,} whose reward Harbor marks "
+            "invalid (`reward_valid: false` in `result.json`); their `result` holds the reward as Harbor writes it"
+        )
     if facts.exceptions:
         lines.append(f"- Exported trials with no reward, by exception (their `result`): {_named(facts.exceptions)}")
     excluded_total = sum(coverage.excluded.values()) - coverage.unscored

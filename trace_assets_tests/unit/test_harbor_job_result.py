@@ -269,3 +269,13 @@ def test_card_facts_leave_rewards_harbor_marks_invalid_out(tmp_path):
 
     assert facts.invalid_rewards == 1  # the ApiError trial's 1.0
     assert sorted(facts.rewards) == [0.0, 0.0, 0.5, 1.0, 1.0, 1.0, 1.0]
+
+    from trace_assets.accounting import Coverage
+    from trace_assets.defs.metadata import reward_metadata
+    from trace_assets.publishing.card import CardContext, rewards_prose
+
+    coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
+    assert "1 whose reward Harbor marks invalid (`reward_valid: false`" in rewards_prose(
+        coverage, CardContext(facts=facts)
+    )
+    assert reward_metadata(facts)["rewards_invalid"].value == 1

@@ -109,3 +109,8 @@ def test_a_non_finite_mean_reward_reads_as_unknown(tmp_path):
     assert "nan" not in svg and "inf" not in svg
     write_parquet(records, tmp_path / "sweep.parquet")
     assert [r["mean_reward"] for r in pq.read_table(tmp_path / "sweep.parquet").to_pylist()] == [None] * 3
+
+
+def test_a_huge_mean_reward_reads_in_a_few_digits():
+    [line] = text_table([_record("huge", 10, 1e308)]).splitlines()[1::2]
+    assert line.split()[5] == "1e+308"
