@@ -131,7 +131,7 @@ class SlottedText:
         for text, piece in zip(texts, pieces[1:], strict=True):
             parts.append(encode_json_string(text))
             parts.append(piece)
-        return "".join(parts)
+        return _escape_line_breaks("".join(parts))
 
 
 def slotted_jsonl(lines: list[Any]) -> SlottedText:
@@ -174,7 +174,19 @@ def json_line(value: Any) -> str:
     """One line of strict JSON; `allow_nan=False` makes a non-finite number that slipped past the
     cleaning an error rather than a `NaN` token strict readers refuse. Python's json, not orjson:
     these are published bytes, and orjson writes no space after `,` and `:`."""
-    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False) + "\n"
+    return _escape_line_breaks(json.dumps(_finite(value), ensure_ascii=False, allow_nan=False)) + "\n"
+
+
+# Line breaks `json.dumps(ensure_ascii=False)` leaves raw inside strings, where `str.splitlines`
+# (which `datasets` reads JSON lines with) would cut a line in two: written as JSON escapes.
+_LINE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _escape_line_breaks(encoded: str) -> str:
+    for char in _LINE_BREAKS:
+        if char in encoded:
+            encoded = encoded.replace(char, f"\\u{ord(char):04x}")
+    return encoded
 
 
 def _finite(value: Any) -> Any:

@@ -393,8 +393,9 @@ def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> N
 
 
 def test_unicode_line_breaks_in_a_session_are_scanned_and_redacted_in_place(tmp_path: Path) -> None:
-    """U+2028, U+2029 and NEL stay raw inside the JSON strings of a session line: the scan reads the
-    file a `\\n` line at a time, so it still finds the secret beside them, and the rewrite keeps them."""
+    """U+2028, U+2029 and NEL in a session's text: the scan still finds the secret beside them, and the
+    file writes them as JSON escapes, so a reader splitting lines as `str.splitlines` does (`datasets`)
+    still reads one JSON object a line."""
     trace_jobs = tmp_path / "traces" / "breaks-run" / "trace_jobs"
     make_golden_trials(trace_jobs)
     token = github_token(random.Random(17))
@@ -414,7 +415,8 @@ def test_unicode_line_breaks_in_a_session_are_scanned_and_redacted_in_place(tmp_
         out, staging.require_rows(), staging.statuses, coverage, report, 100, redactor, None, staged_sessions(staging)
     )
     [rewritten] = [p.read_bytes() for p in (out / SESSIONS_DIR).rglob("*.jsonl") if b"[REDACTED:" in p.read_bytes()]
-    assert token.encode() not in rewritten and "\u2028a\u2029b\x85c".encode() in rewritten
+    assert token.encode() not in rewritten and b"\\u2028a\\u2029b\\u0085c" in rewritten  # escaped: one line each
+    assert len(rewritten.decode().splitlines()) == rewritten.count(b"\n")  # as datasets splits them
     assert all(isinstance(json.loads(line), dict) for line in rewritten.split(b"\n") if line)  # a line per \n
 
 
