@@ -329,7 +329,7 @@ def per_trial_ms(small: float, big: float, trials: tuple[int, int]) -> float:
 
 
 def run_local(
-    work: Path, sizes: list[int], shape: TreeShape, repeats: int, harbor_python: str | None
+    work: Path, sizes: list[int], shape: TreeShape, repeats: int, harbor_python: str | None, sessions: bool = False
 ) -> dict[int, SizeResult]:
     """Each size `repeats` times per tool, interleaved so drift on the machine hits both alike;
     every measured run starts on a warm page cache."""
@@ -346,7 +346,8 @@ def run_local(
             staging = Path(tempfile.mkdtemp(prefix="staging-", dir=work))
             try:
                 warm_tree(trace_jobs)
-                result.ours.append(measure(ours_command(str(traces_root), run_id, staging)))
+                command = ours_command(str(traces_root), run_id, staging)
+                result.ours.append(measure(command + (["--sessions", "--publish"] if sessions else [])))
             finally:
                 shutil.rmtree(staging)
             warm_tree(trace_jobs)
@@ -367,9 +368,10 @@ WHOLE_PROCESS_TARGET = 0.5  # ours / Harbor, issue 15 item 6
 
 def cli_command(traces_root: Path, run_id: str, publish_root: Path, on_secret: str = "allow") -> list[str]:
     """What an operator types, `trace-assets materialize` (Dagster's job on the local instance), as
-    `python -m trace_assets.cli` so PYTHONPATH picks the checkout; `on_secret` "default" leaves it out."""
+    `python -P -m trace_assets.cli` so PYTHONPATH picks the checkout (without -P, `-m` would put
+    the working directory, this checkout, first); `on_secret` "default" leaves it out."""
     command = [
-        sys.executable, "-m", "trace_assets.cli", "materialize", run_id,
+        sys.executable, "-P", "-m", "trace_assets.cli", "materialize", run_id,
         "--traces-root", str(traces_root), "--publish-root", str(publish_root),
     ]  # fmt: skip
     return command if on_secret == "default" else [*command, "--on-secret", on_secret]
@@ -988,7 +990,7 @@ def benchmark(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
         try:
-            results = run_local(work, sizes, shape, repeats, harbor_python)
+            results = run_local(work, sizes, shape, repeats, harbor_python, args.sessions)
             s3 = run_s3(work, s3_trials, shape) if s3_trials else None
         except ChildFailed as failure:
             print(f"benchmark child failed: {failure}", file=sys.stderr)
@@ -1007,7 +1009,8 @@ def benchmark(args: argparse.Namespace) -> int:
             if shape.episode_prompts
             else "without episode prompt folders"
         )
-        + f"; fastest of {repeats} repeat(s), each on a warm page cache; shards built unredacted (on_secret=allow)",
+        + f"; fastest of {repeats} repeat(s), each on a warm page cache; shards built unredacted (on_secret=allow)"
+        + ("; session files staged, scanned and published to a folder" if args.sessions else ""),
     ]
     local_text, marginal, checks = local_report(results, sizes)
     sections = ["\n".join(header), local_text]
@@ -1095,6 +1098,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work-dir", help="keep generated trees here and reuse them next time (default: a temp dir, removed)"
     )
+    parser.add_argument(
+        "--sessions", action="store_true",
+        help="our side as the definitions' default: session files staged, scanned and published to a folder too",
+    )  # fmt: skip
     parser.add_argument("--json", help="also write the results as JSON to this file")
     parser.add_argument(
         "--large-trajectories", metavar="TRIALS:MB", help="instead: peak RSS of a run of TRIALS trajectories of MB each"
