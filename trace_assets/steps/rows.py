@@ -184,7 +184,7 @@ def _row_texts(rows: list[dict[str, Any]]) -> set[str]:
     instruction and verifier output where the rows have them."""
     texts = {message["content"] for row in rows for message in row["conversations"]}
     texts.update(row[column] for row in rows for column in PLAIN_TEXT_COLUMNS if row.get(column) is not None)
-    texts.discard(None)  # type: ignore[arg-type]
+    texts.discard(None)  # a message without content (null) is no text
     return texts
 
 
