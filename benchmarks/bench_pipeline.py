@@ -241,25 +241,27 @@ class TreeShape:
     episode_prompts: bool  # agent/episode-N/ folders, as terminus-2 writes them
 
 
-def run_id_for(trials: int, shape: TreeShape) -> str:
-    return f"bench-{trials}" if shape.episode_prompts else f"bench-{trials}-no-episodes"
+def run_id_for(trials: int, shape: TreeShape, seed: int = SEED) -> str:
+    run_id = f"bench-{trials}" if shape.episode_prompts else f"bench-{trials}-no-episodes"
+    return run_id if seed == SEED else f"{run_id}-seed-{seed}"
 
 
-def ensure_tree(traces_root: Path, trials: int, shape: TreeShape) -> dict[str, Any]:
+def ensure_tree(traces_root: Path, trials: int, shape: TreeShape, seed: int = SEED) -> dict[str, Any]:
     """A generated run of `trials` trials under traces_root, reused when an earlier one matches."""
     from benchmarks.generate_traces import generate_run
 
-    run_id = run_id_for(trials, shape)
+    run_id = run_id_for(trials, shape, seed)
     manifest_path = traces_root / run_id / "manifest.json"
-    wanted = (SEED, shape.prompt_scale, shape.episode_prompts, trials)
+    wanted = (seed, shape.prompt_scale, shape.episode_prompts, trials)
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
-        if (manifest["seed"], manifest["prompt_scale"], manifest["episode_prompts"], manifest["n_trials"]) == wanted:
-            return manifest
+        found = (manifest["seed"], manifest["prompt_scale"], manifest["episode_prompts"], manifest["n_trials"])
+        if found == wanted or (not shape.episode_prompts and (found[0], *found[2:]) == (wanted[0], *wanted[2:])):
+            return manifest  # without episode prompts the prompt scale changes nothing
     shutil.rmtree(traces_root / run_id, ignore_errors=True)
     print(f"generating {trials} trials ({shape}) ...", file=sys.stderr, flush=True)
     return generate_run(
-        traces_root, run_id, trials, seed=SEED, prompt_scale=shape.prompt_scale, episode_prompts=shape.episode_prompts
+        traces_root, run_id, trials, seed=seed, prompt_scale=shape.prompt_scale, episode_prompts=shape.episode_prompts
     )
 
 
@@ -327,7 +329,7 @@ def per_trial_ms(small: float, big: float, trials: tuple[int, int]) -> float:
 
 
 def run_local(
-    work: Path, sizes: list[int], shape: TreeShape, repeats: int, harbor_python: str | None
+    work: Path, sizes: list[int], shape: TreeShape, repeats: int, harbor_python: str | None, sessions: bool = False
 ) -> dict[int, SizeResult]:
     """Each size `repeats` times per tool, interleaved so drift on the machine hits both alike;
     every measured run starts on a warm page cache."""
@@ -344,7 +346,8 @@ def run_local(
             staging = Path(tempfile.mkdtemp(prefix="staging-", dir=work))
             try:
                 warm_tree(trace_jobs)
-                result.ours.append(measure(ours_command(str(traces_root), run_id, staging)))
+                command = ours_command(str(traces_root), run_id, staging)
+                result.ours.append(measure(command + (["--sessions", "--publish"] if sessions else [])))
             finally:
                 shutil.rmtree(staging)
             warm_tree(trace_jobs)
@@ -363,13 +366,15 @@ WHOLE_PROCESS_TRIALS = 400
 WHOLE_PROCESS_TARGET = 0.5  # ours / Harbor, issue 15 item 6
 
 
-def cli_command(traces_root: Path, run_id: str, publish_root: Path) -> list[str]:
+def cli_command(traces_root: Path, run_id: str, publish_root: Path, on_secret: str = "allow") -> list[str]:
     """What an operator types, `trace-assets materialize` (Dagster's job on the local instance), as
-    `python -m trace_assets.cli` so PYTHONPATH picks the checkout."""
-    return [
-        sys.executable, "-m", "trace_assets.cli", "materialize", run_id,
-        "--traces-root", str(traces_root), "--publish-root", str(publish_root), "--on-secret", "allow",
+    `python -P -m trace_assets.cli` so PYTHONPATH picks the checkout (without -P, `-m` would put
+    the working directory, this checkout, first); `on_secret` "default" leaves it out."""
+    command = [
+        sys.executable, "-P", "-m", "trace_assets.cli", "materialize", run_id,
+        "--traces-root", str(traces_root), "--publish-root", str(publish_root),
     ]  # fmt: skip
+    return command if on_secret == "default" else [*command, "--on-secret", on_secret]
 
 
 @contextmanager
@@ -498,6 +503,157 @@ def whole_process(args: argparse.Namespace) -> int:
         + f"); ours published {ours.report['rows']} rows"
     )
     return 0 if ratio <= WHOLE_PROCESS_TARGET else 2
+
+
+# --------------------------------------------------------------------------- full size: silences on stderr
+
+
+FULL_SIZE_TRIALS = 22047  # the one real run measured: 154,311 objects in 22,047 trial folders
+FULL_SIZE_SEED = 77
+FULL_SIZE_WALL_TARGET = 0.33  # ours / Harbor's whole export_traces, issue 21
+FULL_SIZE_RSS_TARGET_MIB = 1024
+FULL_SIZE_SILENCE_TARGET = 10.0  # seconds without a line on the CLI's stderr
+
+
+@dataclass
+class Streamed:
+    """A child run with its stderr lines timestamped as they arrived."""
+
+    measurement: Measurement
+    returncode: int
+    lines: list[tuple[float, str]]  # (seconds since start, line)
+
+    def longest_silence(self) -> tuple[float, str]:
+        """The longest gap between two lines (start and exit count as lines), and the line it followed."""
+        marks = [(0.0, "(start)"), *self.lines, (self.measurement.wall_seconds, "(exit)")]
+        gap, after = max(
+            ((later[0] - earlier[0], earlier[1]) for earlier, later in zip(marks, marks[1:])), key=lambda g: g[0]
+        )
+        return gap, after
+
+
+def measure_streamed(command: list[str], env: dict[str, str] | None = None) -> Streamed:
+    """Run a child to the end, timestamping each stderr line as it arrives (a thread reads them);
+    its wall time and own peak RSS as `measure` takes them, and its last JSON line on stdout, if any."""
+    import threading
+
+    lines: list[tuple[float, str]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-child-") as folder:
+        stdout_path = Path(folder) / "stdout.txt"
+        with open(stdout_path, "wb") as stdout:
+            started = time.perf_counter()
+            child = subprocess.Popen(command, stdout=stdout, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+
+            def read() -> None:
+                assert child.stderr is not None
+                for raw in iter(child.stderr.readline, b""):
+                    lines.append((time.perf_counter() - started, raw.decode(errors="replace").rstrip()))
+
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            _, status, usage = os.wait4(child.pid, 0)
+            wall = time.perf_counter() - started
+            reader.join()
+        out = stdout_path.read_text().splitlines()
+    report: dict[str, Any] = {}
+    if out:
+        try:
+            report = json.loads(out[-1])
+        except json.JSONDecodeError:
+            report = {}
+    measurement = Measurement(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, report)
+    return Streamed(measurement, os.waitstatus_to_exitcode(status), lines)
+
+
+def full_size(args: argparse.Namespace) -> int:
+    """The real run's shape, whole processes side by side: Harbor's whole `export_traces`, and
+    `trace-assets materialize` with the defaults and with `--on-secret redact` (each with a fresh
+    DAGSTER_HOME, staging folder and publish folder), alternating, each on a warm page cache.
+    Reports wall time, CPU, peak RSS and the longest silence on the CLI's stderr."""
+    harbor_python = pick_harbor_python(args)
+    trials, repeats = args.trials or FULL_SIZE_TRIALS, args.repeats or 1
+    seed = FULL_SIZE_SEED if args.seed is None else args.seed
+    with work_folder(args.work_dir, "bench-full-") as work:
+        shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
+        traces_root = work / "traces"
+        manifest = ensure_tree(traces_root, trials, shape, seed)
+        run_id = run_id_for(trials, shape, seed)
+        trace_jobs = traces_root / run_id / "trace_jobs"
+        info = machine()
+        revisions = {"this checkout": args.head} | ({args.base: args.base} if args.base else {})
+        sides: dict[str, list[Streamed]] = {}
+        logs = work / "stderr"
+        logs.mkdir(exist_ok=True)
+        with checkouts(revisions, work) as code:
+            for repeat in range(repeats):
+                rounds: list[tuple[str, list[str], dict[str, str] | None, Path | None]] = []
+                if harbor_python:
+                    rounds.append(("harbor: export_traces", harbor_command(harbor_python, trace_jobs), None, None))
+                folder = Path(tempfile.mkdtemp(prefix="round-", dir=work))
+                for label, checkout in code.items():
+                    for on_secret in args.on_secret.split(","):
+                        side = f"ours ({label}): materialize, on_secret {on_secret}"
+                        number = len(rounds)
+                        home = folder / f"dagster_home-{number}"
+                        home.mkdir()
+                        shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
+                        env = {
+                            "DAGSTER_HOME": str(home),
+                            "TRACE_ASSETS_STAGING_ROOT": str(folder / f"staging-{number}"),
+                            "PYTHONPATH": str(checkout),
+                        }
+                        command = cli_command(traces_root, run_id, folder / f"published-{number}", on_secret)
+                        rounds.append((side, command, env, home))
+                for side, command, env, _ in rounds:
+                    print(f"[{repeat + 1}/{repeats}] {side}", file=sys.stderr, flush=True)
+                    warm_tree(trace_jobs)
+                    if command[2] == "_harbor":
+                        with tempfile.TemporaryDirectory(prefix="bench-harbor-") as result_folder:
+                            result = Path(result_folder) / "result.json"
+                            run = measure_streamed([*command, "--result", str(result)], HARBOR_OFFLINE_ENV)
+                            run.measurement.report = json.loads(result.read_text()) if result.exists() else {}
+                    else:
+                        run = measure_streamed(command, env)
+                    if run.returncode != 0 and not run.measurement.report:
+                        tail = "\n".join(line for _, line in run.lines[-30:])
+                        print(f"benchmark child failed ({run.returncode}):\n{tail}", file=sys.stderr)
+                        return 1
+                    sides.setdefault(side, []).append(run)
+                    log = logs / f"{len(sides)}-{repeat}.txt"
+                    log.write_text("".join(f"{at:8.2f} {line}\n" for at, line in run.lines))
+                    gap, after = run.longest_silence()
+                    print(
+                        f"  wall {run.measurement.wall_seconds:.1f} s, peak RSS {run.measurement.peak_rss_mib:.0f} MiB, "
+                        f"longest silence {gap:.1f} s after {after[:100]!r} (load {os.getloadavg()[0]:.2f}; {log})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                shutil.rmtree(folder)
+    harbor_runs = sides.get("harbor: export_traces")
+    harbor = min(r.measurement.wall_seconds for r in harbor_runs) if harbor_runs else math.nan
+    rows, passed = [], True
+    for side, runs in sides.items():
+        best = min(runs, key=lambda r: r.measurement.wall_seconds)
+        gap, after = max(r.longest_silence() for r in runs)
+        ratio = best.measurement.wall_seconds / harbor
+        rows.append([
+            side, f"{best.measurement.wall_seconds:.1f}", f"{best.measurement.cpu_seconds:.1f}",
+            f"{max(r.measurement.peak_rss_mib for r in runs):.0f}", f"{gap:.1f}", f"{ratio:.2f}x",
+            str(best.measurement.report.get("status", best.measurement.report.get("rows", ""))),
+        ])  # fmt: skip
+        if side.startswith("ours (this checkout)"):
+            passed &= ratio <= FULL_SIZE_WALL_TARGET and gap <= FULL_SIZE_SILENCE_TARGET
+            passed &= max(r.measurement.peak_rss_mib for r in runs) <= FULL_SIZE_RSS_TARGET_MIB
+    print(
+        f"Machine: {info['nproc']} CPUs, load average {info['load_average_1min']} at start, "
+        f"{os.getloadavg()[0]:.2f} at end; {trials} trials, seed {seed} ({manifest['counts']['files']:,} files, "
+        f"{shape}); whole processes alternating, each on a warm page cache with a fresh Dagster home, staging and "
+        f"publish folder, fastest of {repeats}\n\n"
+        + table(["process", "wall s", "cpu s", "peak RSS MiB", "longest silence s", "/ Harbor", "result"], rows)
+        + f"\n\ntargets (this checkout): wall <= {FULL_SIZE_WALL_TARGET}x Harbor's, peak RSS <= "
+        f"{FULL_SIZE_RSS_TARGET_MIB} MiB, silence <= {FULL_SIZE_SILENCE_TARGET:.0f} s: {'PASS' if passed else 'FAIL'}"
+    )
+    return 0 if passed else 2
 
 
 # --------------------------------------------------------------------------- S3
@@ -834,7 +990,7 @@ def benchmark(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         shape = TreeShape(args.prompt_scale, not args.no_episode_prompts)
         try:
-            results = run_local(work, sizes, shape, repeats, harbor_python)
+            results = run_local(work, sizes, shape, repeats, harbor_python, args.sessions)
             s3 = run_s3(work, s3_trials, shape) if s3_trials else None
         except ChildFailed as failure:
             print(f"benchmark child failed: {failure}", file=sys.stderr)
@@ -853,7 +1009,8 @@ def benchmark(args: argparse.Namespace) -> int:
             if shape.episode_prompts
             else "without episode prompt folders"
         )
-        + f"; fastest of {repeats} repeat(s), each on a warm page cache; shards built unredacted (on_secret=allow)",
+        + f"; fastest of {repeats} repeat(s), each on a warm page cache; shards built unredacted (on_secret=allow)"
+        + ("; session files staged, scanned and published to a folder" if args.sessions else ""),
     ]
     local_text, marginal, checks = local_report(results, sizes)
     sections = ["\n".join(header), local_text]
@@ -941,6 +1098,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work-dir", help="keep generated trees here and reuse them next time (default: a temp dir, removed)"
     )
+    parser.add_argument(
+        "--sessions", action="store_true",
+        help="our side as the definitions' default: session files staged, scanned and published to a folder too",
+    )  # fmt: skip
     parser.add_argument("--json", help="also write the results as JSON to this file")
     parser.add_argument(
         "--large-trajectories", metavar="TRIALS:MB", help="instead: peak RSS of a run of TRIALS trajectories of MB each"
@@ -950,9 +1111,21 @@ def main(argv: list[str] | None = None) -> int:
         help=f"instead: `trace-assets materialize` against Harbor's whole export, start-up included "
         f"(--trials, default {WHOLE_PROCESS_TRIALS}; --repeats, default 5)",
     )  # fmt: skip
-    parser.add_argument("--trials", type=int, help="--whole-process: trials in the run")
-    parser.add_argument("--head", help="--whole-process: our side at this git revision (default: this checkout)")
-    parser.add_argument("--base", help="--whole-process: also our side at this git revision, side by side")
+    parser.add_argument(
+        "--full-size", action="store_true",
+        help=f"instead: the real run's shape ({FULL_SIZE_TRIALS} trials, seed {FULL_SIZE_SEED}; use "
+        "--no-episode-prompts), Harbor's whole export and `trace-assets materialize` per --on-secret, with wall, "
+        "peak RSS and the longest silence on the CLI's stderr (--repeats, default 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--on-secret", default="default,redact", help="--full-size: the CLI's --on-secret values, `default` for none"
+    )
+    parser.add_argument("--seed", type=int, help=f"--full-size: the tree's seed (default {FULL_SIZE_SEED})")
+    parser.add_argument("--trials", type=int, help="--whole-process, --full-size: trials in the run")
+    parser.add_argument(
+        "--head", help="--whole-process, --full-size: our side at this git revision (default: this checkout)"
+    )
+    parser.add_argument("--base", help="--whole-process, --full-size: also our side at this git revision, side by side")
     args = parser.parse_args(argv)
     if args.mode == "_run":
         run_steps_child(args)
@@ -964,6 +1137,8 @@ def main(argv: list[str] | None = None) -> int:
         return large_trajectories(args)
     if args.whole_process:
         return whole_process(args)
+    if args.full_size:
+        return full_size(args)
     return benchmark(args)
 
 

@@ -163,7 +163,11 @@ def _slotted(value: Any, texts: list[str], key: Any) -> Any:
         for name, item in value.items():
             if isinstance(name, str) and (_SLOT in name or _LINE in name):
                 raise ValueError(f"key {name!r} holds a NUL character")
-            slotted[name] = _slotted(item, texts, name)
+            if type(item) is str and name not in STRUCTURAL_KEYS:  # most values: a text, without a call
+                texts.append(item)
+                slotted[name] = _SLOT
+            else:
+                slotted[name] = _slotted(item, texts, name)
         return slotted
     if isinstance(value, list | tuple):
         return [_slotted(item, texts, None) for item in value]

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from trace_assets.accounting import SCORED, TrialStatus
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
-from trace_assets.steps.staged_rows import RowParts, iter_rows
+from trace_assets.steps.staged_rows import RowParts
 from trace_assets.steps.staging import RunStaging, open_parquet
 
 # A training step in a trial's folder path, e.g. `trace_jobs/step-25/<trial>/` or `global_step_25/`.
@@ -167,17 +168,23 @@ def _valid_rewards(records: list[dict]) -> list[float]:
 
 
 def _assistant_turns(rows: RowParts) -> list[int]:
-    """Assistant messages in each main row's `conversations`, in row order."""
+    """Assistant messages in each main row's `conversations`, in row order: only the messages'
+    roles (and the trace source) are read, not their texts."""
     turns: list[int] = []
-    for table in iter_rows(rows):
-        if TRACE_SOURCE_COLUMN in table.column_names:
-            table = table.filter(pc.equal(table[TRACE_SOURCE_COLUMN], MAIN_TRACE_SOURCE))
-        conversations = table["conversations"].combine_chunks()
-        roles = pc.struct_field(pc.list_flatten(conversations), "role")
-        parents = pc.list_parent_indices(conversations)
-        assistant = pc.equal(roles, "assistant")
-        per_row = Counter(pc.filter(parents, assistant).to_pylist())
-        turns.extend(per_row.get(i, 0) for i in range(len(conversations)))
+    for path in rows.files:
+        parquet = pq.ParquetFile(path, pre_buffer=False)
+        roles = [c.path for c in parquet.schema if c.path.startswith("conversations.") and c.path.endswith(".role")]
+        sources = [TRACE_SOURCE_COLUMN] if TRACE_SOURCE_COLUMN in parquet.schema_arrow.names else []
+        for index in range(parquet.metadata.num_row_groups):
+            table = parquet.read_row_group(index, columns=roles + sources, use_threads=False)
+            if sources:
+                table = table.filter(pc.equal(table[TRACE_SOURCE_COLUMN], MAIN_TRACE_SOURCE))
+            conversations = table["conversations"].combine_chunks()
+            roles_read = pc.struct_field(pc.list_flatten(conversations), "role")
+            parents = pc.list_parent_indices(conversations)
+            assistant = pc.equal(roles_read, "assistant")
+            per_row = Counter(pc.filter(parents, assistant).to_pylist())
+            turns.extend(per_row.get(i, 0) for i in range(len(conversations)))
     return turns
 
 

@@ -271,14 +271,16 @@ def replace_folder(
     shards = [n for n in new_files if n.startswith(VERSIONED_DIRS) and n not in cards]
     # Shards are named by their content: one already there with the same size is this one.
     changed = [n for n in shards if n not in old_files or fs.size(old_files[n]) != sizes[n]]
-    rest = [n for n in new_files if n not in shards and n not in cards]
+    versioned = set(shards)
+    rest = [n for n in new_files if n not in versioned and n not in cards]
     transfer = FileTransfer("upload", [sizes[n] for n in changed + rest + cards], progress, bar=terminal())
     if local:  # a version folder not there yet goes in whole: one rename, not a copy per file
         moved = _new_folders(Path(target), changed)
         for folder, names in moved.items():
             move_into_place(local_dir / folder, Path(target, folder))
             transfer.advance(len(names), sum(sizes[name] for name in names))
-        changed = [name for name in changed if name not in {n for names in moved.values() for n in names}]
+        gone = {n for names in moved.values() for n in names}  # once, not per name: quadratic in the files
+        changed = [name for name in changed if name not in gone]
     for name in changed + rest + cards:
         put(name)
         transfer.advance(1, sizes[name])

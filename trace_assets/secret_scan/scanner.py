@@ -206,11 +206,11 @@ _EMPTY_KIND: dict[str, int] = {"matches": 0, **{str(v): 0 for v in Verdict}}
 class SecretScanner:
     """Accumulates findings over batches of rows; only counts, sets of names and capped lists are kept."""
 
-    def __init__(self, run_id: str, options: ScanOptions | None = None) -> None:
+    def __init__(self, run_id: str, options: ScanOptions | None = None, finder: Finder | None = None) -> None:
         self.run_id = run_id
         self.options = options or ScanOptions()
         self.kinds = self.options.kinds
-        self._finder = Finder(self.kinds, self.options.wrap_width)
+        self._finder = finder or Finder(self.kinds, self.options.wrap_width)
         self._judge = Judge(self.options.allowlist)
         self._privacy = PrivacyScanner(self.options.privacy) if self.options.privacy is not None else None
         self._rows_scanned = 0
@@ -235,6 +235,12 @@ class SecretScanner:
         texts = _texts(rows, self._rows_scanned)
         self._rows_scanned += rows.height
         self.scan_texts(texts)
+
+    def count_known_clean(self, text_bytes: int) -> None:
+        """Texts left out of a batch (null) because each is the very string of a text scanned
+        already that the finder's prefilter let by (so it holds no literal: no match, marker or
+        blob, alone or beside another): counted as scanned, as scanning them would have."""
+        self._bytes_scanned += text_bytes
 
     def scan_texts(self, texts: pl.DataFrame, counted: CountedSpans | None = None) -> None:
         """Add texts that are not rows (`TEXT_SCHEMA`) to the tallies. Only matches (and PEM markers)

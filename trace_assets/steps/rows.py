@@ -27,6 +27,7 @@ from trace_assets.harbor.trajectory import ParsedTrajectories
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
 from trace_assets.progress import Progress, ProgressReporter, terminal
 from trace_assets.scope import RunScope
+from trace_assets.secret_scan.scanner import PLAIN_TEXT_COLUMNS
 from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_objects, previous_records
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
 from trace_assets.steps.scoring import StepStats, encode_per_trial, rows_salt, summary_from_scored
@@ -173,8 +174,18 @@ def _exported(
         detail = f"{type(err).__name__} while building rows from {', '.join(sorted(files))}: {err}"
         return TrialExport(exclusion=Exclusion(Reason.INVALID_TRAJECTORY, detail))
     if sessions is not None and result.exclusion is None:
-        result.notes.extend(skipped.note for skipped in sessions.write(trial_dir, summary, blobs, scope, parsed))
+        skipped = sessions.write(trial_dir, summary, blobs, scope, parsed, _row_texts(result.rows))
+        result.notes.extend(session.note for session in skipped)
     return result
+
+
+def _row_texts(rows: list[dict[str, Any]]) -> set[str]:
+    """Every text of the rows the secret scan reads (see `scanner._texts`): message contents,
+    instruction and verifier output where the rows have them."""
+    texts = {message["content"] for row in rows for message in row["conversations"]}
+    texts.update(row[column] for row in rows for column in PLAIN_TEXT_COLUMNS if row.get(column) is not None)
+    texts.discard(None)  # a message without content (null) is no text
+    return texts
 
 
 def _repaired_note(repaired: int) -> str | None:

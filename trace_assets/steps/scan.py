@@ -10,6 +10,7 @@ import polars as pl
 import pyarrow as pa
 
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
+from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import ScanPolicy
@@ -34,17 +35,43 @@ def scan_options(
     return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width, privacy)
 
 
+class CandidateRecorder(Finder):
+    """The finder, remembering every text its prefilter lets through (texts holding a kind's
+    literal or an encoded trigger: about 0.1% of a run's texts), in `seen`.
+
+    A session text staged as the very string of a text of its trial's rows (`in_rows`), and not
+    in `seen` once the rows are scanned, holds no literal: the session scan leaves it out. Only
+    an exact string is ever left out; `seen` may hold more (views the finder derives), which only
+    means more is scanned. With a kind of no literal (every text is its candidate) nothing is."""
+
+    def __init__(self, options: ScanOptions) -> None:
+        super().__init__(options.kinds, options.wrap_width)
+        self.seen: set[str] = set()
+
+    @property
+    def skips(self) -> bool:
+        return not self.unfiltered_rules
+
+    def candidates(self, texts: pl.DataFrame) -> pl.DataFrame:
+        found = super().candidates(texts)
+        self.seen.update(found["text"].to_list())
+        return found
+
+
 def scan_run(
     rows: RowParts, run_id: str, options: ScanOptions, sessions: Path | None = None, progress: Progress | None = None
 ) -> dict[str, Any]:
-    """Scan every text column of every row, a batch at a time, then every text of the session files."""
-    scanner = SecretScanner(run_id, options)
+    """Scan every text column of every row, a batch at a time, then every text of the session
+    files but those the rows' scan already covered (see `CandidateRecorder`)."""
+    finder = CandidateRecorder(options)
+    scanner = SecretScanner(run_id, options, finder)
     reporter = ProgressReporter("secret_scan_report", "rows", rows.rows, progress or quiet, bar=terminal())
     for table in iter_rows(rows, SCAN_BATCH_ROWS):
         scanner.scan(pl.DataFrame(table))
         reporter.advance(table.num_rows)
     reporter.finish()
-    sessions_scanned = scan_sessions(scanner, sessions, progress or quiet) if sessions is not None else None
+    known = finder.seen if finder.skips else None
+    sessions_scanned = scan_sessions(scanner, sessions, progress or quiet, known) if sessions is not None else None
     report = scanner.report()
     return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
 

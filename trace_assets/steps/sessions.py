@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ STORE_SCHEMA = pa.schema(
         ("task", pa.string()),
         ("skeleton", pa.string()),  # see SlottedText
         ("texts", pa.list_(pa.string())),
+        ("in_rows", pa.list_(pa.bool_())),  # per text: the very string of a text of the trial's rows
     ]
 )
 
@@ -184,12 +185,16 @@ class SessionWriter:
         files: Mapping[str, bytes],
         scope: RunScope,
         parsed: ParsedTrajectories | None = None,
+        row_texts: Collection[str] = (),
     ) -> list[SkippedSession]:
         """Stage the trial's session files; returns the sessions it gets none of, and why.
-        `parsed` holds the trajectories its rows were made from, so none is parsed twice."""
+        `parsed` holds the trajectories its rows were made from, so none is parsed twice;
+        `row_texts` the texts of its rows as staged, which the scan need not read twice."""
         try:
             sessions, skipped = sessions_from_files(summary, files, scope.run_id, scope.step, self.harness, parsed)
-            records = [_record(trial_dir, session.path, session.header, session.slotted()) for session in sessions]
+            records = [
+                _record(trial_dir, session.path, session.header, session.slotted(), row_texts) for session in sessions
+            ]
         except Exception as err:  # a shape no rule foresaw: this trial's session, not its rows
             sessions, skipped = [], [SkippedSession(SessionSkip.UNCONVERTIBLE, f"{type(err).__name__}: {err}")]
             records = []
@@ -269,7 +274,9 @@ class SessionWriter:
         return session_counts(self.folder)
 
 
-def _record(trial_dir: str, path: str, header: dict[str, Any], slotted: SlottedText) -> dict[str, Any]:
+def _record(
+    trial_dir: str, path: str, header: dict[str, Any], slotted: SlottedText, row_texts: Collection[str]
+) -> dict[str, Any]:
     trial_name, task = header.get("trial_name"), header.get("task")
     return {
         "trial_dir": trial_dir,
@@ -278,6 +285,7 @@ def _record(trial_dir: str, path: str, header: dict[str, Any], slotted: SlottedT
         "task": task if isinstance(task, str) else None,
         "skeleton": slotted.skeleton,
         "texts": slotted.texts,
+        "in_rows": [text in row_texts for text in slotted.texts],
     }
 
 
@@ -330,11 +338,14 @@ def staged_session_files(folder: Path) -> Iterator[tuple[str, bytes]]:
             yield path, SlottedText(skeleton, texts).jsonl().encode()
 
 
-def _as_rows(batch: pa.Table) -> pa.Table:
+def _as_rows(batch: pa.Table, left_out: pa.Array | None = None) -> pa.Table:
     """One row per session file, its texts as the messages of `conversations`, so the scanner and
-    redaction read them the way they read the rows."""
+    redaction read them the way they read the rows; a text `left_out` marks is null (unread, its
+    message keeping its place)."""
     texts = batch.column("texts").combine_chunks()
     values = pc.list_flatten(texts)
+    if left_out is not None:
+        values = pc.if_else(left_out, pa.scalar(None, pa.string()), values)
     roles = pa.array(["text"] * len(values), pa.string())
     messages = pa.StructArray.from_arrays([values, roles], fields=list(CONVERSATION_TYPE.value_type))
     conversations = pa.ListArray.from_arrays(texts.offsets, messages)
@@ -343,13 +354,26 @@ def _as_rows(batch: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=_TEXT_TABLE)
 
 
-def scan_sessions(scanner: SecretScanner, folder: Path, progress: Progress = quiet) -> int:
-    """Add every text of every staged session file to the scan; returns how many files were read."""
+def scan_sessions(
+    scanner: SecretScanner, folder: Path, progress: Progress = quiet, candidates: set[str] | None = None
+) -> int:
+    """Add every text of every staged session file to the scan; returns how many files were read.
+
+    With `candidates` (every text of the rows the scanner's prefilter let through, the rows
+    scanned), a text staged as the very string of one of its trial's rows' texts and not among
+    them holds nothing to find: it is left out, counted as scanned (`count_known_clean`)."""
     scanned = 0
     total = session_counts(folder).sessions
     reporter = ProgressReporter("secret_scan_report", "session files", total, progress, bar=terminal())
+    known = pa.array(sorted(candidates), pa.string()) if candidates is not None else None
     for batch in iter_staged(folder):
-        scanner.scan(pl.DataFrame(_as_rows(batch)))
+        left_out = None
+        if known is not None:
+            values = pc.list_flatten(batch.column("texts").combine_chunks())
+            in_rows = pc.list_flatten(batch.column("in_rows").combine_chunks())
+            left_out = pc.and_(in_rows, pc.invert(pc.is_in(values, value_set=known)))
+            scanner.count_known_clean(pc.sum(pc.binary_length(pc.filter(values, left_out))).as_py() or 0)
+        scanner.scan(pl.DataFrame(_as_rows(batch, left_out)))
         scanned += batch.num_rows
         reporter.advance(batch.num_rows)
     reporter.finish()
