@@ -99,13 +99,13 @@ def scanned(folder: Path, rows_seen: list[str], left_out: bool) -> dict:
 
 
 def test_a_left_out_text_keeps_its_place_between_two_halves_of_a_key(tmp_path: Path) -> None:
-    """A clean text between the two halves of a PEM block stays between them: no join is made
-    across it, as none is when it is read."""
+    """A clean text between the two halves of a PEM block stays between them: left out or read, the
+    halves are joined across it the same way (a key split over two observations, a turn between)."""
     folder = tmp_path / "sessions"
     write_store(folder, [PEM_BEGIN, CLEAN, PEM_END], [False, True, False])
     report = scanned(folder, [CLEAN], left_out=True)
     assert report == scanned(folder, [CLEAN], left_out=False)
-    assert report["pem"]["truncated"] == 1  # not joined: adjacent, the halves make one whole block
+    assert report["pem"]["truncated"] == 0  # joined across the text between them
     write_store(folder, [PEM_BEGIN, PEM_END], [False, False])
     assert scanned(folder, [], left_out=True)["pem"]["truncated"] == 0
 
