@@ -31,7 +31,16 @@ import fsspec
 from fsspec.callbacks import Callback
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.atomic_files import TEMP_MARK, copy_atomically, is_leftover, remove_path, temp_sibling
+from trace_assets.atomic_files import (
+    TEMP_MARK,
+    copy_atomically,
+    fsync_parents,
+    fsync_tree,
+    is_leftover,
+    make_parents,
+    remove_path,
+    temp_sibling,
+)
 from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.progress import FileTransfer, Progress, quiet, terminal
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
@@ -418,21 +427,27 @@ def _new_folders(target: Path, names: list[str]) -> dict[str, list[str]]:
 def move_into_place(source: Path, destination: Path) -> None:
     """A folder the target lacks appears there whole, with everything in it: one rename on the
     same file system, else a copy into a hidden temp sibling renamed into place (a killed copy's
-    temp is a leftover the next publish removes). The local build folder loses it."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(source, destination)
-        return
-    except OSError as err:
-        if err.errno != errno.EXDEV:
-            raise
+    temp is a leftover the next publish removes). The local build folder loses it. Every file and
+    folder in it is fsynced before the rename, the folders holding the new name after it."""
+    created = make_parents(destination)
+    if source.stat().st_dev == destination.parent.stat().st_dev:
+        fsync_tree(source)
+        try:
+            os.rename(source, destination)
+            fsync_parents(destination, created)
+            return
+        except OSError as err:
+            if err.errno != errno.EXDEV:  # a bind mount of the same device
+                raise
     temp = temp_sibling(destination)
     try:
         shutil.copytree(source, temp)
+        fsync_tree(temp)
         os.rename(temp, destination)
     except BaseException:
         remove_path(temp)
         raise
+    fsync_parents(destination, created)
 
 
 def _remove_empty_folders(folder: Path) -> None:
