@@ -4,6 +4,11 @@ Temp names are unique per attempt (process id and a random part), so two attempt
 the same temp file, and hidden (a leading `.`), so they never collide with a scope's folders,
 whose names start with a letter or digit. A killed attempt's temps are removed by the next one
 that holds the scope (`remove_leftovers`).
+
+Published files are also durable (`durable=True`, `copy_atomically`, `move_into_place`): each file
+is flushed to disk (fsync) before the rename that makes it visible, and the folder holding the new
+name after it, so after a power loss a renamed card or shard is never empty or missing while the
+card naming it is there. Staged files skip that: one cut short reads back broken and is rebuilt.
 """
 
 from __future__ import annotations
@@ -11,11 +16,13 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 TEMP_MARK = ".tmp-"
+FSYNC_THREADS = 16  # fsyncs of one folder's files in flight at once
 # Temp names of earlier versions, still removed where found.
 _OLD_TEMP_MARKS = (".partial", ".retired", ".incoming-", ".retired-")
 
@@ -30,21 +37,24 @@ def is_leftover(name: str) -> bool:
 
 
 @contextmanager
-def replaced_atomically(path: Path) -> Iterator[Path]:
+def replaced_atomically(path: Path, durable: bool = False) -> Iterator[Path]:
     """Yield a fresh temp sibling of `path` to write (a file, or a folder the caller makes); when
     the block succeeds it takes `path`'s place, when it fails it is removed.
 
     A file is replaced by one rename, so readers see the old file or the new one. A folder takes
     two (the old one aside, the new one in): a crash between them leaves no folder, so only
-    rebuildable data (staging) is replaced this way, never a published folder.
+    rebuildable data (staging) is replaced this way, never a published folder. `durable`: the
+    file (every file of the folder) is fsynced before the rename, its folder after.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    created = make_parents(path)
     temp = temp_sibling(path)
     try:
         yield temp
     except BaseException:
         remove_path(temp)
         raise
+    if durable:
+        fsync_tree(temp)
     if temp.is_dir():
         retired = temp_sibling(path)
         if path.exists():
@@ -53,11 +63,58 @@ def replaced_atomically(path: Path) -> Iterator[Path]:
         remove_path(retired)
     else:
         os.replace(temp, path)
+    if durable:
+        fsync_parents(path, created)
 
 
 def copy_atomically(source: Path, path: Path) -> None:
-    with replaced_atomically(path) as temp:
+    """A published file: the old one or the new one whole, also after a power loss."""
+    with replaced_atomically(path, durable=True) as temp:
         shutil.copyfile(source, temp)
+
+
+def make_parents(path: Path) -> list[Path]:
+    """Create `path`'s missing parent folders; returns those created, the outermost first."""
+    missing = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return missing[::-1]
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file's data, or a folder's entries, to disk."""
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if path.is_dir() else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(path: Path) -> None:
+    """A file, or every file and folder of a folder: the files several at a time (each fsync waits
+    for the disk, and the file system commits concurrent ones together), then the folders, the
+    deepest first, the folder itself last."""
+    if path.is_dir() and not path.is_symlink():
+        children = [child for child in path.rglob("*") if not child.is_symlink()]
+        files = [child for child in children if not child.is_dir()]
+        if len(files) > 1:
+            with ThreadPoolExecutor(min(FSYNC_THREADS, len(files))) as pool:
+                list(pool.map(fsync_path, files))
+        elif files:
+            fsync_path(files[0])
+        for child in sorted((c for c in children if c.is_dir()), key=lambda p: -len(p.parts)):
+            fsync_path(child)
+    fsync_path(path)
+
+
+def fsync_parents(path: Path, created: Sequence[Path] = ()) -> None:
+    """After `path` was renamed into place: its folder, and the folders holding any folder just
+    created on the way (`created`, from `make_parents`), so every new name on its path is on disk."""
+    for folder in [path.parent, *(folder.parent for folder in reversed(created))]:
+        fsync_path(folder)
 
 
 def remove_path(path: Path) -> None:

@@ -21,7 +21,13 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, Subagents, SuccessFilter, export_env
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.shrink_guard import DEFAULT_SHRINK_THRESHOLD
-from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target, publishes_to_hub
+from trace_assets.publishing.targets import (
+    DEFAULT_PUBLISH_CONCURRENCY,
+    HubSettings,
+    PublishTarget,
+    choose_target,
+    publishes_to_hub,
+)
 from trace_assets.queue_events import bucket_and_prefix
 from trace_assets.roots import refuse_overlapping_roots
 from trace_assets.run_tags import SWEEP_LABEL, sweep_label
@@ -137,6 +143,11 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     batch_size: int = Field(default=256, gt=0, description="Trials fetched and parsed per batch")
     batch_bytes: int = Field(default=DEFAULT_BATCH_BYTES, gt=0, description="Listed bytes fetched and parsed per batch")
     max_concurrency: int = Field(default=64, gt=0, description="Object reads in flight at once")
+    publish_concurrency: int = Field(
+        default=DEFAULT_PUBLISH_CONCURRENCY,
+        gt=0,
+        description="Object-storage uploads in flight at once while publishing",
+    )
     fetch_ahead: int = Field(
         default=DEFAULT_FETCH_AHEAD, ge=0, description="Batches fetched while one is parsed; batch_bytes covers all"
     )
@@ -300,7 +311,9 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         return SessionWriter(staged_sessions(staging), self.session_harness) if self.sessions else None
 
     def publish_target(self, storage: ObjectStorage, hub: HuggingFaceHub) -> PublishTarget:
-        return choose_target(self.publish_root, storage.storage_options(self.publish_root), hub.settings())
+        return choose_target(
+            self.publish_root, storage.storage_options(self.publish_root), hub.settings(), self.publish_concurrency
+        )
 
     def publishes_to_hub(self, hub: HuggingFaceHub) -> bool:
         return publishes_to_hub(self.publish_root, hub.repo_id_template)
@@ -329,6 +342,7 @@ CONFIG_SOURCES = {
     "batch_size": "TRACE_ASSETS_BATCH_SIZE",
     "batch_bytes": "TRACE_ASSETS_BATCH_BYTES",
     "fetch_ahead": "TRACE_ASSETS_FETCH_AHEAD",
+    "publish_concurrency": "TRACE_ASSETS_PUBLISH_CONCURRENCY",
     "max_rows_per_shard": "TRACE_ASSETS_MAX_ROWS_PER_SHARD",
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",
     "on_secret": "TRACE_ASSETS_ON_SECRET (--on-secret)",
@@ -355,6 +369,7 @@ _INT_VARS = {
     "secret_wrap_width": "TRACE_ASSETS_SECRET_WRAP_WIDTH",
     "batch_bytes": "TRACE_ASSETS_BATCH_BYTES",
     "fetch_ahead": "TRACE_ASSETS_FETCH_AHEAD",
+    "publish_concurrency": "TRACE_ASSETS_PUBLISH_CONCURRENCY",
 }
 _FLOAT_VARS = {
     "min_export_ratio": "TRACE_ASSETS_MIN_EXPORT_RATIO",

@@ -18,6 +18,7 @@ from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.progress import Progress, quiet
 from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, card_title, dataset_card
 from trace_assets.publishing.card_facts import CardFacts, histogram
+from trace_assets.publishing.parquet_layout import write_published_table
 from trace_assets.publishing.plots import bar_chart_svg
 from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
 from trace_assets.publishing.shards import ShardSet, version_folder, write_shards
@@ -79,13 +80,10 @@ def build_run_folder(
         )
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)
-    if step is None:
-        shutil.copyfile(statuses_path, out_dir / TRIALS_FILE)
-    else:
-        statuses = pq.read_table(statuses_path)
-        pq.write_table(
-            statuses.append_column("step", pa.array([step] * statuses.num_rows, pa.string())), out_dir / TRIALS_FILE
-        )
+    statuses = pq.read_table(statuses_path)  # rewritten as the shards are (see parquet_layout)
+    if step is not None:
+        statuses = statuses.append_column("step", pa.array([step] * statuses.num_rows, pa.string()))
+    write_published_table(statuses, out_dir / TRIALS_FILE)
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
     versions = history(card.earlier_versions, version_entry(coverage, card.facts, shards, options, card.published_at))

@@ -139,7 +139,7 @@ def update_folder_root_card(root_url: str, storage_options: dict[str, Any], scop
         Path(root).mkdir(parents=True, exist_ok=True)
         with _flock(Path(root) / ROOT_LOCK):
             existing = Path(path).read_text() if Path(path).exists() else None
-            with replaced_atomically(Path(path)) as temp:
+            with replaced_atomically(Path(path), durable=True) as temp:  # fsynced: a flip
                 temp.write_text(merged_root_card(existing, scope, scope_card))
         return
     _compare_and_swap(fs, path, lambda existing: merged_root_card(existing, scope, scope_card).encode())

@@ -4,7 +4,8 @@ Shards live in a folder named after their content, `data/<version>/train-0000i-o
 and the card names that folder. So a new version's shards never overwrite the published ones: a
 publish puts the new folder beside the old, flips the card, then removes the old folder, and a
 reader that loads through the card sees one version whole. The same rows make the same version,
-so republishing unchanged rows changes no byte.
+so republishing unchanged rows changes no byte. Every shard is written as the Hub writes Parquet
+(`publishing.parquet_layout`: content-defined chunking, page index).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
+from trace_assets.publishing.parquet_layout import published_writer, write_published_table, written_so
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 
 DATA_DIR = "data"
@@ -61,7 +63,8 @@ def write_shards(
     """The staged rows as shards of at most `max_rows_per_shard` rows, in publishing order.
 
     Staged parts are cut the same way unless the shard size changed since: then they are copied
-    as they are. Rows are re-encoded only to re-cut them, or when `transform` changes them.
+    as they are (unless staged before today's Parquet layout). Rows are re-encoded only to re-cut
+    them, to lay them out anew, or when `transform` changes them.
     A `subset` (data folder, row count) is a part of the rows that `transform` selects, written
     under its own folder (a config of its own). `progress` gets rows done/total.
     """
@@ -69,7 +72,12 @@ def write_shards(
     building = out_dir / data_dir / _BUILDING
     building.mkdir(parents=True)
     reporter = ProgressReporter(f"published_shards {data_dir}", "rows", rows.rows, progress, bar=terminal())
-    if subset is None and transform is None and rows.rows_per_part == max_rows_per_shard:
+    if (
+        subset is None
+        and transform is None
+        and rows.rows_per_part == max_rows_per_shard
+        and all(written_so(path) for path in rows.files)
+    ):
         names = [shard_name(index, len(rows.parts)) for index in range(len(rows.parts))]
         for source, name, part in zip(rows.files, names, rows.parts):
             shutil.copyfile(source, building / name)
@@ -134,14 +142,14 @@ def _rewrite_shards(
                 piece = table.slice(offset, room)
                 writer = writers[index]
                 if writer is None:
-                    writer = writers[index] = pq.ParquetWriter(out_dir / files[index], piece.schema)
+                    writer = writers[index] = published_writer(out_dir / files[index], piece.schema)
                 writer.write_table(piece)
                 offset += piece.num_rows
                 written += piece.num_rows
             reporter.advance(read, "rows read (and redacted) into shards")
         for index, writer in enumerate(writers):
             if writer is None:  # an empty run still gets one shard carrying the schema
-                pq.write_table(transform(rows.schema.empty_table()), out_dir / files[index])
+                write_published_table(transform(rows.schema.empty_table()), out_dir / files[index])
     finally:
         for writer in writers:
             if writer is not None:

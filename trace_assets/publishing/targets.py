@@ -5,7 +5,9 @@ place, in an order that is safe at every point: the new version's shards go into
 own (`data/<version>/`, see `publishing.shards`), then the other files, then the card, which names
 the shards, is flipped (one rename on a disk, one PUT on object storage), then the session files'
 card (`sessions/README.md`, naming `sessions/<version>/`), and only then are the stale files
-removed, a dropped sessions card before its files, the card last. Readers that load through the card see the old version or the new
+removed, a dropped sessions card before its files, the card last. On object storage the shards
+go up `publish_concurrency` at a time, then the other files likewise, each phase whole before the
+next; the cards one PUT each; the stale files in bulk deletes. Readers that load through the card see the old version or the new
 one, whole, during a publish and after a kill at any point; the folder is never missing; what a
 killed publish left is removed by the next. A Hub target makes one commit per scope (see
 `publishing.hub`).
@@ -21,13 +23,24 @@ import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from glob import has_magic
 from pathlib import Path
 from typing import Any, Protocol
 
 import fsspec
+from fsspec.callbacks import Callback
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.atomic_files import TEMP_MARK, copy_atomically, is_leftover, remove_path, temp_sibling
+from trace_assets.atomic_files import (
+    TEMP_MARK,
+    copy_atomically,
+    fsync_parents,
+    fsync_tree,
+    is_leftover,
+    make_parents,
+    remove_path,
+    temp_sibling,
+)
 from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.progress import FileTransfer, Progress, quiet, terminal
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
@@ -48,6 +61,8 @@ from trace_assets.scope import RunScope
 # Folders whose files are named by their content version (shards, session files): uploaded first,
 # kept when already there, and their old versions removed only after the card names the new one.
 VERSIONED_DIRS = (f"{DATA_DIR}/", f"{SESSIONS_DIR}/")
+# Object-storage PUTs in flight at once while a phase's files go up (TRACE_ASSETS_PUBLISH_CONCURRENCY).
+DEFAULT_PUBLISH_CONCURRENCY = 64
 # The cards, put last in this order, each once every file it names is there: the flips.
 CARDS = (CARD_FILE, SESSIONS_CARD)
 
@@ -87,6 +102,7 @@ class PublishTarget(Protocol):
 class FolderTarget:
     root_url: str
     storage_options: dict[str, Any] = field(default_factory=dict)
+    publish_concurrency: int = DEFAULT_PUBLISH_CONCURRENCY  # object-storage PUTs in flight
 
     def location(self, scope: RunScope) -> str:
         return scope.publish_url(self.root_url)
@@ -102,6 +118,7 @@ class FolderTarget:
             self.storage_options,
             after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, scope, card),
             progress=progress,
+            concurrency=self.publish_concurrency,
         )
         return target
 
@@ -137,6 +154,7 @@ class FolderTarget:
                 self.location(scope),
                 self.storage_options,
                 after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, scope, ""),
+                concurrency=self.publish_concurrency,
             )
 
     def publish_root_file(self, local_file: Path) -> str | None:
@@ -234,14 +252,19 @@ def publishes_to_hub(publish_root: str, repo_id_template: str) -> bool:
     return bool(repo_id_template) or publish_root.startswith(PUBLISH_ROOT_PREFIX)
 
 
-def choose_target(publish_root: str, storage_options: dict[str, Any], hub: HubSettings) -> PublishTarget:
+def choose_target(
+    publish_root: str,
+    storage_options: dict[str, Any],
+    hub: HubSettings,
+    publish_concurrency: int = DEFAULT_PUBLISH_CONCURRENCY,
+) -> PublishTarget:
     """A Hub target when a repo template is set or the root is `hf://datasets/...`, else a folder."""
     if hub.repo_id_template:
         return HubTarget(hub)
     if publishes_to_hub(publish_root, hub.repo_id_template):
         root = parse_publish_root(publish_root)
         return HubTarget(hub, root.repo_id, root.revision, root.path_in_repo)
-    return FolderTarget(publish_root, storage_options)
+    return FolderTarget(publish_root, storage_options, publish_concurrency)
 
 
 def replace_folder(
@@ -250,49 +273,134 @@ def replace_folder(
     storage_options: dict[str, Any] | None = None,
     after_flip: Callable[[], None] | None = None,
     progress: Progress = quiet,
+    concurrency: int = DEFAULT_PUBLISH_CONCURRENCY,
 ) -> None:
     """Make `target_url` hold exactly the files of `local_dir`, in the order the module describes;
     `after_flip` runs once the card is flipped, while the old shards are still there. `progress`
-    gets the copy's bytes and files done/total, rate and ETA."""
-    fs, target = fsspec.core.url_to_fs(target_url, **dict(storage_options or {}))
+    gets the copy's bytes and files done/total, rate and ETA. On object storage each phase's files
+    go `concurrency` at a time (fsspec's `put`), and the stale files in bulk deletes (`rm`)."""
+    fs, target = fsspec.core.url_to_fs(target_url, **_pooled(target_url, storage_options or {}, concurrency))
     target = target.rstrip("/")
     local = isinstance(fs, LocalFileSystem)
     new_files = sorted(p.relative_to(local_dir).as_posix() for p in local_dir.rglob("*") if p.is_file())
-    old_files = {path[len(target) + 1 :]: path for path in fs.find(target)} if fs.exists(target) else {}
-
-    def put(name: str) -> None:
-        if local:
-            copy_atomically(local_dir / name, Path(target, name))  # a rename: the old file or the new
-        else:
-            fs.put_file(str(local_dir / name), f"{target}/{name}")  # one PUT: the old object or the new
+    # One listing with sizes: no request per file to tell whether a versioned file is there already
+    # (on object storage a prefix holding nothing lists as nothing: no request to ask first).
+    listed = fs.find(target, detail=True) if not local or fs.exists(target) else {}
+    old_files = {path[len(target) + 1 :]: path for path in listed}
+    old_sizes = {path[len(target) + 1 :]: info.get("size") for path, info in listed.items()}
 
     sizes = {name: (local_dir / name).stat().st_size for name in new_files}
     cards = [n for n in CARDS if n in new_files]  # last, the flips: from then on readers load the new version
     shards = [n for n in new_files if n.startswith(VERSIONED_DIRS) and n not in cards]
     # Shards are named by their content: one already there with the same size is this one.
-    changed = [n for n in shards if n not in old_files or fs.size(old_files[n]) != sizes[n]]
+    changed = [n for n in shards if old_sizes.get(n, -1) != sizes[n]]
     versioned = set(shards)
     rest = [n for n in new_files if n not in versioned and n not in cards]
     transfer = FileTransfer("upload", [sizes[n] for n in changed + rest + cards], progress, bar=terminal())
-    if local:  # a version folder not there yet goes in whole: one rename, not a copy per file
-        moved = _new_folders(Path(target), changed)
+    if local:
+        moved = _new_folders(Path(target), changed)  # a version folder not there yet goes in whole: one rename
         for folder, names in moved.items():
             move_into_place(local_dir / folder, Path(target, folder))
             transfer.advance(len(names), sum(sizes[name] for name in names))
         gone = {n for names in moved.values() for n in names}  # once, not per name: quadratic in the files
         changed = [name for name in changed if name not in gone]
-    for name in changed + rest + cards:
-        put(name)
-        transfer.advance(1, sizes[name])
+        for name in changed + rest + cards:
+            copy_atomically(local_dir / name, Path(target, name))  # a rename: the old file or the new
+            transfer.advance(1, sizes[name])
+    else:
+        for phase in (changed, rest):  # each phase whole before the next starts
+            _put_all(fs, local_dir, target, phase, sizes, transfer, concurrency)
+        for name in cards:  # one PUT each, in order: the old object or the new
+            fs.put_file(str(local_dir / name), f"{target}/{name}")
+            transfer.advance(1, sizes[name])
     transfer.finish()
     if after_flip is not None:
         after_flip()
-    stale = sorted(set(old_files) - set(new_files), key=_removal_order)
-    for name in stale:
-        fs.rm_file(old_files[name])
+    stale = set(old_files) - set(new_files)
     if local:
+        for name in sorted(stale, key=_removal_order):
+            fs.rm_file(old_files[name])
         _remove_empty_folders(Path(target))  # old versions' folders, and any a file no longer fills
         _remove_old_swap_leftovers(Path(target))
+    else:
+        for group in _removal_groups(stale):
+            _remove_all(fs, [old_files[name] for name in group])
+
+
+def _pooled(url: str, storage_options: dict[str, Any], concurrency: int) -> dict[str, Any]:
+    """botocore keeps 10 connections by default, which would cap the PUTs in flight at 10."""
+    options = dict(storage_options)
+    if url.startswith(("s3://", "s3a://")):
+        config = dict(options.get("config_kwargs") or {})
+        config["max_pool_connections"] = max(config.get("max_pool_connections", 0), concurrency)
+        options["config_kwargs"] = config
+    return options
+
+
+class _TransferCallback(Callback):
+    """fsspec's progress callback for a bulk `put`, feeding a `FileTransfer`: each file's bytes as
+    they go (the child callbacks), each file done when its PUT returns (the parent's updates)."""
+
+    def __init__(self, transfer: FileTransfer):
+        super().__init__()
+        self.transfer = transfer
+
+    def relative_update(self, inc: int | None = 1) -> None:
+        self.transfer.advance(inc or 0, 0)
+
+    def branched(self, path_1: str, path_2: str, **kwargs: Any) -> Callback:
+        return _BytesCallback(self.transfer)
+
+
+class _BytesCallback(Callback):
+    def __init__(self, transfer: FileTransfer):
+        super().__init__()
+        self.transfer = transfer
+
+    def relative_update(self, inc: int | None = 1) -> None:
+        self.transfer.advance(0, inc or 0)
+
+
+def _put_all(
+    fs: Any,
+    local_dir: Path,
+    target: str,
+    names: list[str],
+    sizes: dict[str, int],
+    transfer: FileTransfer,
+    concurrency: int,
+) -> None:
+    """One PUT per file, `concurrency` in flight, given as lists of paths so nothing is expanded."""
+    if not names:
+        return
+    lpaths = [str(local_dir / name) for name in names]
+    rpaths = [f"{target}/{name}" for name in names]
+    if not getattr(fs, "async_impl", False):  # a synchronous file system: one after another
+        for lpath, rpath, name in zip(lpaths, rpaths, names):
+            fs.put_file(lpath, rpath)
+            transfer.advance(1, sizes[name])
+        return
+    fs.put(lpaths, rpaths, batch_size=concurrency, callback=_TransferCallback(transfer))
+
+
+def _removal_groups(stale: set[str]) -> list[list[str]]:
+    """Stale files in the order `_removal_order` gives, cut where that order matters: a sessions
+    card the new version drops alone and first, the card alone and last, all else between."""
+    first = [name for name in stale if name == SESSIONS_CARD]
+    last = [name for name in stale if name == CARD_FILE]
+    between = sorted(stale - {SESSIONS_CARD, CARD_FILE})
+    return [group for group in (first, between, last) if group]
+
+
+def _remove_all(fs: Any, paths: list[str]) -> None:
+    """Bulk deletes (s3fs: DeleteObjects, 1000 keys a request). A path with glob characters (a
+    publish root's own name could hold them) goes alone: `rm` would expand it as a pattern."""
+    literal = [path for path in paths if not has_magic(path)]
+    if literal:
+        fs.rm(literal)
+    for path in paths:
+        if has_magic(path):
+            fs.rm_file(path)
 
 
 def _removal_order(name: str) -> tuple[bool, bool, str]:
@@ -321,21 +429,27 @@ def _new_folders(target: Path, names: list[str]) -> dict[str, list[str]]:
 def move_into_place(source: Path, destination: Path) -> None:
     """A folder the target lacks appears there whole, with everything in it: one rename on the
     same file system, else a copy into a hidden temp sibling renamed into place (a killed copy's
-    temp is a leftover the next publish removes). The local build folder loses it."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(source, destination)
-        return
-    except OSError as err:
-        if err.errno != errno.EXDEV:
-            raise
+    temp is a leftover the next publish removes). The local build folder loses it. Every file and
+    folder in it is fsynced before the rename, the folders holding the new name after it."""
+    created = make_parents(destination)
+    if source.stat().st_dev == destination.parent.stat().st_dev:
+        fsync_tree(source)
+        try:
+            os.rename(source, destination)
+            fsync_parents(destination, created)
+            return
+        except OSError as err:
+            if err.errno != errno.EXDEV:  # a bind mount of the same device
+                raise
     temp = temp_sibling(destination)
     try:
         shutil.copytree(source, temp)
+        fsync_tree(temp)
         os.rename(temp, destination)
     except BaseException:
         remove_path(temp)
         raise
+    fsync_parents(destination, created)
 
 
 def _remove_empty_folders(folder: Path) -> None:

@@ -1,7 +1,7 @@
 """A run's staged rows: Parquet parts of at most a shard's rows each, in publishing order.
 
-Parts hold exactly the published columns and are cut where shards are, so publishing copies
-them as they are, unless it must change rows (redaction) or the shard size has changed since.
+Parts hold exactly the published columns, are cut where shards are and are written as shards are
+(`publishing.parquet_layout`), so publishing copies them as they are, unless it must change rows (redaction) or the shard size has changed since.
 `parts.json` lists the parts with their row counts and in-memory (Arrow) sizes, which the
 dataset card reports, and a digest of the trial statuses written with them, which ties each
 run of rows to its trial for incremental re-reads.
@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trace_assets.atomic_files import replaced_atomically
+from trace_assets.publishing.parquet_layout import published_writer
 
 MANIFEST = "parts.json"
 
@@ -104,7 +105,7 @@ class RowPartWriter:
             self._writer.close()
 
     def _open(self) -> pq.ParquetWriter:
-        self._writer = pq.ParquetWriter(self.folder / f"part-{len(self.parts):05d}.parquet", self.schema)
+        self._writer = published_writer(self.folder / f"part-{len(self.parts):05d}.parquet", self.schema)
         self._rows = self._bytes = 0
         return self._writer
 

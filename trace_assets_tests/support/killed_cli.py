@@ -5,7 +5,10 @@ file, so a test can find where in a publish the card is flipped.
 
 The operations counted are the ones `publishing.targets.replace_folder` makes: each file put in
 place (a local copy-and-rename, an S3 PUT), each new version folder moved in whole (a local
-rename) and each stale file removed.
+rename), each stale file removed locally and each S3 bulk delete (DeleteObjects, up to 1000 keys,
+logged as its paths on one line). S3 PUTs of one phase run concurrently (fsspec's `put`): each is
+counted as it starts, so a kill inside a phase lands with some of its PUTs done and others in
+flight, and a kill at a phase's first operation lands after every earlier phase is done.
 """
 
 from __future__ import annotations
@@ -41,6 +44,24 @@ def _counted(operation):
     return wrapper
 
 
+def _counted_async(operation):
+    def _log(args):
+        return " ".join(args[-1]) if isinstance(args[-1], list) else args[-1]
+
+    async def wrapper(*args, **kwargs):
+        global done
+        if publishing:
+            if done >= kill_at:
+                os.killpg(os.getpgid(0), signal.SIGKILL)
+            done += 1
+            if operations_log:
+                with open(operations_log, "a") as log:
+                    log.write(f"{_log(args)}\n")
+        return await operation(*args, **kwargs)
+
+    return wrapper
+
+
 def _armed(replace_folder):
     def wrapper(*args, **kwargs):
         global publishing
@@ -54,7 +75,9 @@ targets.replace_folder = _armed(targets.replace_folder)
 targets.copy_atomically = _counted(targets.copy_atomically)
 targets.move_into_place = _counted(targets.move_into_place)  # a new version folder, put in whole
 LocalFileSystem.rm_file = _counted(LocalFileSystem.rm_file)
-s3fs.S3FileSystem.put_file = _counted(s3fs.S3FileSystem.put_file)
-s3fs.S3FileSystem.rm_file = _counted(s3fs.S3FileSystem.rm_file)
+# The coroutines behind both the bulk calls (put, rm) and the one-file ones (put_file, rm_file).
+s3fs.S3FileSystem._put_file = _counted_async(s3fs.S3FileSystem._put_file)
+s3fs.S3FileSystem._bulk_delete = _counted_async(s3fs.S3FileSystem._bulk_delete)
+s3fs.S3FileSystem._rm_file = _counted_async(s3fs.S3FileSystem._rm_file)
 
 sys.exit(cli.main(sys.argv[2:]))
