@@ -87,33 +87,48 @@ def passes_filter(summary: TrialSummary, success_filter: SuccessFilter) -> bool:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """Harbor's flag names; an unset flag leaves the configuration (environment) value."""
+    """Harbor's flag names; an unset flag leaves the configuration (environment) value. Each help
+    names the flag's environment variable and the default, this project's (`ExportOptions`)."""
+    default = ExportOptions()
     group = parser.add_argument_group("Harbor export options (harbor traces export)")
-    group.add_argument("--episodes", choices=EPISODES, help="all episodes or only the last (default last)")
     group.add_argument(
-        "--sharegpt", action="store_true", default=None, help="also emit a ShareGPT `conversations_sharegpt` column"
+        "--episodes",
+        choices=EPISODES,
+        help=f"a row per episode, or only the last (env TRACE_ASSETS_EPISODES; default: {default.episodes})",
     )
-    group.add_argument("--filter", choices=SUCCESS_FILTERS, help="only trials with reward > 0, or only the others")
+    group.add_argument(
+        "--sharegpt",
+        action="store_true",
+        default=None,
+        help="also emit a ShareGPT `conversations_sharegpt` column (env TRACE_ASSETS_SHAREGPT=1; default: off)",
+    )
+    group.add_argument(
+        "--filter",
+        choices=SUCCESS_FILTERS,
+        help="only trials with reward > 0 (success), or only the others (failure) "
+        f"(env TRACE_ASSETS_FILTER; default: {default.success_filter})",
+    )
     group.add_argument(
         "--no-instruction-metadata",
         dest="instruction_metadata",
         action="store_false",
         default=None,
-        help="leave out the `instruction` column",
+        help="leave out the `instruction` column (env TRACE_ASSETS_INSTRUCTION_METADATA=0; default: kept)",
     )
     group.add_argument(
         "--no-verifier-metadata",
         dest="verifier_metadata",
         action="store_false",
         default=None,
-        help="leave out the `verifier_output` column",
+        help="leave out the `verifier_output` column (env TRACE_ASSETS_VERIFIER_METADATA=0; default: kept)",
     )
     group.add_argument(
         "--subagents",
         nargs="?",
         const="merged",
         choices=SUBAGENTS,
-        help="subagent rows: none, merged with a trace_source column (the bare flag), or a config per kind",
+        help="subagent rows: none, merged with a trace_source column (the bare flag), or a config per kind "
+        f"(env TRACE_ASSETS_SUBAGENTS; default: {default.subagents})",
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from trace_assets.backfill_api import GraphQLError, backfill_status, failure_reason, parse_headers
+from trace_assets.backfill_api import GraphQLError, backfill_status, failure_reason
 from trace_assets_tests.support.fault_proxy import FaultProxy
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.service_processes import running_webserver, service_env
@@ -130,11 +130,3 @@ def test_backfill_calls_carry_the_configured_headers(tmp_path, monkeypatch):
         assert backfill_status(proxy.url, launched["backfill_id"]).name == "REQUESTED"
         assert proxy.stats["requests"] == 4 and proxy.stats["unauthorized"] == 1
     assert secret not in refused.stderr + done.stderr
-
-
-@pytest.mark.parametrize("text", ["Authorization", "=x", "Bad Name=x", "X-A=1;Authorization: Bearer x"])
-def test_malformed_headers_name_the_setting_not_the_values(text):
-    with pytest.raises(ValueError, match="TRACE_ASSETS_DAGSTER_HEADERS: entry") as raised:
-        parse_headers(text)
-    assert "Bearer" not in str(raised.value)
-    assert parse_headers(" Authorization=Bearer a=b ;;X-Other=y") == {"Authorization": "Bearer a=b", "X-Other": "y"}

@@ -100,7 +100,7 @@ def test_unknown_export_choices_are_refused(tmp_path):
     done = _run(["runs", "--traces-root", str(SAMPLE_TRACES)], tmp_path, TRACE_ASSETS_EPISODES="first")
     assert done.returncode == 2
     assert "episodes must be one of last, all, not 'first'" in done.stderr
-    done = _run(["runs", "--episodes", "first"], tmp_path)
+    done = _run(["materialize", SAMPLE_RUN, "--episodes", "first"], tmp_path)
     assert done.returncode == 2 and "invalid choice: 'first'" in done.stderr
 
 
@@ -174,5 +174,5 @@ def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_pat
     [report] = (tmp_path / "staging").rglob("raw_secret_scan.json")
     assert json.loads(report.read_text())["objects_scanned"] > 1000  # every object, episode prompts included
 
-    refused = _run(["runs", "--traces-root", str(SAMPLE_TRACES), "--on-unverified", "sometimes"], tmp_path)
+    refused = _run(["materialize", SAMPLE_RUN, "--on-unverified", "sometimes"], tmp_path)
     assert refused.returncode == 2 and "invalid choice: 'sometimes'" in refused.stderr

@@ -7,10 +7,6 @@ import dagster as dg
 import pytest
 from dagster._core.instance.ref import InstanceRef
 
-from trace_assets.definitions import build_definitions, defs
-from trace_assets.defs.assets import HUB_COMMIT_POOL
-from trace_assets.defs.jobs import export_trace_run
-from trace_assets.defs.resources import HuggingFaceHub, config_from_env
 from trace_assets_tests.support.helpers import PROJECT_DIR
 from trace_assets_tests.support.instance_config import validated_instance_ref
 
@@ -51,29 +47,3 @@ def test_k8s_instance_validates_and_queues_runs_per_sweep(tmp_path, monkeypatch)
             ("trace_assets/sweep", "{'applyLimitPerUniqueValue': True}"): 4,
             ("dagster/partition", "{'applyLimitPerUniqueValue': True}"): 1,
         }
-
-
-def test_every_job_runs_its_steps_in_one_process():
-    """Backfills and the UI's Materialize run Dagster's implicit asset job, not export_trace_run; it
-    takes the definitions' executor (the multiprocess default made a backfill's run 4.8x the CLI's)."""
-    executors = {job.name: job.executor_def for job in defs.resolve_all_job_defs()}
-    assert {"__ASSET_JOB", export_trace_run.name} <= executors.keys()
-    assert all(executor is dg.in_process_executor for executor in executors.values()), executors
-
-
-@pytest.mark.parametrize(
-    ("publish_root", "repo_id_template", "pool"),
-    [
-        ("/data/published", "", None),
-        ("s3://bucket/published", "", None),
-        ("hf://datasets/org/traces", "", HUB_COMMIT_POOL),
-        ("/data/published", "{org}/traces-{run_id}", HUB_COMMIT_POOL),
-    ],
-)
-def test_publishing_waits_for_the_hub_commit_pool_only_when_it_publishes_to_the_hub(
-    publish_root, repo_id_template, pool
-):
-    """A sweep's scopes publish to folders side by side; Hub commits go one at a time."""
-    config = config_from_env({}, traces_root="/data/traces", publish_root=publish_root)
-    located = build_definitions(config, hub=HuggingFaceHub(repo_id_template=repo_id_template))
-    assert located.resolve_assets_def("published_shards").op.pool == pool

@@ -113,7 +113,7 @@ def test_an_emptied_run_never_replaces_its_good_dataset(tmp_path):
 
     # The run is gone for good: forget it; its published dataset stays.
     shutil.rmtree(traces / SAMPLE_RUN)
-    done = run_cli(["forget", SAMPLE_RUN, *roots], tmp_path)
+    done = run_cli(["forget", SAMPLE_RUN, "--traces-root", str(traces)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"run_id": SAMPLE_RUN, "status": "forgotten"}
     assert _partitions(tmp_path) == [] and not (tmp_path / "staging" / SAMPLE_RUN).exists()

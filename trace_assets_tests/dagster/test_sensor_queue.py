@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from trace_assets.definitions import build_definitions
-from trace_assets.defs.resources import ConfigError, ObjectStorage, config_from_env
+from trace_assets.defs.resources import ObjectStorage, config_from_env
 from trace_assets.discovery import cursor_extra
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets_tests.support.bad_input import GOOD, result_json
@@ -104,8 +104,3 @@ def test_queue_ticks_list_only_touched_runs(tmp_path, s3_endpoint, s3_admin_clie
         assert "queue messages ignored: 1 malformed_json, 1 other_bucket" in quiet.skip_reason.skip_message
         assert _in_queue(sqs_client, queue_url) == 2  # the hostile ones, deleted by the next tick like any other
         assert sensor_tick(defs, instance, quiet.cursor).run_requests == [] and _in_queue(sqs_client, queue_url) == 0
-
-
-def test_the_queue_is_refused_for_a_local_root(tmp_path):
-    with pytest.raises(ConfigError, match="s3:// traces root"):
-        config_from_env({"TRACE_ASSETS_EVENT_QUEUE_URL": "http://127.0.0.1:1/1/q"}, traces_root=str(tmp_path / "t"))

@@ -75,7 +75,7 @@ def test_a_forgotten_run_leaves_status_and_the_sweep_view(tmp_path):
     assert list(_status_scopes(tmp_path)) == ["gone-run", "kept-run"]
 
     shutil.rmtree(traces / "gone-run")  # forget takes only runs gone from the traces root
-    forgot = run_cli(["forget", "gone-run", *flags], tmp_path)
+    forgot = run_cli(["forget", "gone-run", "--traces-root", str(traces)], tmp_path)
     assert forgot.returncode == 0, forgot.stderr
     assert list(_status_scopes(tmp_path)) == ["kept-run"]
 

@@ -37,70 +37,16 @@ from typing import Any
 import pytest
 import s3fs
 
+from trace_assets_tests.support.documented_commands import ALL_COMMANDS, Command
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_TRACES
 from trace_assets_tests.support.hub_server import STAND_IN_TOKEN, HubStandIn
 from trace_assets_tests.support.s3_fixtures import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, REGION, upload_tree
 
-DOCS = [PROJECT_DIR / "README.md", *sorted((PROJECT_DIR / "docs").glob("*.md"))]
 VENV_BIN = Path(sys.executable).parent
 EXAMPLE_HOME = "/home/you"
 EXAMPLE_BUCKET = "my-bucket"
 EXAMPLE_TOKEN = "hf_your_token"
 LOG_PREFIXES = ("[trace-assets]", "trace-assets:")
-NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<why>.+?)\s*-->")
-EXIT = re.compile(r"<!--\s*exit:\s*(?P<codes>[\d ]+?)\s*-->")
-
-
-@dataclass(frozen=True)
-class Command:
-    doc: str  # relative to the project
-    line: int
-    text: str
-    output: tuple[str, ...] = ()
-    exit_code: int = 0
-    not_run: str | None = None
-
-    @property
-    def id(self) -> str:
-        return f"{self.doc}:{self.line}"
-
-
-def documented_commands(path: Path) -> list[Command]:
-    """The `$ ` commands of every ```console block, with what the comments before it say."""
-    doc = path.relative_to(PROJECT_DIR).as_posix()
-    lines = path.read_text().splitlines()
-    commands: list[Command] = []
-    not_run: str | None = None
-    codes: list[int] = []
-    index = 0
-    while index < len(lines):
-        line = lines[index].strip()
-        if found := NOT_RUN.fullmatch(line):
-            not_run = found["why"]
-        elif found := EXIT.fullmatch(line):
-            codes = [int(code) for code in found["codes"].split()]
-        elif line == "```console":
-            block: list[tuple[int, str, list[str]]] = []
-            index += 1
-            while lines[index].strip() != "```":
-                if lines[index].startswith("$ "):
-                    block.append((index + 1, lines[index][2:], []))
-                elif lines[index].strip():
-                    assert block, f"{doc}:{index + 1}: output before any command"
-                    block[-1][2].append(lines[index])
-                index += 1
-            assert len(codes) in (0, 1, len(block)), f"{doc}:{index}: one exit status, or one per command"
-            for position, (number, text, output) in enumerate(block):
-                code = codes[position] if len(codes) == len(block) else (codes[0] if codes else 0)
-                commands.append(Command(doc, number, text, tuple(output), code, not_run))
-            not_run, codes = None, []
-        elif line and not line.startswith("<!--"):
-            not_run, codes = None, []
-        index += 1
-    return commands
-
-
-ALL_COMMANDS = [command for path in DOCS for command in documented_commands(path)]
 
 
 def _param(command: Command) -> Any:
@@ -281,18 +227,3 @@ def test_documented_command(command: Command, sandboxes: Any) -> None:
         f"{command.id}: exit {result.returncode}\n{result.stdout}\n{result.stderr[-4000:]}"
     )
     check_output([sandbox.substitute(line) for line in command.output], result)
-
-
-def test_the_docs_show_commands_and_the_set_the_guide_promises() -> None:
-    texts = [command.text for command in ALL_COMMANDS]
-    readme = [command for command in ALL_COMMANDS if command.doc == "README.md"]
-    assert {"make demo", "make test"} <= {c.text for c in readme if c.not_run}
-    quickstart = [c.text for c in readme if c.text.startswith(("trace-assets materialize", "HF_TOKEN="))]
-    for where in ("--publish-root ~/", "--publish-root s3://", "hf://datasets/"):
-        assert any(where in text for text in quickstart), where
-    assert any(text.startswith("HF_TOKEN=") for text in texts)
-    assert any(text.startswith("hf auth login") for text in texts)
-    for subcommand in ("runs", "status", "forget", "recheck", "backfill"):
-        assert any(text.startswith(f"trace-assets {subcommand}") for text in texts), subcommand
-    assert any("--dry-run" in text for text in texts)
-    assert all("../shared" not in text for text in texts)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 import s3fs
 
-from trace_assets_tests.support.fault_proxy import Fault, FaultProxy, FaultRule, request_kind
+from trace_assets_tests.support.fault_proxy import Fault, FaultProxy
 from trace_assets_tests.support.s3_fixtures import make_s3fs
 
 RESULT_JSON = b'{"task_name": "stack-bash-1", "verifier_result": {"rewards": {"reward": 1.0}}}'
@@ -165,19 +165,3 @@ def test_permanent_fault_on_one_key_is_reported_against_that_key(
     # s3fs's own message does not carry the key: callers that raise must add it.
     with pytest.raises(OSError, match="reduce your request rate"):
         fs.cat(broken)
-
-
-def test_request_kinds_follow_s3_operations() -> None:
-    assert request_kind("GET", "/bucket", "list-type=2&prefix=run%2F") == "list"
-    assert request_kind("GET", "/bucket/run/trace_jobs/t/result.json", "") == "get"
-    assert request_kind("HEAD", "/bucket/run/a.json", "") == "head"
-    assert request_kind("PUT", "/bucket/run/a.json", "") == "put"
-    assert request_kind("GET", "/bucket", "location") == "other"
-    assert request_kind("POST", "/bucket", "delete") == "other"
-
-
-def test_fault_rule_counts_matches_and_rejects_ambiguous_schedules() -> None:
-    every_third = FaultRule(Fault.INTERNAL_ERROR, every=3)
-    assert [every_third.take() for _ in range(6)] == [False, False, True, False, False, True]
-    with pytest.raises(ValueError):
-        FaultRule(Fault.SLOW_DOWN, first=1, every=2)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,20 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 SAMPLE_TRACES = PROJECT_DIR / "sample_traces"
 SAMPLE_RUN = "rl-sample-run"
 DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def link_tree(source: Path, destination: Path) -> None:
+    """`source`'s files hard-linked under `destination` (copied where links cannot be made): a copy
+    that costs no bytes, for trees a test only reads. Never link from sample_traces/ into a tree a
+    test writes to: a write through a link changes the sample."""
+
+    def link_or_copy(from_path: str, to_path: str) -> None:
+        try:
+            os.link(from_path, to_path)
+        except OSError:
+            shutil.copy2(from_path, to_path)
+
+    shutil.copytree(source, destination, copy_function=link_or_copy)
 
 
 def run_steps(

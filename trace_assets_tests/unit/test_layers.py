@@ -8,7 +8,7 @@ from pathlib import Path
 import trace_assets
 
 PACKAGE = Path(trace_assets.__file__).resolve().parent
-DAGSTER_LAYER = {"defs", "definitions.py", "cli.py"}
+DAGSTER_LAYER = {"defs", "definitions.py", "cli"}
 # Listing workers start with only these: they must import nothing heavy.
 STDLIB_ONLY = {"store/local_walk.py", "store/process_pool.py", "store/__init__.py"}
 HEAVY = {"dagster", "dagster_aws", "polars", "pyarrow", "fsspec", "s3fs", "huggingface_hub", "orjson", "trace_assets"}

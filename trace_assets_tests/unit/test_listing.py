@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pyarrow.parquet as pq
 
 from trace_assets.scope import RunScope
@@ -12,7 +10,7 @@ from trace_assets.steps.staging import RunStaging
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.trace_store import PARALLEL_WALK_MIN_FOLDERS, TraceStore
 from trace_assets.store.trial_folders import group_trials, whole_folder_batches
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, link_tree
 
 
 def test_listing_finds_nested_trials_and_ignores_job_folders():
@@ -46,14 +44,17 @@ def test_listing_batches_never_split_a_top_level_folder():
 
 
 def test_listing_workers_list_exactly_what_one_process_lists(tmp_path):
-    """A run big enough to be walked by worker processes, with job-level files and a nested step folder."""
+    """A run big enough to be walked by worker processes, with job-level files and a nested step folder:
+    the sample's trials, then copies of its smallest (6 files) past the threshold, all hard links."""
     sample = SAMPLE_TRACES / SAMPLE_RUN / "trace_jobs"
     trace_jobs = tmp_path / "traces" / "big-run" / "trace_jobs"
-    copies = -(-PARALLEL_WALK_MIN_FOLDERS // 36) + 1
-    for copy in range(copies):
-        for trial in sample.iterdir():
-            shutil.copytree(trial, trace_jobs / f"{trial.name}-{copy}")
-    shutil.copytree(sample / "swesmith-2013__lvsllOh", trace_jobs / "step-7" / "swesmith-2013__lvsllOh")
+    for trial in sample.iterdir():
+        link_tree(trial, trace_jobs / trial.name)
+    small = sorted(sample.iterdir(), key=lambda trial: sum(1 for p in trial.rglob("*") if p.is_file()))[:4]
+    for copy in range(PARALLEL_WALK_MIN_FOLDERS // len(small) + 1):
+        for trial in small:
+            link_tree(trial, trace_jobs / f"{trial.name}-{copy}")
+    link_tree(sample / "swesmith-2013__lvsllOh", trace_jobs / "step-7" / "swesmith-2013__lvsllOh")
     (trace_jobs / "result.json").write_text("{}")
     folders = sum(1 for path in trace_jobs.iterdir() if path.is_dir())
     assert folders >= PARALLEL_WALK_MIN_FOLDERS

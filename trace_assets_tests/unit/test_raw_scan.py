@@ -20,22 +20,37 @@ from trace_assets.secret_scan.kinds import BUILTIN_KINDS
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.raw_scan import MARGIN_CHARS, RawTreeScan, raw_scan
 from trace_assets.store.trace_store import TraceStore
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, link_tree
 from trace_assets_tests.support.secret_framings import PROMPT, crc_token, ec_pem, rsa_pem
 
 TRIAL = "stack-bash-1318__pZPPTdh"
 CHUNK, OVERLAP = 4096, 1024
 
 
+@pytest.fixture(scope="session")
+def sample_copy(tmp_path_factory) -> Path:
+    """The sample, copied once a session: each test's `traces` links to this copy, never to the sample."""
+    copy = tmp_path_factory.mktemp("raw_scan_sample") / SAMPLE_RUN
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, copy)
+    return copy
+
+
 @pytest.fixture
-def traces(tmp_path) -> Path:
-    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / SAMPLE_RUN)
+def traces(tmp_path, sample_copy) -> Path:
+    """The sample for one test, hard-linked (a copy each was a third of this file's time)."""
+    link_tree(sample_copy, tmp_path / SAMPLE_RUN)
     return tmp_path
 
 
 def _trial_file(traces: Path, key: str) -> Path:
+    """A file to write under the run: an existing one made the test's own first, so the write
+    cannot reach the session's copy through the link."""
     path = traces / SAMPLE_RUN / "trace_jobs" / key
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_file():
+        own = path.with_name(f"{path.name}.own")
+        shutil.copy2(path, own)
+        own.replace(path)
     return path
 
 
@@ -262,16 +277,30 @@ def _sweep_cases() -> dict[str, tuple[str, int]]:
     }
 
 
+def _sweep_starts(sweep: str, secret: str, context: int) -> list[int]:
+    """Where the value starts. `dense`: every offset near the counted part's end, every 4th near
+    the first chunk's end. `boundaries`: a third of that, every 10th offset near each end, and at each
+    end the value, and the match with its context, ending or starting one character before, at and
+    after it, and straddling it."""
+    if sweep == "dense":
+        return [*range(SWEEP_LIMIT - 40, SWEEP_LIMIT + 40), *range(SWEEP_CHUNK - 40, SWEEP_CHUNK + 40, 4)]
+    length = len(secret)
+    shifts = {-length - 1, -length, -length + 1, -length // 2, -1, 0, 1, context - 1, context, context + 1}
+    shifts |= set(range(-40, 40, 10))
+    return sorted({boundary + shift for boundary in (SWEEP_LIMIT, SWEEP_CHUNK) for shift in shifts})
+
+
+@pytest.mark.parametrize("sweep", ["boundaries", pytest.param("dense", marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
     "case", ["keyword", "longest_context", "escaped_context", "letter_before_token", "token", "pem"]
 )
-def test_a_secret_anywhere_around_a_chunk_boundary_scans_as_in_the_whole_text(tmp_path, case):
+def test_a_secret_anywhere_around_a_chunk_boundary_scans_as_in_the_whole_text(tmp_path, case, sweep):
     secret, context = _sweep_cases()[case]
     filler = "lorem ipsum dolor sit amet\n" * (SWEEP_CHUNK // 10)
     key = f"{TRIAL}/agent/swept.log"
     differences = []
     # `start` is where the value starts: its context lies before it, in the previous chunk's part or not
-    for start in [*range(SWEEP_LIMIT - 40, SWEEP_LIMIT + 40), *range(SWEEP_CHUNK - 40, SWEEP_CHUNK + 40, 4)]:
+    for start in _sweep_starts(sweep, secret, context):
         text = filler[: start - context - 1] + " " + secret + " " + filler
         assert text.index(secret) + context == start
         root = _lone_run(tmp_path / str(start), {key: text})

@@ -1,0 +1,61 @@
+"""`trace-assets materialize --dry-run`: each scope through the steps without Dagster and without
+the publish target's writes; one JSON line a scope saying what would be published, or what blocks it."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from trace_assets.cli.console import say
+from trace_assets.cli.report import coverage_sentence, unblocking
+from trace_assets.cli.scopes import resolved, why_missing
+from trace_assets.scope import RunScope
+
+if TYPE_CHECKING:
+    from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
+
+
+def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub | None = None) -> int:
+    from trace_assets.defs.resources import ObjectStorage, hub_from_env
+    from trace_assets.steps.dry_run import dry_run
+
+    target = trace_config.publish_target(ObjectStorage(), resolved(hub or hub_from_env()))
+    failures = 0
+    for run_id in run_ids:
+        scope = RunScope.from_key(run_id)  # a run, or a step of one
+        reason = why_missing(trace_config, scope)
+        if reason:
+            failures += 1
+            say(f"{run_id}: {reason}")
+            print(json.dumps({"run_id": run_id, "status": "failed", "reason": reason}), flush=True)
+            continue
+        staging = trace_config.staging(scope)
+        with staging.locked(say, holder=f"trace-assets materialize --dry-run {run_id}"):
+            sessions = trace_config.session_writer(staging)
+            line = dry_run(
+                trace_config.store(ObjectStorage()),
+                staging,
+                trace_config.export_options(),
+                trace_config.batch_size,
+                trace_config.max_rows_per_shard,
+                (trace_config.scan_options(), trace_config.scan_policy()),
+                target,
+                None if trace_config.allow_shrink else trace_config.shrink_threshold,
+                say,
+                (sessions, trace_config.sessions_folder(staging) or staging.folder) if sessions else None,
+                trace_config.raw_scan,
+            )
+        plan = line["would_publish"]
+        lifts = unblocking(trace_config.scan_policy(), staging.scan_report)
+        if plan.get("blocked") and lifts:
+            plan["blocked"] += f"; {lifts}"
+        outcome = plan.get("blocked") or plan.get("refused") or f"{plan['rows']} rows in {plan['shards']} shard(s)"
+        raw = line.get("raw_scan")
+        raw_note = f"; raw tree: {raw['verdict']} in {raw['objects_with_findings']} object(s)" if raw else ""
+        say(
+            f"{run_id}: {coverage_sentence(line)}; scan verdict {line['verdict']}{raw_note}; "
+            f"would publish to {plan['to']}: {outcome}"
+        )
+        print(json.dumps({"run_id": run_id, **line}), flush=True)
+        failures += bool(plan.get("blocked") or plan.get("refused"))  # as the real run would fail
+    return 1 if failures else 0

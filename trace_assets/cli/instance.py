@@ -1,0 +1,83 @@
+"""The Dagster instance the CLI runs on (`DAGSTER_HOME`, the UI's), and the cleanup after CLI
+processes that died mid-run (kill -9, OOM): their runs failed, their pool slots freed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trace_assets.cli.console import say
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+# Tags on the CLI's runs, so a later CLI can tell a run whose process is gone (kill -9, OOM).
+PID_TAG, HOST_TAG = "trace_assets/cli_pid", "trace_assets/cli_host"
+INSTANCE_INIT_LOCK = ".trace-assets-instance.lock"
+
+
+def get_instance() -> dg.DagsterInstance:
+    """The instance, initialised under a file lock: two first commands on a fresh DAGSTER_HOME
+    would otherwise both create the SQLite schemas (two alembic heads, every later command fails)."""
+    import dagster as dg
+
+    from trace_assets.defs.resources import PROJECT_DIR
+    from trace_assets.steps.staging import hold_lock
+
+    if not os.environ.get("DAGSTER_HOME"):
+        default_home = PROJECT_DIR / ".dagster_home"
+        default_home.mkdir(exist_ok=True)
+        if not (default_home / "dagster.yaml").exists():
+            shutil.copyfile(PROJECT_DIR / "dagster.yaml", default_home / "dagster.yaml")
+        os.environ["DAGSTER_HOME"] = str(default_home)
+    with hold_lock(Path(os.environ["DAGSTER_HOME"], INSTANCE_INIT_LOCK), "the Dagster instance", say, "instance init"):
+        instance = dg.DagsterInstance.get()
+        from trace_assets.defs.partitions import TRACE_RUNS
+
+        instance.get_runs(limit=1)  # each storage creates its schema on first use
+        instance.get_dynamic_partitions(TRACE_RUNS)
+        instance.all_instigator_state()
+        instance.event_log_storage.get_concurrency_keys()
+    return instance
+
+
+def finished_statuses() -> set[dg.DagsterRunStatus]:
+    import dagster as dg
+
+    return {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+
+
+def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Fail the CLI's runs on this host whose process is gone, and free every pool slot held by a
+    run that is no longer running, so no later run waits for a slot forever."""
+    import dagster as dg
+
+    unfinished = [status for status in dg.DagsterRunStatus if status not in finished_statuses()]
+    freed = []
+    host = socket.gethostname()
+    for run in instance.get_runs(dg.RunsFilter(statuses=unfinished, tags={HOST_TAG: host})):
+        pid = int(run.tags.get(PID_TAG, "0") or 0)
+        if pid and not _alive(pid):
+            instance.report_run_failed(run, f"its trace-assets process (pid {pid}) is gone")
+            freed.append(run.run_id)
+    storage = instance.event_log_storage
+    for key in storage.get_concurrency_keys():
+        for slot in storage.get_concurrency_info(key).claimed_slots:
+            holder = instance.get_run_by_id(slot.run_id)
+            if holder is None or holder.is_finished or slot.run_id in freed:
+                storage.free_concurrency_slots_for_run(slot.run_id)
+                freed.append(slot.run_id)
+    return list(dict.fromkeys(freed))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,299 @@
+"""The command line: each command takes only the options it uses, and its `--help` says what it
+does, gives examples, and names each option's environment variable and default.
+
+An unset option leaves the environment's value (`TRACE_ASSETS_*`, read in `config.py`), so the
+argparse defaults are None and each help text states the real default itself. This module imports
+nothing heavy: `--help` and argument errors answer at once (`unit/test_layers.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from collections.abc import Callable
+from enum import StrEnum
+
+from trace_assets.harbor.options import add_export_arguments
+from trace_assets.scope import ScopeUnit
+from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES
+
+URL_ENV, HEADERS_ENV = "TRACE_ASSETS_DAGSTER_URL", "TRACE_ASSETS_DAGSTER_HEADERS"
+WIDTH = 78  # argparse's own on an 80-column terminal
+
+
+class Command(StrEnum):
+    """The commands as typed; `trace_assets.cli.main` runs each with its module's `run`."""
+
+    RUNS = "runs"
+    MATERIALIZE = "materialize"
+    BACKFILL = "backfill"
+    STATUS = "status"
+    FORGET = "forget"
+    RECHECK = "recheck"
+
+
+DESCRIPTION = """\
+Turn Harbor RL trace folders into published datasets (a folder, an S3 prefix or the Hugging Face
+Hub) through the same Dagster job and instance (DAGSTER_HOME) as the UI, so every run shows there:
+list the runs under a traces root, materialize them here and now, queue a backfill of them for the
+daemon, print the sweep view of what is published, forget runs gone from the traces root, or ask
+the sensor to re-check scopes.
+
+Settings come from TRACE_ASSETS_* environment variables; a command's options override them, and a
+bad value of either is refused before any work. Progress goes to stderr, one line a message;
+stdout carries one JSON line per scope, for scripts (`runs` and `status` print plain lines).
+Exit status: 0 when every scope succeeded, 1 when one failed, was blocked or was refused, 2 when
+the command could not start (a usage or settings error; for `runs` and `backfill`, a traces root or
+run that is not there)."""
+
+EPILOG = """\
+examples:
+  trace-assets runs --traces-root s3://bucket/traces
+  trace-assets materialize rl-sample-run --dry-run
+  trace-assets materialize rl-sample-run --publish-root hf://datasets/org/traces --on-secret redact
+  trace-assets backfill --all --wait
+  trace-assets status
+
+`trace-assets COMMAND --help` gives a command's options, their defaults and examples."""
+
+
+def _paragraphs(text: str) -> str:
+    """Prose filled to the width argparse wraps options to, paragraphs kept apart (the formatter
+    keeps descriptions and examples as given, so the examples' lines stay whole)."""
+    return "\n\n".join(
+        textwrap.fill(" ".join(p.split()), WIDTH, break_on_hyphens=False)
+        for p in textwrap.dedent(text).strip().split("\n\n")
+    )
+
+
+def _env(variable: str, default: str) -> str:
+    """The suffix every settable option's help ends with: where else it is set, and its default."""
+    return f" (env {variable}; default: {default})"
+
+
+def _traces_root(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--traces-root",
+        metavar="URL",
+        help="folder or fsspec URL (s3://bucket/prefix) holding one folder per run"
+        + _env("TRACE_ASSETS_TRACES_ROOT", "the bundled sample_traces/"),
+    )
+
+
+def _scope(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scope",
+        choices=[unit.value for unit in ScopeUnit],
+        help="a dataset per step folder of a run whose trace_jobs/ holds only step folders, or one per run"
+        + _env("TRACE_ASSETS_SCOPE", ScopeUnit.STEP.value),
+    )
+
+
+def _publishing(parser: argparse.ArgumentParser) -> None:
+    """What `materialize` and `backfill` publish, where, and what stops them: every export option."""
+    _traces_root(parser)
+    parser.add_argument(
+        "--publish-root",
+        metavar="URL",
+        help="folder, fsspec URL or hf://datasets/ORG/NAME to publish under"
+        + _env("TRACE_ASSETS_PUBLISH_ROOT", "published/ in the project folder"),
+    )
+    _scope(parser)
+    parser.add_argument(
+        "--allow-shrink",
+        action="store_true",
+        default=None,
+        help="publish even a scope with 0 rows or one that shrank past the threshold"
+        + _env("TRACE_ASSETS_ALLOW_SHRINK=1", "off"),
+    )
+    secrets = parser.add_argument_group("secret scan options")
+    secrets.add_argument(
+        "--on-secret",
+        choices=ON_SECRET_CHOICES,
+        help="on live findings (a credential's exact format): publish only the scan report, redact them, "
+        "or publish them as they are" + _env("TRACE_ASSETS_ON_SECRET", "block"),
+    )
+    secrets.add_argument(
+        "--on-unverified",
+        choices=ON_UNVERIFIED_CHOICES,
+        help="on unverified findings (only a credential's rough shape): publish them, redact them, or "
+        "publish only the scan report" + _env("TRACE_ASSETS_ON_UNVERIFIED", "redact"),
+    )
+    secrets.add_argument(
+        "--raw-scan",
+        action="store_true",
+        default=None,
+        help="also scan every object under each scope's prefix, as the raw_tree_secrets check"
+        + _env("TRACE_ASSETS_RAW_SCAN=1", "off"),
+    )
+    add_export_arguments(parser)
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    command: Command,
+    summary: str,
+    description: str,
+    examples: list[str],
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.ArgumentParser:
+    """A command with its one-line summary (in the command list), description and examples."""
+    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
+    parser = commands.add_parser(
+        command,
+        help=summary,
+        description=_paragraphs(description),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    # `trace-assets COMMAND -v` as well as `trace-assets -v COMMAND`
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    if options:
+        options(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trace-assets",
+        description=_paragraphs(DESCRIPTION),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="Dagster's full log, and stack traces on failure (default: off)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
+
+    def runs_options(runs: argparse.ArgumentParser) -> None:
+        _traces_root(runs)
+        _scope(runs)
+
+    _command(
+        commands,
+        Command.RUNS,
+        "list the scopes (runs, or runs' steps) under the traces root",
+        """
+        Print the scope keys under the traces root, one a line: with --scope step, a run whose
+        trace_jobs/ holds only step folders as RUN/step-N, one line a step; any other run as
+        itself. Folders whose names cannot be run ids are named on stderr and skipped.
+        """,
+        ["trace-assets runs", "trace-assets runs --traces-root s3://bucket/traces --scope run"],
+        runs_options,
+    )
+
+    materialize = _command(
+        commands,
+        Command.MATERIALIZE,
+        "export runs now, in this process (--dry-run: say what would be published)",
+        """
+        Run the export graph (listing, scores, rows, secret scan, publish) for each RUN_ID now, in
+        this process, on the instance the UI shows. A run stands for its steps under --scope step;
+        RUN/step-N names one step. Every scope is checked first (that it is under the traces root,
+        that its publish target takes writes); then one JSON line a scope: coverage, and where it
+        was published or why not. Exit 1 if any scope failed, was blocked or was refused.
+        """,
+        [
+            "trace-assets materialize rl-sample-run",
+            "trace-assets materialize sweep-run/step-3 --dry-run --raw-scan",
+            "trace-assets materialize run-a run-b --traces-root s3://bucket/traces \\\n"
+            "      --publish-root hf://datasets/org/traces --on-secret redact --episodes all",
+        ],
+        _publishing,
+    )
+    materialize.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="a run, or one step of it (RUN/step-N)")
+    materialize.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list, score and scan into staging, and print coverage, the scan verdict and what would be "
+        "published; publish nothing, record no Dagster run (default: off)",
+    )
+
+    backfill = _command(
+        commands,
+        Command.BACKFILL,
+        "queue a Dagster backfill (one run per scope) for the daemon to run",
+        """
+        Queue a Dagster asset backfill of the given runs, or of every run under the traces root
+        (--all): one run per scope, launched by the daemon (dagster-daemon, or `make dev`) within
+        dagster.yaml's limits, shown on the UI's backfill page. The runs take this command's
+        settings (environment and options). The backfill goes through Dagster's GraphQL API: of
+        the webserver at --webserver, else of a private one started for the command. Prints the
+        backfill's id; with --wait, one JSON line a run once all have finished, exit 1 if any failed.
+        """,
+        [
+            "trace-assets backfill --all",
+            "trace-assets backfill run-a run-b/step-2 --on-secret redact --wait",
+            "trace-assets backfill --all --webserver https://dagster.example.org \\\n"
+            '      --webserver-header "Authorization=Bearer $DAGSTER_TOKEN"',
+        ],
+        _publishing,
+    )
+    chosen = backfill.add_mutually_exclusive_group(required=True)
+    chosen.add_argument("--all", action="store_true", help="every run under the traces root")
+    chosen.add_argument(
+        "run_ids", nargs="*", metavar="RUN_ID", default=[], help="a run, or one step of it (RUN/step-N)"
+    )
+    daemon = backfill.add_argument_group("backfill options")
+    daemon.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait until every run has finished; one line per run, exit 1 if any failed (default: off)",
+    )
+    daemon.add_argument(
+        "--webserver",
+        metavar="URL",
+        help="a running Dagster webserver, for its GraphQL API" + _env(URL_ENV, "start a private one on 127.0.0.1"),
+    )
+    daemon.add_argument(
+        "--webserver-header",
+        metavar="NAME=VALUE",
+        dest="webserver_headers",
+        action="append",
+        default=[],
+        help="an HTTP header for every GraphQL request (a proxy's token); repeat for more, the env's "
+        "given as NAME=VALUE;NAME2=VALUE2, a flag's NAME wins" + _env(HEADERS_ENV, "none"),
+    )
+
+    _command(
+        commands,
+        Command.STATUS,
+        "the sweep view: one line per published scope, from the instance",
+        """
+        Print the sweep view: one line per published scope (trial folders, scored, exported, export
+        ratio, mean reward, rows, secret verdict, when it was published), read from the instance's
+        latest publishes; the sweep_coverage asset's table. Needs no traces root and no staging.
+        """,
+        ["trace-assets status", "DAGSTER_HOME=/srv/dagster trace-assets status"],
+    )
+
+    forget = _command(
+        commands,
+        Command.FORGET,
+        "remove the partitions and staging of runs gone from the traces root",
+        """
+        Remove the partitions and staging folders of runs that are gone from the traces root, so
+        the UI and the sweep view stop listing them; their published datasets stay. A
+        run stands for all its step partitions. A run still under the traces root is refused
+        (the sensor would list it again).
+        """,
+        ["trace-assets forget old-run", "trace-assets forget old-run/step-2 --traces-root s3://bucket/traces"],
+        _traces_root,
+    )
+    forget.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="a run, or one step of it (RUN/step-N)")
+
+    recheck = _command(
+        commands,
+        Command.RECHECK,
+        "make the sensor list these scopes again at its next tick, whatever their back-off",
+        """
+        Make the sensor list these scopes again at its next tick, whatever their back-off (after
+        fixing a run's files, or a setting). The request is recorded on the instance, as the UI's
+        recheck_scopes job records it. Exit 1 if a key names no partition the sensor knows.
+        """,
+        ["trace-assets recheck sweep-run", "trace-assets recheck sweep-run/step-3 other-run"],
+    )
+    recheck.add_argument(
+        "run_ids", nargs="+", metavar="SCOPE", help="a scope key (RUN/step-N), or a run: all its steps"
+    )
+    return parser

@@ -1,0 +1,364 @@
+"""The sensor's tick plans (`discovery.plan_tick`, `plan_queue_tick`) and cursor, without an instance: what a
+tick lists, requests, skips and keeps, from stand-in listings and clocks."""
+
+from __future__ import annotations
+
+import json
+
+from trace_assets.defs.sensors import _run_key
+from trace_assets.discovery import (
+    BACKOFF_START,
+    CURSOR_VERSION,
+    DUE_PER_TICK,
+    MAX_RETRIES,
+    RUN_RECHECK,
+    TickSources,
+    is_current,
+    listing_fingerprint,
+    plan_queue_tick,
+    plan_tick,
+)
+from trace_assets.queue_events import Touch
+from trace_assets.store.objects import ObjectBatch
+
+
+def _sources(run_scopes, listing, published_at=lambda key: None, export_failed=lambda key: False) -> TickSources:
+    return TickSources(run_scopes, listing, published_at, export_failed)
+
+
+def _pages(count: int, newest_us: int) -> list[ObjectBatch]:
+    return [ObjectBatch([f"t{i}/result.json" for i in range(count)], [1] * count, [None] * count, [newest_us] * count)]
+
+
+def test_settled_scopes_are_listed_again_only_on_their_back_off():
+    listed: list[str] = []
+    sizes = {f"run-{i}": 3 for i in range(10)}
+
+    def listing(key):
+        listed.append(key)
+        return _pages(sizes[key], 1_000_000_000)
+
+    def tick(cursor, now):
+        listed.clear()
+        return plan_tick(cursor, sizes, _sources(lambda run: [run], listing), [], now, settle=600)
+
+    first = tick(None, 2000.0)
+    assert len(first.requests) == 10 and len(listed) == 10
+    quiet = tick(first.cursor, 2060.0)
+    assert quiet.requests == [] and listed == [] and quiet.listed_runs == 0
+    sizes["run-3"] = 4  # grows after its export: seen at its re-check, exported once it settles
+    due = tick(quiet.cursor, 2000.0 + BACKOFF_START + 1)
+    assert len(listed) == 10 and due.skipped["run-3"].startswith("settling")
+    settled = tick(due.cursor, 2000.0 + BACKOFF_START + 700)
+    assert [key for key, _ in settled.requests] == ["run-3"] and listed == ["run-3"]
+    later = tick(
+        settled.cursor, 2000.0 + 1.5 * BACKOFF_START + 699
+    )  # before any re-check is due  # the others' back-off has doubled
+    assert listed == [] and later.requests == []
+
+
+def test_cursor_stays_small_for_thousands_of_scopes():
+    runs = [f"sweep-run-{i:05d}" for i in range(1000)]
+    plan = plan_tick(
+        None,
+        runs,
+        _sources(lambda run: [f"{run}/step-{s}" for s in (1, 2)], lambda key: _pages(2, 1_000_000)),
+        [],
+        now=1e6,
+        settle=0,
+    )
+    assert len(plan.requests) == 2000
+    assert len(plan.cursor) / 2000 < 130  # bytes per scope, the run's entry included
+
+
+def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
+    steps = {f"run-{i}": [f"run-{i}/step-1", f"run-{i}/step-2"] for i in range(10)}
+    sizes = {key: 3 for keys in steps.values() for key in keys}
+    known = set(sizes)  # the partitions the first tick added
+    listed: list[str] = []
+    runs_listed: list[str] = []
+    broken: set[str] = set()
+
+    def listing(key):
+        listed.append(key)
+        if key in broken:
+            raise OSError("endpoint down")
+        if key not in sizes:
+            raise FileNotFoundError(key)
+        return _pages(sizes[key], 1_000_000_000)
+
+    def run_scopes(run):
+        runs_listed.append(run)
+        return steps[run]
+
+    def tick(cursor, touches, now, recheck=()):
+        listed.clear()
+        runs_listed.clear()
+        return plan_queue_tick(cursor, touches, _sources(run_scopes, listing), known, now, settle=600, recheck=recheck)
+
+    first = plan_tick(None, steps, _sources(run_scopes, listing), [], 2000.0, settle=600)
+    assert len(first.requests) == 20
+    quiet = tick(first.cursor, [], 2060.0)
+    assert listed == [] and runs_listed == [] and quiet.requests == [] and quiet.skipped == {}
+
+    sizes["run-3/step-2"] = 4  # an event for it: listed alone, its run's steps already known
+    touched = tick(quiet.cursor, [Touch("run-3", "step-2")], 2120.0)
+    assert listed == ["run-3/step-2"] and runs_listed == []
+    assert touched.skipped == {"run-3/step-2": "settling, 10 min left"}
+    calm = tick(touched.cursor, [], 2180.0)  # settling and no event since: not listed again
+    assert listed == [] and calm.skipped == {"run-3/step-2": "settling, 9 min left"}
+    settled = tick(calm.cursor, [], 2120.0 + 600)
+    assert [key for key, _ in settled.requests] == ["run-3/step-2"] and listed == []
+
+    steps["run-7"].append("run-7/step-3")  # a new step folder: its run's trace_jobs/ listed too
+    sizes["run-7/step-3"] = 1
+    broken.add("run-7/step-3")
+    failed = tick(settled.cursor, [Touch("run-7", "step-3")], 2800.0)
+    assert runs_listed == ["run-7"] and listed == ["run-7/step-3"] and "run-7/step-3" in failed.errors
+    broken.clear()
+    retried = tick(failed.cursor, [], 2860.0)  # the failed touch is kept in the cursor, visited again
+    assert listed == ["run-7/step-3"] and retried.new_keys == ["run-7/step-3"]
+    assert [key for key, _ in retried.requests] == ["run-7/step-3"]  # its newest object is old
+    assert "retry" not in json.loads(retried.cursor)
+
+    asked = tick(retried.cursor, [], 2920.0, recheck={"run-0/step-1"})  # the operator's re-check
+    assert listed == ["run-0/step-1"] and asked.skipped == {"run-0/step-1": "export requested, not published yet"}
+
+    del sizes["run-9/step-1"]  # deleted: its ObjectRemoved events touch it, its listing finds nothing
+    deleted = tick(asked.cursor, [Touch("run-9", "step-1")], 2980.0)
+    assert deleted.skipped == {"run-9/step-1": "gone from the traces root"} and deleted.errors == {}
+    assert "run-9/step-1" not in json.loads(deleted.cursor)["scopes"] and "retry" not in json.loads(deleted.cursor)
+    assert tick(deleted.cursor, [], 3040.0).skipped == {} and listed == []
+
+    # Events for a run that is not (or no longer) there leave nothing in the cursor.
+    steps["ghost"] = []
+    ghost = tick(deleted.cursor, [Touch("ghost", None)], 3100.0)
+    assert runs_listed == ["ghost"] and "ghost" not in json.loads(ghost.cursor)["runs"]
+
+    # A re-check of a scope the cursor does not hold yet (a partition only the CLI knew) lists it.
+    steps["run-new"] = ["run-new/step-1"]
+    sizes["run-new/step-1"] = 2
+    fresh = tick(ghost.cursor, [], 3160.0, recheck={"run-new/step-1"})
+    assert runs_listed == ["run-new"] and listed == ["run-new/step-1"] and fresh.new_keys == ["run-new/step-1"]
+
+
+def test_fingerprint_holds_change_tokens_in_any_order():
+    def page(keys, etags):
+        return ObjectBatch(list(keys), [5] * len(keys), list(etags), [1_000_000] * len(keys))
+
+    listed = listing_fingerprint([page(["a", "b"], ["1:10", "2:20"])])
+    assert listing_fingerprint([page(["b"], ["2:20"]), page(["a"], ["1:10"])]) == listed
+    assert listing_fingerprint([page(["a", "b"], ["1:10", "2:21"])])[0] != listed[0]  # same size and time
+    assert listing_fingerprint([page(["a", "b"], [None, None])])[0] != listed[0]
+
+
+def test_a_scope_whose_export_failed_is_requested_again_at_its_re_check_or_on_request():
+    failed: set[str] = set()
+    published: dict[str, float] = {}
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(3, 1_000_000_000), published.get, lambda key: key in failed
+    )
+
+    def tick(cursor, now, recheck=()):
+        return plan_tick(cursor, ["run-a", "run-b"], sources, [], now, settle=600, recheck=recheck)
+
+    first = tick(None, 2000.0)
+    assert sorted(key for key, _ in first.requests) == ["run-a", "run-b"] and first.retried == []
+    published["run-b"] = 2100.0  # run-b's export published; run-a's still running
+    running = tick(first.cursor, 2060.0, recheck={"run-a", "run-b"})
+    assert running.requests == []
+    assert running.skipped == {"run-a": "export requested, not published yet", "run-b": "published and unchanged"}
+    failed.add("run-a")  # then it failed: asked again, it is requested again
+    asked = tick(running.cursor, 2120.0, recheck={"run-a"})
+    assert asked.requests == first.requests[:1] and asked.retried == ["run-a"]
+    assert tick(asked.cursor, 2180.0).requests == []  # not every tick: on the re-check's back-off
+    due = tick(asked.cursor, 2120.0 + 4 * BACKOFF_START + 1)  # still failed at its next re-check (back-off doubled)
+    assert due.retried == ["run-a"] and [key for key, _ in due.requests] == ["run-a"]
+
+
+def test_a_re_check_whose_listing_fails_is_not_used_up():
+    broken = {"run-a"}
+
+    def listing(key):
+        if key in broken:
+            raise OSError("endpoint down")
+        return _pages(3, 1_000_000_000)
+
+    sources = _sources(lambda run: [run], listing)
+    broken.clear()
+    first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
+    broken.add("run-a")
+    asked = plan_tick(first.cursor, ["run-a"], sources, [], 2060.0, settle=600, recheck={"run-a"})
+    assert "run-a" in asked.errors
+    broken.clear()
+    again = plan_tick(asked.cursor, ["run-a"], sources, [], 2120.0, settle=600)  # no new request: still listed
+    assert again.listed_scopes == 1 and again.skipped == {"run-a": "export requested, not published yet"}
+
+    queued = plan_queue_tick(first.cursor, [], sources, ["run-a"], 2060.0, settle=600)  # queue mode alike
+    broken.add("run-a")
+    asked = plan_queue_tick(queued.cursor, [], sources, ["run-a"], 2120.0, settle=600, recheck={"run-a"})
+    assert "run-a" in asked.errors
+    broken.clear()
+    again = plan_queue_tick(asked.cursor, [], sources, ["run-a"], 2180.0, settle=600)
+    assert again.listed_scopes == 1 and again.skipped == {"run-a": "export requested, not published yet"}
+
+
+def _due(cursor: str, key: str) -> float:
+    return json.loads(cursor)["scopes"][key][3]
+
+
+def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_changed():
+    sizes = {"run-a": 3}
+    failed = {"run-a"}  # every export fails (a secret scan that blocks, a shrink refused)
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(sizes[key], 1_000_000_000), lambda key: None, lambda key: key in failed
+    )
+
+    def tick(cursor, now, recheck=()):
+        return plan_tick(cursor, ["run-a"], sources, [], now, settle=600, recheck=recheck)
+
+    plan = tick(None, 2000.0)
+    retried, waiting = [], []
+    for _ in range(MAX_RETRIES + 1):
+        now = _due(plan.cursor, "run-a")  # each re-check, its back-off doubling
+        plan = tick(plan.cursor, now)
+        retried.append(plan.retried)
+        waiting.append(tick(plan.cursor, now + 60).skipped["run-a"])
+    assert retried == [["run-a"]] * MAX_RETRIES + [[]]
+    assert waiting[0].startswith("export failed, requested again (retry 1); re-checked in")
+    gave_up = f"export failed after {MAX_RETRIES} retries; requested again when it changes or on request"
+    assert plan.skipped == {"run-a": gave_up} and waiting[-1] == gave_up
+
+    asked = tick(plan.cursor, now + 120, recheck={"run-a"})  # an operator's re-check still retries
+    assert asked.retried == ["run-a"]
+    assert tick(asked.cursor, _due(asked.cursor, "run-a")).requests == []  # but only once
+
+    sizes["run-a"] = 4  # a changed listing: requested (a new run key), its retries counted afresh
+    changed = tick(asked.cursor, _due(asked.cursor, "run-a"))
+    assert changed.skipped["run-a"].startswith("settling")
+    settled = tick(changed.cursor, _due(asked.cursor, "run-a") + 600)
+    assert settled.retried == ["run-a"] and json.loads(settled.cursor)["scopes"]["run-a"][5] == 0
+    assert tick(settled.cursor, _due(settled.cursor, "run-a")).retried == ["run-a"]
+
+
+def test_the_skip_reason_before_a_re_check_says_what_the_last_check_found():
+    published: dict[str, float] = {}
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), published.get)
+    first = plan_tick(None, ["run-a", "run-b"], sources, [], 2000.0, settle=600)
+    published["run-b"] = 2100.0  # run-b's export published; run-a's never ran
+    checked = plan_tick(first.cursor, ["run-a", "run-b"], sources, [], 2120.0, settle=600, recheck={"run-a", "run-b"})
+    waiting = plan_tick(checked.cursor, ["run-a", "run-b"], sources, [], 2180.0, settle=600).skipped
+    assert waiting["run-a"].startswith("export requested, not published at its last check; re-checked in")
+    assert waiting["run-b"].startswith("published and unchanged; re-checked in")
+
+    cursor = json.loads(checked.cursor)  # an entry written before checks were recorded: five fields
+    cursor["scopes"] = {key: entry[:5] for key, entry in cursor["scopes"].items()}
+    old = plan_tick(json.dumps(cursor), ["run-a", "run-b"], sources, [], 2180.0, settle=600)
+    assert old.skipped["run-a"].startswith("unchanged since its last check; re-checked in")
+    assert old.cursor == plan_tick(json.dumps(cursor), ["run-a", "run-b"], sources, [], 2180.0, settle=600).cursor
+    assert plan_tick(old.cursor, ["run-a"], sources, [], _due(old.cursor, "run-a"), settle=600).skipped == {
+        "run-a": "export requested, not published yet"
+    }
+
+
+def test_queue_mode_requests_a_failed_export_again_at_its_back_off_without_listing_it():
+    runs = [f"run-{i}" for i in range(10)]
+    failed: set[str] = set()
+    listed: list[str] = []
+    queried: list[str] = []
+
+    def listing(key):
+        listed.append(key)
+        return _pages(3, 1_000_000_000)
+
+    def published_at(key):
+        queried.append(key)
+
+    def export_failed(key):
+        queried.append(key)
+        return key in failed
+
+    sources = _sources(lambda run: [run], listing, published_at, export_failed)
+    first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
+    failed.add("run-3")
+    listed.clear()
+    queried.clear()
+    quiet = plan_queue_tick(first.cursor, [], sources, runs, 2060.0, settle=600)
+    assert listed == [] and queried == [] and quiet.skipped == {}  # nothing due: no read at all
+    now = _due(first.cursor, "run-3")
+    due = {key for key in runs if _due(first.cursor, key) <= now}
+    retried = plan_queue_tick(quiet.cursor, [], sources, runs, now, settle=600)
+    assert retried.requests == [("run-3", json.loads(first.cursor)["scopes"]["run-3"][0])]
+    assert retried.retried == ["run-3"] and listed == [] and retried.listed_scopes == 0  # no S3 request
+    assert set(queried) == due and retried.skipped == {
+        key: "export requested, not published yet" for key in due - {"run-3"}
+    }
+    queried.clear()
+    assert plan_queue_tick(retried.cursor, [], sources, runs, now + 60, settle=600).requests == [] and queried == []
+
+
+def test_a_re_check_whose_run_listing_fails_is_kept_for_the_next_tick():
+    steps = {"run-a": ["run-a/step-1"]}
+    down: set[str] = set()
+
+    def run_scopes(run):
+        if run in down:
+            raise OSError("endpoint down")
+        return steps[run]
+
+    failed = {"run-a/step-1"}
+    sources = _sources(run_scopes, lambda key: _pages(3, 1_000_000_000), lambda key: None, lambda key: key in failed)
+    first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
+    now = 2000.0 + RUN_RECHECK + 1  # the run's step folders are due, the scope's re-check is not
+    down.add("run-a")
+    asked = plan_tick(first.cursor, ["run-a"], sources, [], now, settle=600, recheck={"run-a/step-1"})
+    assert "run-a" in asked.errors and asked.requests == []
+    down.clear()
+    assert plan_tick(asked.cursor, ["run-a"], sources, [], now + 60, settle=600).retried == ["run-a/step-1"]
+
+    queued = plan_queue_tick(first.cursor, [], sources, ["run-a/step-1"], 2060.0, settle=600)  # queue mode alike
+    steps["run-a"].append("run-a/step-2")  # a step the cursor does not hold yet: asked, its run's listing fails
+    down.add("run-a")
+    known = ["run-a/step-1", "run-a/step-2"]
+    asked = plan_queue_tick(queued.cursor, [], sources, known, 2120.0, settle=600, recheck={"run-a/step-2"})
+    assert "run-a" in asked.errors
+    down.clear()
+    again = plan_queue_tick(asked.cursor, [], sources, known, 2180.0, settle=600)
+    assert [key for key, _ in again.requests] == ["run-a/step-2"]
+
+
+def test_a_deleted_cursor_requests_a_failed_export_under_a_new_run_key():
+    failed: set[str] = set()
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: None, lambda key: key in failed
+    )
+    first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
+    assert first.retried == []
+    failed.add("run-a")  # its export failed; then the cursor is deleted
+    afresh = plan_tick(None, ["run-a"], sources, [], 9000.0, settle=600)
+    assert afresh.requests == first.requests and afresh.retried == ["run-a"]
+    [(key, fp)] = afresh.requests
+    assert _run_key(key, fp, True, 9000.0) != _run_key(key, fp, False, 2000.0)  # Dagster launches it
+
+
+def test_a_version_3_cursor_is_read_and_its_overdue_scopes_are_re_checked_a_bounded_number_a_tick():
+    """A cursor from before queue mode re-checked (version 3, entries of five fields) holds every
+    exported scope past due: queue mode reads them DUE_PER_TICK at a time, oldest first."""
+    runs = [f"run-{i:04d}" for i in range(2 * DUE_PER_TICK + 50)]
+    queried: list[str] = []
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: queried.append(key))
+    first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
+    cursor = json.loads(first.cursor)
+    cursor["v"] = 3
+    cursor["scopes"] = {key: entry[:5] for key, entry in cursor["scopes"].items()}
+    later = 2000.0 + 30 * 86400  # every scope long past its first re-check
+    counts = []
+    state = json.dumps(cursor)
+    for tick in range(3):
+        queried.clear()
+        plan = plan_queue_tick(state, [], sources, runs, later + tick * 60, settle=600)
+        assert plan.listed_scopes == 0 and plan.requests == []  # no S3 request; nothing failed
+        counts.append(len(queried))
+        state = plan.cursor
+    assert counts == [DUE_PER_TICK, DUE_PER_TICK, 50]
+    assert json.loads(state)["v"] == CURSOR_VERSION and is_current(json.dumps(cursor))
