@@ -709,11 +709,10 @@ def recheck_command(keys: list[str]) -> int:
 
 
 def print_status() -> int:
-    """The same table as the `sweep_coverage` asset, read from the instance's latest publishes."""
-    from trace_assets.defs.sweep import published_records
-    from trace_assets.sweep import text_table
+    """The same table as the `sweep_coverage` asset, read from the instance."""
+    from trace_assets.defs.sweep import status_text
 
-    print(text_table(published_records(_instance())), end="", flush=True)
+    print(status_text(_instance()), end="", flush=True)
     return 0
 
 

@@ -16,7 +16,7 @@ from trace_assets.defs.partitions import trace_runs
 from trace_assets.defs.recheck import recheck_scopes
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
 from trace_assets.defs.sensors import new_trace_runs_sensor
-from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_publish
+from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 
 CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets, raw_tree_secrets]
 __all__ = ["build_definitions", "defs", "export_trace_run", "trace_runs"]
@@ -36,7 +36,7 @@ def build_definitions(
         assets=[*EXPORT_ASSETS, publish, sweep_coverage],
         asset_checks=CHECKS,
         jobs=[export_trace_run, refresh_sweep_coverage, recheck_scopes],
-        sensors=[new_trace_runs_sensor, sweep_coverage_after_publish],
+        sensors=[new_trace_runs_sensor, sweep_coverage_after_export],
         resources={
             "trace_config": trace_config,
             "object_storage": object_storage or ObjectStorage(),

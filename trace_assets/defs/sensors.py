@@ -19,6 +19,7 @@ from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import PUBLISHED, recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig, sensor_interval
+from trace_assets.defs.sweep import latest_export_run
 from trace_assets.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick
 from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
 from trace_assets.run_tags import SWEEP_TAG
@@ -58,11 +59,8 @@ def new_trace_runs_sensor(
         return store.iter_run(RunScope.from_key(key))
 
     def export_failed(key: str) -> bool:
-        """The newest run planned to publish the scope (sensor, backfill, UI or CLI) failed; a run
-        of other assets only (its listing, say) does not hide it, and one an operator canceled is
-        left for them to launch again."""
-        planned = instance.get_latest_planned_materialization_info(PUBLISHED, partition=key)
-        run = instance.get_run_by_id(planned.run_id) if planned is not None else None
+        """The scope's export run failed; one an operator canceled is left for them to launch again."""
+        run = latest_export_run(instance, key)
         return run is not None and run.status == dg.DagsterRunStatus.FAILURE
 
     sources = TickSources(run_scopes, listing, published_at, export_failed)
