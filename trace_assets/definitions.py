@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from trace_assets.defs.assets import HUB_COMMIT_POOL, published_shards_asset
+from trace_assets.defs.assets import published_shards_asset
 from trace_assets.defs.checks import (
     coverage_accounts_for_every_folder,
     export_ratio_above_threshold,
@@ -31,7 +31,7 @@ def build_definitions(
     """The code location; `loggers` lets the CLI print one line per message instead of Dagster's.
     Publishing takes the `hub_commits` pool only when the configured target is the Hub."""
     hub = hub or hub_from_env()
-    publish = published_shards_asset(HUB_COMMIT_POOL if trace_config.publishes_to_hub(hub) else None)
+    publish = published_shards_asset(trace_config.publishes_to_hub(hub))
     return dg.Definitions(
         assets=[*EXPORT_ASSETS, publish, sweep_coverage],
         asset_checks=CHECKS,

@@ -136,7 +136,7 @@ def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
         trial_dirs=int(values.get("trial_dirs", 0)),
         scored=int(values.get("scored", 0)),
         exported=int(values.get("exported", 0)),
-        rows=int(values.get("rows", 0)),
+        rows=int(values.get("dagster/row_count", values.get("rows", 0))),  # `rows` until it went (a duplicate)
         secret_verdict=_published_verdict(values),
         published_at=datetime.fromtimestamp(record.timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         published_to=str(values.get("published_to", "")),
