@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from trace_assets.defs.assets import HUB_COMMIT_POOL, published_shards_asset
+from trace_assets.defs.assets import published_shards_asset
 from trace_assets.defs.checks import (
     coverage_accounts_for_every_folder,
     export_ratio_above_threshold,
@@ -16,7 +16,7 @@ from trace_assets.defs.partitions import trace_runs
 from trace_assets.defs.recheck import recheck_scopes
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
 from trace_assets.defs.sensors import new_trace_runs_sensor
-from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_publish
+from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 
 CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets, raw_tree_secrets]
 __all__ = ["build_definitions", "defs", "export_trace_run", "trace_runs"]
@@ -31,12 +31,12 @@ def build_definitions(
     """The code location; `loggers` lets the CLI print one line per message instead of Dagster's.
     Publishing takes the `hub_commits` pool only when the configured target is the Hub."""
     hub = hub or hub_from_env()
-    publish = published_shards_asset(HUB_COMMIT_POOL if trace_config.publishes_to_hub(hub) else None)
+    publish = published_shards_asset(trace_config.publishes_to_hub(hub))
     return dg.Definitions(
         assets=[*EXPORT_ASSETS, publish, sweep_coverage],
         asset_checks=CHECKS,
         jobs=[export_trace_run, refresh_sweep_coverage, recheck_scopes],
-        sensors=[new_trace_runs_sensor, sweep_coverage_after_publish],
+        sensors=[new_trace_runs_sensor, sweep_coverage_after_export],
         resources={
             "trace_config": trace_config,
             "object_storage": object_storage or ObjectStorage(),

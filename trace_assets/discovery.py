@@ -132,6 +132,29 @@ class TickPlan:
     cursor: str = ""
 
 
+def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
+    """What a tick found, for a person reading the sensor's ticks (its cursor is for the code): a
+    count of scopes by outcome, then one line per scope, at most `shown`: requested, or why it
+    waits (its state, and when it is checked next), or its listing's error."""
+    retried = set(plan.retried)
+    lines = [
+        *(
+            f"{key!r}: export requested{' again, after a failed export' if key in retried else ''}"
+            for key, _ in plan.requests
+        ),
+        *(f"{key!r}: listing failed: {error}" for key, error in plan.errors.items()),
+        *(f"{key!r}: {why}" for key, why in plan.skipped.items()),
+    ]
+    counts = [
+        (len(plan.requests), "export requested"),
+        (len(plan.skipped), "waiting"),
+        (len(plan.errors), "listing failed"),
+    ]
+    head = f"{len(lines)} scope(s): " + ", ".join(f"{n} {what}" for n, what in counts if n) if lines else "no scopes"
+    more = [f"(and {len(lines) - shown} more)"] if len(lines) > shown else []
+    return "\n".join([*notes, head, *lines[:shown], *more])
+
+
 def load_cursor(cursor: str | None) -> dict[str, list]:
     """The scopes' entries of a cursor (an older version's cursor starts afresh)."""
     return _load(cursor)[1]

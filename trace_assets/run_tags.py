@@ -1,5 +1,6 @@
 """Run tags: `trace_assets/sweep`, which sweep a run belongs to, for tag concurrency limits per
-sweep (deploy/k8s/dagster.yaml), set on every run the sensor, the CLI and backfills launch; and
+sweep (deploy/k8s/dagster.yaml), set on every run the sensor, the CLI and backfills launch;
+`trace_assets/failure`, a failed export's one-line reason, shown in the UI's run list; and
 Dagster's own partition tag, by which a scope's runs are found."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import re
 from urllib.parse import urlsplit
 
 SWEEP_TAG = "trace_assets/sweep"
+FAILURE_TAG = "trace_assets/failure"  # set by sweep_coverage_after_export once the run has failed
 PARTITION_TAG = "dagster/partition"  # Dagster sets it on every partitioned run (its public name is private)
 # Kept to a Kubernetes label value's syntax (at most 63 characters of letters, digits, '-', '_'
 # and '.', starting and ending with a letter or digit), so a deployment may copy it to pod labels

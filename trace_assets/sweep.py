@@ -1,14 +1,19 @@
-"""The sweep view: one record per published scope, as a table (Parquet, text, markdown) and a plot.
+"""The sweep view: one record per published scope (Parquet, a plot), and every scope tried with its
+state and what is published of it (text and markdown tables, with per-run and sweep totals).
 
-Records come from wherever the last publish of each scope left its figures (the Dagster layer reads
-them from `published_shards`' materializations, so the view needs no staging); this module only
-shapes them. A scope key is `run` or `run/step-N`; the step is parsed for sorting and plotting.
+Records come from wherever the last publish of each scope left its figures, states from the newest
+run planned to publish it (the Dagster layer reads both from the instance, so the view needs no
+staging); this module only shapes them. A scope key is `run` or `run/step-N`; the step is parsed
+for sorting and plotting.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +25,7 @@ from trace_assets.scope import RunScope
 
 SWEEP_FILE = "sweep_coverage.parquet"
 SWEEP_PLOT = "sweep_coverage.svg"
-BAR_WIDTH = 20  # glyphs in a full markdown bar
+BAR_WIDTH = 10  # glyphs in a full markdown bar: two bars and the state still fit the UI's page
 UNKNOWN = "-"  # a whole run's step, or a mean reward not known: a viewer shows this, never an empty cell
 
 
@@ -144,37 +149,136 @@ def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int | float
     ]
 
 
-TEXT_COLUMNS = ("scope", "trial_dirs", "scored", "exported", "ratio", "mean_reward", "rows", "verdict", "published_at")
+class ScopeState(StrEnum):
+    """How the newest try to publish a scope ended (see `ScopeStatus`)."""
+
+    PUBLISHED = "published"
+    BLOCKED = "blocked"  # a blocking check failed: the secret scan, or the accounting
+    REFUSED = "refused"  # the shrink guard refused to replace the published version with a worse one
+    FAILED = "failed"  # any other failure
+    EXPORTING = "exporting"  # queued or running
+    CANCELED = "canceled"  # an operator's: theirs to launch again
+    NOT_EXPORTED = "not exported yet"  # a partition no run has planned to publish
 
 
-def text_table(records: list[ScopeRecord]) -> str:
-    """The view for a terminal: aligned columns, exclusions and where on a line under each scope."""
-    if not records:
-        return "no scope has been published yet\n"
-    cells = [
-        [
-            r.scope,
-            str(r.trial_dirs),
-            str(r.scored),
-            str(r.exported),
-            f"{r.export_ratio:.1%}",
-            r.reward_text,
-            str(r.rows),
-            r.secret_verdict,
-            r.published_at,
-        ]
-        for r in sorted_records(records)
+@dataclass(frozen=True)
+class ScopeStatus:
+    """A scope's newest try and what is published of it: a failed try leaves the version before it
+    published, so `published` may be set whatever the state. `reason`: one line, why it did not publish."""
+
+    scope: str
+    state: ScopeState
+    reason: str = ""
+    published: ScopeRecord | None = None
+
+    @property
+    def run(self) -> str:
+        return scope_parts(self.scope)[0]
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Published figures summed over scopes (a run's steps, or the sweep), and their states counted.
+    No mean reward: a scope's count of rewarded trials is not recorded, so means cannot be weighed."""
+
+    label: str
+    states: Counter[ScopeState]
+    trial_dirs: int = 0
+    scored: int = 0
+    exported: int = 0
+    rows: int = 0
+
+    @classmethod
+    def of(cls, label: str, statuses: Iterable[ScopeStatus]) -> Totals:
+        statuses = list(statuses)
+        published = [s.published for s in statuses if s.published is not None]
+        return cls(
+            label,
+            Counter(s.state for s in statuses),
+            *(sum(getattr(r, name) for r in published) for name in ("trial_dirs", "scored", "exported", "rows")),
+        )
+
+    @property
+    def scopes_text(self) -> str:
+        count = sum(self.states.values())
+        return f"{count} scope{'s' if count != 1 else ''}"
+
+    @property
+    def states_text(self) -> str:
+        return ", ".join(f"{self.states[state]} {state}" for state in ScopeState if self.states[state])
+
+    @property
+    def ratio_text(self) -> str:
+        return f"{self.exported / self.scored:.1%}" if self.scored else UNKNOWN
+
+
+def grouped(statuses: list[ScopeStatus]) -> list[tuple[list[ScopeStatus], Totals | None]]:
+    """Each run's scopes in `sorted_records`' order, with the run's totals when it has more than one
+    scope (one scope's totals would repeat its line)."""
+
+    def order(status: ScopeStatus) -> tuple[str, int]:
+        run, step = scope_parts(status.scope)
+        return run, -1 if step is None else step
+
+    runs: dict[str, list[ScopeStatus]] = {}
+    for status in sorted(statuses, key=order):
+        runs.setdefault(status.run, []).append(status)
+    return [(scopes, Totals.of(f"{run} total", scopes) if len(scopes) > 1 else None) for run, scopes in runs.items()]
+
+
+def detail_text(status: ScopeStatus, where: bool = True) -> str:
+    """The line under a scope: why its try did not publish, then what is published (and where)."""
+    parts = [status.reason] if status.reason else []
+    record = status.published
+    if record is not None:
+        parts.append(f"excluded: {exclusions_text(record.excluded) or 'none'}")
+        if where:
+            parts.append(f"published to {record.published_to}")
+    return "; ".join(parts) or "no run has tried to publish it"
+
+
+TEXT_COLUMNS = (
+    "scope", "state", "trial_dirs", "scored", "exported", "ratio", "mean_reward", "rows", "verdict", "published_at",
+)  # fmt: skip
+LEFT_ALIGNED = {0, 1, 8, 9}
+
+
+def _scope_cells(status: ScopeStatus) -> list[str]:
+    r = status.published
+    if r is None:
+        return [status.scope, str(status.state), *[UNKNOWN] * 8]
+    figures = [str(r.trial_dirs), str(r.scored), str(r.exported), f"{r.export_ratio:.1%}", r.reward_text, str(r.rows)]
+    return [status.scope, str(status.state), *figures, r.secret_verdict, r.published_at]
+
+
+def _total_cells(totals: Totals) -> list[str]:
+    figures = [str(totals.trial_dirs), str(totals.scored), str(totals.exported), totals.ratio_text]
+    return [totals.label, totals.scopes_text, *figures, UNKNOWN, str(totals.rows), UNKNOWN, UNKNOWN]
+
+
+def text_table(statuses: list[ScopeStatus]) -> str:
+    """The view for a terminal: aligned columns; under each scope why it did not publish, its
+    exclusions and where; totals per run of several scopes, and for a sweep of several."""
+    if not statuses:
+        return "no scope has been exported yet\n"
+    lines: list[tuple[list[str], str]] = []
+    for scopes, totals in grouped(statuses):
+        lines += [(_scope_cells(s), detail_text(s)) for s in scopes]
+        if totals is not None:
+            lines.append((_total_cells(totals), totals.states_text))
+    if len(statuses) > 1:
+        sweep = Totals.of("sweep total", statuses)
+        lines.append((_total_cells(sweep), sweep.states_text))
+    widths = [
+        max(len(row[i]) for row in [list(TEXT_COLUMNS), *(c for c, _ in lines)]) for i in range(len(TEXT_COLUMNS))
     ]
-    widths = [max(len(row[i]) for row in [list(TEXT_COLUMNS), *cells]) for i in range(len(TEXT_COLUMNS))]
 
     def line(row: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i in (0, 7, 8) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        return "  ".join(c.ljust(w) if i in LEFT_ALIGNED else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
 
     out = [line(list(TEXT_COLUMNS)).rstrip()]
-    for record, row in zip(sorted_records(records), cells):
-        out.append(line(row).rstrip())
-        excluded = exclusions_text(record.excluded)
-        out.append(f"    excluded: {excluded or 'none'}; published to {record.published_to}")
+    for cells, detail in lines:
+        out += [line(cells).rstrip(), f"    {detail}"]
     return "\n".join(out) + "\n"
 
 
@@ -183,15 +287,43 @@ def _bar(fraction: float) -> str:
     return "█" * filled + "░" * (BAR_WIDTH - filled)
 
 
-def markdown_table(records: list[ScopeRecord]) -> str:
-    """Dagster has no chart metadata: export ratio and mean reward as bars of glyphs, per run and step."""
-    out = ["| run | step | export ratio | mean reward | exported / scored | verdict |", "|---|---|---|---|---|---|"]
-    for r in sorted_records(records):
-        reward = UNKNOWN if r.mean_reward is None else f"`{_bar(r.mean_reward)}` {r.reward_text}"
-        out.append(
-            f"| {r.run} | {r.step_text} | `{_bar(r.export_ratio)}` {r.export_ratio:.1%} | {reward} "
-            f"| {r.exported} / {r.scored} | {r.secret_verdict} |"
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(statuses: list[ScopeStatus]) -> str:
+    """The UI's view (Dagster has no chart metadata): export ratio and mean reward as short bars of
+    glyphs; the last column, plain text the page wraps, says why a scope did not publish. Totals
+    as in `text_table`, in bold."""
+    out = [
+        "| scope | state | exported / scored | export ratio | mean reward | rows | why, exclusions |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def total_row(totals: Totals) -> str:
+        return (
+            f"| **{totals.label}** | {totals.scopes_text} | {totals.exported} / {totals.scored} "
+            f"| {totals.ratio_text} | {UNKNOWN} | {totals.rows} | {totals.states_text} |"
         )
+
+    for scopes, totals in grouped(statuses):
+        for status in scopes:
+            r = status.published
+            detail = _cell(detail_text(status, where=False))
+            if r is None:
+                out.append(
+                    f"| {status.scope} | {status.state} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {detail} |"
+                )
+                continue
+            reward = UNKNOWN if r.mean_reward is None else f"`{_bar(r.mean_reward)}` {r.reward_text}"
+            out.append(
+                f"| {status.scope} | {status.state} | {r.exported} / {r.scored} "
+                f"| `{_bar(r.export_ratio)}` {r.export_ratio:.1%} | {reward} | {r.rows} | {detail} |"
+            )
+        if totals is not None:
+            out.append(total_row(totals))
+    if len(statuses) > 1:
+        out.append(total_row(Totals.of("sweep total", statuses)))
     return "\n".join(out) + "\n"
 
 

@@ -258,11 +258,13 @@ def build_parser() -> argparse.ArgumentParser:
     _command(
         commands,
         Command.STATUS,
-        "the sweep view: one line per published scope, from the instance",
+        "the sweep view: every scope tried, its state and why, from the instance",
         """
-        Print the sweep view: one line per published scope (trial folders, scored, exported, export
-        ratio, mean reward, rows, secret verdict, when it was published), read from the instance's
-        latest publishes; the sweep_coverage asset's table. Needs no traces root and no staging.
+        Print the sweep view: one line per scope tried (its state: published, blocked, refused,
+        failed, exporting, canceled or not exported yet; trial folders, scored, exported, export
+        ratio, mean reward, rows, secret verdict and when, of what is published), the reason of a
+        scope that did not publish on the line under it, and per-run and sweep totals; the
+        sweep_coverage asset's table. Needs no traces root and no staging.
         """,
         ["trace-assets status", "DAGSTER_HOME=/srv/dagster trace-assets status"],
     )

@@ -1,5 +1,5 @@
-"""`trace-assets status`: the same table as the `sweep_coverage` asset, read from the instance's
-latest publishes (no staging, no traces root needed)."""
+"""`trace-assets status`: the same table as the `sweep_coverage` asset, read from the instance: every
+scope tried, its state and why (no staging, no traces root needed)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from trace_assets.cli.instance import get_instance
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_assets.defs.sweep import published_records
-    from trace_assets.sweep import text_table
+    from trace_assets.defs.sweep import status_text
 
-    print(text_table(published_records(get_instance())), end="", flush=True)
+    print(status_text(get_instance()), end="", flush=True)
     return 0

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from trace_assets.accounting import Coverage
 from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.defs.metadata import (
+    counts_text,
     coverage_metadata,
     dataset_metadata,
     excluded_trials_metadata,
@@ -95,9 +96,10 @@ def last_episode_rows(
         metadata={
             **coverage_metadata(coverage),
             **excluded_trials_metadata(staging.statuses),
+            "rows": dg.MetadataValue.int(coverage.rows),
             "subagent_rows": dg.MetadataValue.int(coverage.subagent_rows),
             "sessions": dg.MetadataValue.int(coverage.sessions),
-            "sessions_skipped": dg.MetadataValue.json(coverage.sessions_skipped),  # by reason, see SessionSkip
+            "sessions_skipped": counts_text(coverage.sessions_skipped),  # by reason, see SessionSkip
             "trials_read": dg.MetadataValue.int(stats.reread),
             "trials_unchanged": dg.MetadataValue.int(stats.cached),
             "path": dg.MetadataValue.path(str(staging.rows)),
@@ -129,18 +131,18 @@ def secret_scan_report(
     return dg.MaterializeResult(metadata=scan_metadata(report, staging.scan_report))
 
 
-def published_shards_asset(pool: str | None) -> dg.AssetsDefinition:
-    """`published_shards` in `pool`: the definitions put it in `hub_commits` when the configured
-    target is the Hub (its commits one at a time) and in none for a folder or S3 root, where scopes
-    publish side by side (each in its own folder; the root card merged by compare-and-swap)."""
+def published_shards_asset(to_hub: bool) -> dg.AssetsDefinition:
+    """`published_shards` for the configured target: to the Hub, in the `hub_commits` pool (its
+    commits one at a time) and of kind `huggingface`; to a folder or S3 root, in no pool, where
+    scopes publish side by side (each in its own folder; the root card merged by compare-and-swap)."""
 
     @dg.asset(
         name="published_shards",
         partitions_def=trace_runs,
         group_name=GROUP,
-        kinds={"parquet", "huggingface"},
+        kinds={"parquet", "huggingface"} if to_hub else {"parquet"},
         deps=[secret_scan_report],
-        pool=pool,
+        pool=HUB_COMMIT_POOL if to_hub else None,
     )
     def published_shards(
         context: dg.AssetExecutionContext,
@@ -158,7 +160,7 @@ def published_shards_asset(pool: str | None) -> dg.AssetsDefinition:
     return published_shards
 
 
-published_shards = published_shards_asset(HUB_COMMIT_POOL)  # its key, and the definition for Hub targets
+published_shards = published_shards_asset(to_hub=True)  # its key, and the definition for Hub targets
 
 
 def _publish_scope(
@@ -210,12 +212,11 @@ def _publish_scope(
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
-            **dataset_metadata(shards.num_examples, schema),
+            **dataset_metadata(shards.num_examples, schema),  # the rows: dagster/row_count
             "shards": dg.MetadataValue.int(len(shards.files)),
-            "num_examples": dg.MetadataValue.int(shards.num_examples),
             "download_size": size_text(shards.download_size),
-            "redacted": dg.MetadataValue.json(redactor.counts if redactor else {}),
-            "private_replaced": dg.MetadataValue.json(redactor.private_counts if redactor else {}),
+            "redacted": counts_text(redactor.counts if redactor else {}),
+            "private_replaced": counts_text(redactor.private_counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(
                 (redactor.published_report(report) if redactor else report)["verdict"]
             ),

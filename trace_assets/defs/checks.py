@@ -8,7 +8,7 @@ import dagster as dg
 
 from trace_assets.accounting import Coverage
 from trace_assets.defs.assets import last_episode_rows, raw_trial_listing, secret_scan_report
-from trace_assets.defs.metadata import size_text
+from trace_assets.defs.metadata import counts_text, percent_text, size_text
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.secret_scan.verdicts import Verdict
@@ -54,7 +54,10 @@ def export_ratio_above_threshold(
     return dg.AssetCheckResult(
         passed=passed,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"export_ratio": coverage.export_ratio, "threshold": trace_config.min_export_ratio},
+        metadata={
+            "export_ratio": percent_text(coverage.export_ratio),
+            "threshold": percent_text(trace_config.min_export_ratio),
+        },
         description=None
         if passed
         else f"only {coverage.export_ratio:.2%} of scored trials were exported (threshold {trace_config.min_export_ratio:.0%})",
@@ -76,8 +79,8 @@ def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceA
             "verdict": report["verdict"],
             "on_secret": policy.on_secret,
             "on_unverified": policy.on_unverified,
-            "live_by_kind": live,
-            "blocking_by_kind": blocking,
+            "live_by_kind": counts_text(live),
+            "blocking_by_kind": counts_text(blocking),
         },
         description=None
         if not blocking
@@ -127,10 +130,14 @@ def raw_tree_secrets(
             "verdict": report["verdict"],
             "objects_scanned": report["objects_scanned"],
             "bytes_scanned": size_text(report["bytes_scanned"]),
-            "skipped": report["skipped"],
-            "partially_scanned": report["partially_scanned"],
+            "skipped": counts_text(report["skipped"]),
+            "partially_scanned": counts_text(report["partially_scanned"]),
             "objects_with_findings": report["objects_with_findings"],
-            "kinds": {kind: {str(v): counts[v] for v in Verdict} for kind, counts in found.items()},
+            "kinds": dg.MetadataValue.json(
+                {kind: {str(v): counts[v] for v in Verdict} for kind, counts in found.items()}
+            )
+            if found
+            else dg.MetadataValue.text("none"),
             "objects": dg.MetadataValue.table(
                 records=[
                     dg.TableRecord(

@@ -1,7 +1,13 @@
-"""What the UI shows of a run: coverage and scan figures, and their tables."""
+"""What the UI shows of a run: coverage and scan figures, and their tables.
+
+Counts stay numbers (with `dagster/row_count` and the mean reward, to 3 places, Dagster plots them
+over time); ratios and sizes are text as a person reads them (82.4%, 553.4 MB); counts by name are
+one line of text, "none" for none (the UI would show an empty dict as `{}`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +45,19 @@ def size_text(num_bytes: int) -> dg.MetadataValue:
     return dg.MetadataValue.text(f"{num_bytes:,} bytes")
 
 
+def percent_text(ratio: float) -> str:
+    return f"{ratio:.1%}"
+
+
+def counts_text(counts: Mapping[str, int]) -> dg.MetadataValue:
+    """Counts by name, largest first: "hf_token: 2, aws_access_key_id: 1", or "none"."""
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return dg.MetadataValue.text(", ".join(f"{name}: {n}" for name, n in ordered) or "none")
+
+
 def coverage_metadata(coverage: Coverage) -> dict[str, dg.MetadataValue]:
-    """Coverage as UI metadata: the numbers, and a table of why folders have no row."""
+    """Coverage as UI metadata: the numbers, and a table of why folders have no row (the rows are
+    counted by each asset: `rows`, or the catalog's `dagster/row_count` once published)."""
     reasons = sorted(coverage.excluded.items(), key=lambda item: -item[1])
     return {
         "trial_dirs": dg.MetadataValue.int(coverage.trial_dirs),
@@ -48,8 +65,7 @@ def coverage_metadata(coverage: Coverage) -> dict[str, dg.MetadataValue]:
         "unscored": dg.MetadataValue.int(coverage.unscored),
         "exported": dg.MetadataValue.int(coverage.exported),
         "excluded_total": dg.MetadataValue.int(sum(coverage.excluded.values())),
-        "export_ratio": dg.MetadataValue.text(f"{coverage.export_ratio:.2%} of scored"),
-        "rows": dg.MetadataValue.int(coverage.rows),
+        "export_ratio": dg.MetadataValue.text(f"{percent_text(coverage.export_ratio)} of scored"),
         "excluded": dg.MetadataValue.table(
             records=[
                 dg.TableRecord({"reason": reason, "folders": count, "meaning": _meaning(reason)})
@@ -105,11 +121,12 @@ def dataset_metadata(rows: int, schema: pa.Schema) -> dict[str, dg.MetadataValue
 
 
 def reward_metadata(facts: CardFacts) -> dict[str, dg.MetadataValue]:
-    """The mean finite, valid reward of the exported trials, as a number the sweep view reads back (none
-    without one), and how many rewards were no finite number or marked invalid (none when none were)."""
+    """The mean finite, valid reward of the exported trials to 3 places, as a number the sweep view
+    reads back (none without one), and how many rewards were no finite number or marked invalid
+    (none when none were)."""
     rewards, not_finite = facts.reward_stats, sum(facts.rewards_not_finite.values())
     return {
-        **({"mean_reward": dg.MetadataValue.float(rewards.mean)} if rewards.count else {}),
+        **({"mean_reward": dg.MetadataValue.float(round(rewards.mean, 3))} if rewards.count else {}),
         **({"rewards_not_finite": dg.MetadataValue.int(not_finite)} if not_finite else {}),
         **({"rewards_invalid": dg.MetadataValue.int(facts.invalid_rewards)} if facts.invalid_rewards else {}),
     }

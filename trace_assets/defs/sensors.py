@@ -19,12 +19,13 @@ from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import PUBLISHED, recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig, sensor_interval
-from trace_assets.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick
+from trace_assets.defs.sweep import latest_export_run
+from trace_assets.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick, tick_summary
 from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
 from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
 
-SKIPS_SHOWN = 20  # scopes named in a tick's skip reason; the log names them all
+SKIPS_SHOWN = 20  # scopes named in a tick's summary; the debug log names them all
 INTERVAL = sensor_interval()
 # Long enough that the next tick deletes a message before it shows again (else it is read twice).
 QUEUE_VISIBILITY_SECONDS = max(300, 5 * INTERVAL)
@@ -58,11 +59,8 @@ def new_trace_runs_sensor(
         return store.iter_run(RunScope.from_key(key))
 
     def export_failed(key: str) -> bool:
-        """The newest run planned to publish the scope (sensor, backfill, UI or CLI) failed; a run
-        of other assets only (its listing, say) does not hide it, and one an operator canceled is
-        left for them to launch again."""
-        planned = instance.get_latest_planned_materialization_info(PUBLISHED, partition=key)
-        run = instance.get_run_by_id(planned.run_id) if planned is not None else None
+        """The scope's export run failed; one an operator canceled is left for them to launch again."""
+        run = latest_export_run(instance, key)
         return run is not None and run.status == dg.DagsterRunStatus.FAILURE
 
     sources = TickSources(run_scopes, listing, published_at, export_failed)
@@ -119,13 +117,12 @@ def new_trace_runs_sensor(
         f"listed {plan.listed_runs} run(s) and {plan.listed_scopes} scope(s); "
         f"requested {len(plan.requests)}, skipped {len(plan.skipped)}, errors {len(plan.errors)}"
     )
-    reasons = [f"queue messages ignored: {', '.join(f'{n} {why}' for why, n in ignored.items())}"] if ignored else []
-    reasons += [f"{key!r}: listing failed: {error}" for key, error in plan.errors.items()]
-    reasons += [f"{key!r}: {why}" for key, why in plan.skipped.items()]
-    more = f" (and {len(reasons) - SKIPS_SHOWN} more)" if len(reasons) > SKIPS_SHOWN else ""
+    notes = [f"queue messages ignored: {', '.join(f'{n} {why}' for why, n in ignored.items())}"] if ignored else []
+    summary = tick_summary(plan, SKIPS_SHOWN, notes)
+    context.log.info(summary)  # a tick that requests runs has no skip reason: its log says the rest
     tags = {SWEEP_TAG: trace_config.sweep_name()}
     return dg.SensorResult(
-        skip_reason="; ".join(reasons[:SKIPS_SHOWN]) + more if reasons and not plan.requests else None,
+        skip_reason=summary if not plan.requests else None,
         run_requests=[
             dg.RunRequest(partition_key=key, run_key=_run_key(key, fp, key in plan.retried, now), tags=tags)
             for key, fp in plan.requests

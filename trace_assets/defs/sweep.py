@@ -1,9 +1,13 @@
-"""The sweep view in Dagster: `sweep_coverage`, refreshed by a sensor after each publish.
+"""The sweep view in Dagster: `sweep_coverage`, refreshed by a sensor after each export run ends.
 
-Its records are read from the latest `published_shards` materialization of each partition in the
-instance, so the view holds even when staging is gone; `trace-assets status` reads the same.
+Its records are read from the instance, so the view holds even when staging is gone: what is
+published from the latest `published_shards` materialization of each partition, and each
+partition's state from the newest run planned to publish it (its failure: the blocking check's
+description, the shrink guard's refusal, or the failed step's error). `trace-assets status`
+prints the same (`status_text`).
 """
 
+import re
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,18 +18,94 @@ import dagster as dg
 from trace_assets.defs.assets import published_shards
 from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.publishing.shrink_guard import ShrinkRefused
+from trace_assets.run_tags import FAILURE_TAG, PARTITION_TAG
 from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.sweep import (
     SWEEP_FILE,
     SWEEP_PLOT,
     ScopeRecord,
+    ScopeState,
+    ScopeStatus,
     display_rows,
     markdown_table,
     plot_svg,
+    text_table,
     write_parquet,
 )
 
-PAGE = 1000  # materializations read per request
+PAGE = 1000  # materializations (or finished runs) read per request
+_EXCEPTION_CLASS = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*: ")  # Dagster's "module.Class: " before a message
+_CANCELED = (dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.CANCELING)
+
+
+def latest_export_run(instance: dg.DagsterInstance, key: str) -> dg.DagsterRun | None:
+    """The newest run planned to publish the scope, whoever launched it (sensor, backfill, UI or CLI):
+    a run of other assets only (its listing, say) does not hide it. The scope's state is how it
+    ended; the sensor requests the scope again when it failed."""
+    planned = instance.get_latest_planned_materialization_info(published_shards.key, partition=key)
+    return instance.get_run_by_id(planned.run_id) if planned is not None else None
+
+
+def scope_statuses(instance: dg.DagsterInstance) -> list[ScopeStatus]:
+    """Every scope still a partition: its newest try's state, and what is published of it."""
+    published = {record.scope: record for record in published_records(instance)}
+    return [_status(instance, key, published.get(key)) for key in instance.get_dynamic_partitions(TRACE_RUNS)]
+
+
+def status_text(instance: dg.DagsterInstance) -> str:
+    """`trace-assets status`: the sweep view as a terminal table."""
+    return text_table(scope_statuses(instance))
+
+
+def _status(instance: dg.DagsterInstance, key: str, published: ScopeRecord | None) -> ScopeStatus:
+    run = latest_export_run(instance, key)
+    if run is None:  # never tried, or published by a runless report
+        return ScopeStatus(key, ScopeState.PUBLISHED if published else ScopeState.NOT_EXPORTED, published=published)
+    if run.status == dg.DagsterRunStatus.SUCCESS:
+        return ScopeStatus(key, ScopeState.PUBLISHED, published=published)
+    if run.status == dg.DagsterRunStatus.FAILURE:
+        return ScopeStatus(key, *failure_of(instance, run.run_id), published=published)
+    if run.status in _CANCELED:
+        return ScopeStatus(key, ScopeState.CANCELED, f"run {run.run_id} was canceled", published)
+    return ScopeStatus(key, ScopeState.EXPORTING, f"run {run.run_id} is {run.status.value.lower()}", published)
+
+
+def failure_of(instance: dg.DagsterInstance, run_id: str) -> tuple[ScopeState, str]:
+    """How a failed run failed, in one line: the blocking check that stopped it (its description),
+    the shrink guard's refusal, the first failed step's root error, or the run's own message."""
+    kinds = {
+        dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+        dg.DagsterEventType.STEP_FAILURE,
+        dg.DagsterEventType.RUN_FAILURE,
+    }
+    events = [entry.dagster_event for entry in instance.all_logs(run_id, of_type=kinds) if entry.dagster_event]
+    for event in events:
+        evaluation = event.event_specific_data
+        if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed and evaluation.blocking:
+            where = f"{evaluation.check_name} on {evaluation.asset_key.to_user_string()}"
+            return ScopeState.BLOCKED, f"blocked by check {where}: {_one_line(evaluation.description or 'failed')}"
+    for event in events:
+        if event.is_step_failure:
+            data = event.step_failure_data
+            error = data.error
+            while error is not None and error.cause is not None:
+                error = error.cause
+            if data.user_failure_data is not None and data.user_failure_data.description:
+                message = data.user_failure_data.description
+            else:
+                message = _EXCEPTION_CLASS.sub("", error.message.strip()) if error else "failed"
+            refused = error is not None and error.cls_name == ShrinkRefused.__name__
+            state = ScopeState.REFUSED if refused else ScopeState.FAILED
+            return state, f"step {event.step_key} failed: {_one_line(message)}"
+    for event in events:
+        if event.event_type == dg.DagsterEventType.RUN_FAILURE:
+            return ScopeState.FAILED, _one_line(event.message or "run failed")
+    return ScopeState.FAILED, "run failed"
+
+
+def _one_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "failed"
 
 
 def published_records(instance: dg.DagsterInstance) -> list[ScopeRecord]:
@@ -56,7 +136,7 @@ def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
         trial_dirs=int(values.get("trial_dirs", 0)),
         scored=int(values.get("scored", 0)),
         exported=int(values.get("exported", 0)),
-        rows=int(values.get("rows", 0)),
+        rows=int(values.get("dagster/row_count", values.get("rows", 0))),  # `rows` until it went (a duplicate)
         secret_verdict=_published_verdict(values),
         published_at=datetime.fromtimestamp(record.timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         published_to=str(values.get("published_to", "")),
@@ -105,9 +185,12 @@ def sweep_coverage(
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
-    """One row per published scope: coverage, exclusions, verdict, rows, when and where; a Parquet
-    file and an SVG plot beside the datasets (folder targets; a Hub target keeps neither)."""
-    records = published_records(context.instance)
+    """Every scope tried, with its state and why (`status`, a table the UI wraps, with totals per run
+    and for the sweep); one row per published scope (`scopes`): coverage, exclusions, verdict,
+    rows, when and where; a Parquet file and an SVG plot of those beside the datasets (folder
+    targets; a Hub target keeps neither)."""
+    statuses = scope_statuses(context.instance)
+    records = [status.published for status in statuses if status.published is not None]
     target = trace_config.publish_target(object_storage, hub)
     with tempfile.TemporaryDirectory() as folder:
         parquet, plot = Path(folder, SWEEP_FILE), Path(folder, SWEEP_PLOT)
@@ -127,7 +210,7 @@ def sweep_coverage(
                     ]
                 ),
             ),
-            "plot": dg.MetadataValue.md(markdown_table(records)),
+            "status": dg.MetadataValue.md(markdown_table(statuses)),
             "dagster/row_count": dg.MetadataValue.int(len(records)),
             "parquet": dg.MetadataValue.text(written or "not written: Hub targets keep no sweep file"),
             "svg": dg.MetadataValue.text(plot_written or "not written: Hub targets keep no sweep file"),
@@ -140,13 +223,32 @@ refresh_sweep_coverage = dg.define_asset_job(
 )
 
 
-@dg.asset_sensor(
-    asset_key=published_shards.key,
+@dg.sensor(
     job=refresh_sweep_coverage,
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
 )
-def sweep_coverage_after_publish(context: dg.SensorEvaluationContext, asset_event: dg.EventLogEntry) -> dg.RunRequest:
-    """A publish (of any partition) since the last tick requests one refresh: a burst of publishes
-    in a backfill makes one run per tick, not one per scope."""
-    return dg.RunRequest()
+def sweep_coverage_after_export(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """Export runs (runs of a partition) that ended since the last tick, published or failed (a
+    failure is a state the view shows too), request one refresh: a burst of runs in a backfill makes
+    one run per tick, not one per scope. Each failed one is tagged with its one-line reason
+    (`trace_assets/failure`), for the UI's run list. The cursor is the newest end time seen
+    (tagging a run updates it, but does not end it again)."""
+    since = float(context.cursor) if context.cursor else 0.0
+    records = context.instance.get_run_records(
+        dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE],
+            updated_after=datetime.fromtimestamp(since, UTC) if since else None,
+        ),
+        limit=PAGE,
+        order_by="update_timestamp",
+        ascending=True,
+    )
+    ended = [r for r in records if PARTITION_TAG in r.dagster_run.tags and (r.end_time or 0.0) > since]
+    for record in ended:
+        run = record.dagster_run
+        if run.status == dg.DagsterRunStatus.FAILURE and FAILURE_TAG not in run.tags:
+            reason = failure_of(context.instance, run.run_id)[1]
+            context.instance.add_run_tags(run.run_id, {FAILURE_TAG: reason})
+    newest = max([since, *(r.end_time or 0.0 for r in ended)])
+    return dg.SensorResult(run_requests=[dg.RunRequest()] if ended else [], cursor=str(newest))

@@ -53,14 +53,15 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
         2,
         28,
     )
-    assert rows_meta["export_ratio"] == "82.35% of scored"
+    assert rows_meta["export_ratio"] == "82.4% of scored" and rows_meta["rows"] == 28
     assert rows_meta["excluded"].records[0].data["meaning"] == "were scored but have no agent/trajectory.json"
     excluded = [r.data for r in rows_meta["excluded_trials"].records]
     assert len(excluded) == 8 and {"trial_name", "reason", "detail"} <= set(excluded[0])
-    assert (rows_meta["sessions"], rows_meta["sessions_skipped"]) == (34, {})
+    assert (rows_meta["sessions"], rows_meta["sessions_skipped"]) == (34, "none")  # not an empty `{}`
     published_meta = _metadata(instance, "published_shards")
-    assert published_meta["shards"] == 3 and published_meta["num_examples"] == 28
-    assert published_meta["dagster/row_count"] == 28
+    assert published_meta["shards"] == 3 and published_meta["redacted"] == "none"
+    assert published_meta["dagster/row_count"] == 28 and not {"rows", "num_examples"} & set(published_meta)  # once
+    assert published_meta["mean_reward"] == round(published_meta["mean_reward"], 3)  # a number, to 3 places
     columns = {c.name: c.description for c in published_meta["dagster/column_schema"].columns}
     assert list(columns)[0] == "conversations" and columns["result"].startswith("the trial's reward")
     assert published_meta["download_size"].endswith(" bytes)")
@@ -68,6 +69,8 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert checks["coverage_accounts_for_every_folder"].passed
     assert not checks["export_ratio_above_threshold"].passed  # 82% < the 90% default: a warning
+    ratio = {name: value.value for name, value in checks["export_ratio_above_threshold"].metadata.items()}
+    assert ratio == {"export_ratio": "82.4%", "threshold": "90.0%"}
     assert checks["export_ratio_above_threshold"].severity == dg.AssetCheckSeverity.WARN
 
     folder = tmp_path / "published" / SAMPLE_RUN

@@ -1,5 +1,5 @@
 """`trace-assets status` as a user meets it on their first day: after `make demo`'s publish, and
-after `forget`; the sweep view agrees with it."""
+after `forget`; every scope tried, with what went wrong; the sweep view agrees with it."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from trace_assets.definitions import build_definitions
+from benchmarks.generate_traces import generate_run
+from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.assets import published_shards
 from trace_assets.defs.partitions import register_scopes
-from trace_assets.defs.resources import config_from_env
-from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage
+from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
+from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
+from trace_assets.run_tags import FAILURE_TAG, PARTITION_TAG
 from trace_assets_tests.support.cli_processes import cli_env, run_cli
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
@@ -24,7 +26,7 @@ def _status_scopes(tmp_path: Path) -> dict[str, list[str]]:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split()[0] == "scope"
-    return {line.split()[0]: line.split() for line in lines[1::2]}
+    return {line.split()[0]: line.split() for line in lines[1::2] if line.split()[1] != "total"}
 
 
 def test_the_demo_publish_reads_redacted(tmp_path):
@@ -40,7 +42,7 @@ def test_the_demo_publish_reads_redacted(tmp_path):
     assert json.loads((out / SAMPLE_RUN / "secret_scan.json").read_text())["verdict"] == "redacted"
 
     status = _status_scopes(tmp_path)
-    assert list(status) == [SAMPLE_RUN] and status[SAMPLE_RUN][7] == "redacted"
+    assert list(status) == [SAMPLE_RUN] and status[SAMPLE_RUN][8] == "redacted"
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
         event = instance.get_latest_materialization_event(published_shards.key)
         assert event is not None and event.asset_materialization is not None
@@ -61,8 +63,8 @@ def test_status_reads_publishes_recorded_before_and_odd_figures(tmp_path):
                 dg.AssetMaterialization(published_shards.key, partition=scope, metadata=metadata)
             )
     status = _status_scopes(tmp_path)
-    assert status["older-demo"][7] == "redacted" and status["older-demo"][5] == "0.500"
-    assert status["nan-run"][5] == "-" and status["inf-run"][5] == "-"
+    assert status["older-demo"][8] == "redacted" and status["older-demo"][6] == "0.500"
+    assert status["nan-run"][6] == "-" and status["inf-run"][6] == "-"
 
 
 def test_a_forgotten_run_leaves_status_and_the_sweep_view(tmp_path):
@@ -87,3 +89,107 @@ def test_a_forgotten_run_leaves_status_and_the_sweep_view(tmp_path):
         assert event is not None and event.asset_materialization is not None
         table = event.asset_materialization.metadata["scopes"].value
     assert [r.data["scope"] for r in table.records] == ["kept-run"]
+
+
+def _status_lines(tmp_path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """`status`'s cells per scope (and per total: `run total`, `sweep total`), and the line under each."""
+    done = run_cli(["status"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:2] == ["scope", "state"]
+    cells, details = {}, {}
+    for line, detail in zip(lines[1::2], lines[2::2]):
+        words = line.split()
+        name = " ".join(words[:2]) if words[1] == "total" else words[0]
+        cells[name], details[name] = words[len(name.split()) :], detail.strip()
+    return cells, details
+
+
+def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
+    """The sample blocked by the default policy, a shrink refused, a failed publish, a published run
+    and a run's two steps, a partition never exported, and a forgotten run (absent): each with its
+    state and why, totals per run of steps and for the sweep. The sweep view's refresh follows the
+    failures too, and tags each failed run with its reason."""
+    traces, out = tmp_path / "traces", tmp_path / "out"
+    for run in ("blocked-run", "published-run", "refused-run", "failed-run", "gone-run"):
+        shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / run)
+    generate_run(traces, "stepped", trials=6, seed=5, nested_steps=2)
+    flags = ["--traces-root", str(traces), "--publish-root", str(out)]
+    blocked = run_cli(["materialize", "blocked-run", *flags], tmp_path)  # the default: --on-secret block
+    assert blocked.returncode == 1, blocked.stderr
+    redact = [*flags, "--on-secret", "redact"]
+    published = run_cli(["materialize", "published-run", "refused-run", "gone-run", "stepped", *redact], tmp_path)
+    assert published.returncode == 0, published.stderr
+    refused = run_cli(["materialize", "refused-run", *redact, "--filter", "success"], tmp_path)
+    assert refused.returncode == 1 and "refusing to publish" in refused.stderr, refused.stderr
+    shutil.rmtree(traces / "gone-run")
+    assert run_cli(["forget", "gone-run", *redact], tmp_path).returncode == 0
+
+    (tmp_path / "a-file").write_text("not a folder")  # a publish root no folder can be made under
+
+    def config(publish_root: Path) -> TraceAssetsConfig:
+        return config_from_env(
+            {},
+            traces_root=str(traces),
+            publish_root=str(publish_root),
+            staging_root=str(tmp_path / "staging"),
+            on_secret="redact",
+        )
+
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        register_scopes(instance, ["failed-run", "waiting-run"])  # waiting-run: a partition no run tried
+        export = build_definitions(config(tmp_path / "a-file" / "out")).resolve_job_def(export_trace_run.name)
+        assert not export.execute_in_process(
+            instance=instance, partition_key="failed-run", raise_on_error=False
+        ).success
+
+    cells, details = _status_lines(tmp_path)
+    assert list(cells) == [
+        "blocked-run", "failed-run", "published-run", "refused-run",
+        "stepped/step-1", "stepped/step-2", "stepped total", "waiting-run", "sweep total",
+    ]  # fmt: skip
+    assert cells["blocked-run"] == ["blocked"] + ["-"] * 8
+    assert details["blocked-run"].startswith(
+        "blocked by check no_live_secrets on secret_scan_report: credentials found (aws_access_key_id: 1, hf_token: 1)"
+    )
+    assert cells["failed-run"][0] == "failed" and details["failed-run"].startswith("step published_shards failed: ")
+    assert "Not a directory" in details["failed-run"]  # the root error, without its class
+    assert cells["published-run"][:5] == ["published", "36", "34", "28", "82.4%"]
+    assert details["published-run"].startswith("excluded: 3 no_trajectory")
+    # refused: the version published before still stands, and says so
+    assert cells["refused-run"][:4] == ["refused", "36", "34", "28"]
+    assert details["refused-run"].startswith("step published_shards failed: refusing to publish run 'refused-run'")
+    assert details["refused-run"].endswith(f"published to {out / 'refused-run'}")
+    assert cells["waiting-run"][:3] == ["not", "exported", "yet"]
+    steps = [cells[f"stepped/step-{n}"] for n in (1, 2)]
+    assert cells["stepped total"][:2] == ["2", "scopes"]
+    assert [int(n) for n in cells["stepped total"][2:5]] == [sum(int(s[i]) for s in steps) for i in (1, 2, 3)]
+    assert details["stepped total"] == "2 published"
+    # published-run, refused-run's earlier version and the steps: what is published, summed
+    assert cells["sweep total"][:2] == ["7", "scopes"]
+    assert [int(n) for n in cells["sweep total"][2:5]] == [
+        2 * figure + int(cells["stepped total"][i]) for figure, i in ((36, 2), (34, 3), (28, 4))
+    ]
+    assert details["sweep total"] == "3 published, 1 blocked, 1 refused, 1 failed, 1 not exported yet"
+
+    defs = build_definitions(config(out))
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        tick = sweep_coverage_after_export.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs))
+        assert len(tick.run_requests or []) == 1  # one refresh, however many runs ended
+        again = sweep_coverage_after_export.evaluate_tick(
+            dg.build_sensor_context(instance=instance, definitions=defs, cursor=tick.cursor)
+        )
+        assert again.run_requests == []  # tagging the failed runs ended none of them again
+        reasons = {
+            run.tags[PARTITION_TAG]: run.tags.get(FAILURE_TAG)
+            for run in instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
+        }
+        assert reasons["blocked-run"] == details["blocked-run"] and reasons["failed-run"] == details["failed-run"]
+        assert reasons["refused-run"] is not None and reasons["refused-run"].startswith("step published_shards failed")
+        refresh = defs.resolve_job_def(refresh_sweep_coverage.name)
+        assert refresh.execute_in_process(instance=instance).success
+        event = instance.get_latest_materialization_event(sweep_coverage.key)
+        assert event is not None and event.asset_materialization is not None
+        view = str(event.asset_materialization.metadata["status"].value)
+    assert "| blocked-run | blocked | - |" in view and "| waiting-run | not exported yet |" in view
+    assert "| **sweep total** | 7 scopes |" in view

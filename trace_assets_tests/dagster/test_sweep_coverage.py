@@ -16,7 +16,7 @@ from benchmarks.generate_traces import generate_run
 from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.partitions import register_scopes
 from trace_assets.defs.resources import config_from_env
-from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_publish
+from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 from trace_assets.sweep import SWEEP_FILE, SWEEP_PLOT
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
@@ -26,7 +26,7 @@ SCOPES = ["sweep-a", "sweep-b"]
 
 def _tick(instance: dg.DagsterInstance, defs: dg.Definitions, cursor: str | None) -> tuple[list, str | None]:
     context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
-    result = sweep_coverage_after_publish.evaluate_tick(context)
+    result = sweep_coverage_after_export.evaluate_tick(context)
     return result.run_requests or [], result.cursor
 
 
@@ -54,7 +54,7 @@ def test_a_publish_refreshes_the_sweep_view(tmp_path):
         export = defs.resolve_job_def(export_trace_run.name)
         assert export.execute_in_process(instance=instance, partition_key="sweep-a").success
         requests, cursor = _tick(instance, defs, cursor)
-        assert len(requests) == 1 and sweep_coverage_after_publish.job_name == refresh_sweep_coverage.name
+        assert len(requests) == 1 and sweep_coverage_after_export.job_name == refresh_sweep_coverage.name
         assert _tick(instance, defs, cursor)[0] == []  # the same publish is not seen twice
 
         assert export.execute_in_process(instance=instance, partition_key="sweep-b").success
@@ -75,7 +75,7 @@ def test_a_publish_refreshes_the_sweep_view(tmp_path):
         table[0]["excluded_by_reason"] == "3 no_trajectory, 2 no_agent_turns, 2 no_result_json, 1 invalid_result_json"
     )
     assert 0 <= float(table[0]["mean_reward"]) <= 1 and table[0]["published_to"] == str(published / "sweep-a")
-    assert metadata["dagster/row_count"] == 2 and "█" in metadata["plot"]
+    assert metadata["dagster/row_count"] == 2 and "█" in metadata["status"]
 
     rows = pq.read_table(published / SWEEP_FILE).to_pylist()
     assert [r["scope"] for r in rows] == SCOPES and rows[1]["exported"] == 28
@@ -87,7 +87,7 @@ def test_a_publish_refreshes_the_sweep_view(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split()[0] == "scope" and [lines[1].split()[0], lines[3].split()[0]] == SCOPES
-    assert lines[1].split()[1:5] == ["36", "34", "28", "82.4%"]
+    assert lines[1].split()[1:6] == ["published", "36", "34", "28", "82.4%"]
 
 
 def test_a_mixed_sweep_lists_a_whole_run_beside_a_runs_steps(tmp_path):

@@ -73,7 +73,7 @@ def test_partition_run_and_metadata_live_in_postgres(postgres_server: PostgresSe
         assert event.asset_materialization.partition == SAMPLE_RUN
         metadata = {key: value.value for key, value in event.asset_materialization.metadata.items()}
         assert (metadata["trial_dirs"], metadata["scored"], metadata["exported"]) == (36, 34, 28)
-        assert metadata["export_ratio"] == "82.35% of scored"
+        assert metadata["export_ratio"] == "82.4% of scored"
 
     with closing(database.connect()) as connection, connection.cursor() as cursor:
         cursor.execute("SELECT status FROM runs WHERE run_id = %s", (run_id,))

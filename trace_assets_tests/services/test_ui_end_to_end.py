@@ -2,7 +2,8 @@
 
 Real `dagster-webserver` and `dagster-daemon` processes on the project's workspace.yaml, a
 queued run dequeued by the daemon, the coverage metadata read back over GraphQL, and the asset's
-partition page rendered by headless Chromium into a screenshot (and its DOM checked).
+partition page and the sweep view's page rendered by headless Chromium into screenshots (and
+their DOM checked: formatted figures, the scopes' states).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ JOB = "export_trace_run"
 ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"
 # The asset's Partitions tab with one partition selected: its latest materialization and metadata.
 PARTITION_PAGE = f"/assets/last_episode_rows?view=partitions&partition={SAMPLE_RUN}"
+SWEEP_PAGE = "/assets/sweep_coverage?view=events"  # its latest materialization, metadata shown
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-proxy-server",
@@ -95,11 +97,13 @@ def write_instance_config(dagster_home: Path) -> None:
 
 
 class MetadataTable(HTMLParser):
-    """The first two cells of every table row in the page, as {label: value} text."""
+    """The first two cells of every table row in the page, as {label: value} text (the first row
+    of a label), and every row's cells."""
 
     def __init__(self):
         super().__init__()
         self.rows: dict[str, str] = {}
+        self.all_rows: list[list[str]] = []
         self._cells: list[str] | None = None
 
     def handle_starttag(self, tag, attrs):
@@ -111,15 +115,16 @@ class MetadataTable(HTMLParser):
     def handle_endtag(self, tag):
         if tag == "tr" and self._cells and len(self._cells) >= 2:
             self.rows.setdefault(self._cells[0].strip(), self._cells[1].strip())
+            self.all_rows.append([cell.strip() for cell in self._cells])
 
     def handle_data(self, data):
         if self._cells:
             self._cells[-1] += data
 
 
-def render_page(chromium: Path, url: str, out_dir: Path) -> tuple[Path, str]:
+def render_page(chromium: Path, url: str, out_dir: Path, name: str = "asset-page") -> tuple[Path, str]:
     """A screenshot of the page and its rendered DOM, from one headless Chromium in its own process group."""
-    screenshot = out_dir / "asset-page.png"
+    screenshot = out_dir / f"{name}.png"
     command = [
         str(chromium), *CHROMIUM_FLAGS, f"--user-data-dir={out_dir / 'chromium-profile'}",
         f"--screenshot={screenshot}", "--dump-dom", url,
@@ -162,6 +167,13 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         with running_daemon(dagster_home, env) as daemon:
             status = wait_for_run(client, run_id, daemon)
             assert status == dg.DagsterRunStatus.SUCCESS, f"run {run_id} {status}\n{daemon.log_tail()}"
+            refresh_id = client.submit_job_execution(
+                "refresh_sweep_coverage",
+                repository_location_name=repository["repositoryLocationName"],
+                repository_name=repository["repositoryName"],
+            )
+            status = wait_for_run(client, refresh_id, daemon)
+            assert status == dg.DagsterRunStatus.SUCCESS, f"run {refresh_id} {status}\n{daemon.log_tail()}"
         assert (publish_root / SAMPLE_RUN / "coverage.json").exists()
 
         materializations = query(webserver.url, COVERAGE_QUERY, {"partition": SAMPLE_RUN})["assetOrError"][
@@ -171,14 +183,16 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         [ours] = [m for m in materializations if m["runId"] == run_id]
         metadata = {entry["label"]: entry.get("intValue", entry.get("text")) for entry in ours["metadataEntries"]}
         assert (metadata["trial_dirs"], metadata["scored"], metadata["exported"]) == (36, 34, 28)
-        assert metadata["export_ratio"] == "82.35% of scored"
+        assert metadata["export_ratio"] == "82.4% of scored"
         published = query(webserver.url, PUBLISHED_QUERY, {"partition": SAMPLE_RUN})["assetOrError"]
         published_labels = {e["label"] for e in published["assetMaterializations"][0]["metadataEntries"]}
         assert {"dagster/row_count", "dagster/column_schema"} <= published_labels
 
         screenshot, dom = render_page(chromium, webserver.url + PARTITION_PAGE, tmp_path)
+        sweep_screenshot, sweep_dom = render_page(chromium, webserver.url + SWEEP_PAGE, tmp_path, "sweep-page")
     ARTIFACTS.mkdir(exist_ok=True)
-    shutil.copyfile(screenshot, ARTIFACTS / screenshot.name)
+    for shot in (screenshot, sweep_screenshot):
+        shutil.copyfile(shot, ARTIFACTS / shot.name)
 
     table = MetadataTable()
     table.feed(dom)
@@ -186,8 +200,16 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
     assert (table.rows.get("trial_dirs"), table.rows.get("exported"), table.rows.get("export_ratio")) == (
         "36",
         "28",
-        "82.35% of scored",
+        "82.4% of scored",
     ), f"partition page metadata: {table.rows}"
+    assert table.rows.get("sessions_skipped") == "none" and "{}" not in table.rows.values()
     # The exclusion table with each reason's meaning, and the excluded trials with their reasons.
     assert "were scored but have no agent/trajectory.json" in dom, "no reason meanings on the partition page"
     assert "excluded_trials" in dom
+
+    # The sweep view: its Markdown table rendered as a table, the scope's state beside it, the bars' figures.
+    sweep = MetadataTable()
+    sweep.feed(sweep_dom)
+    status = [row for row in sweep.all_rows if row[:2] == [SAMPLE_RUN, "published"]]
+    assert status, f"no state on the sweep page: {sweep.all_rows}"
+    assert status[0][2:4] == ["28 / 34", "████████░░ 82.4%"] and status[0][-1].startswith("excluded: 3 no_trajectory")

@@ -17,6 +17,7 @@ from trace_assets.discovery import (
     listing_fingerprint,
     plan_queue_tick,
     plan_tick,
+    tick_summary,
 )
 from trace_assets.queue_events import Touch
 from trace_assets.store.objects import ObjectBatch
@@ -362,3 +363,31 @@ def test_a_version_3_cursor_is_read_and_its_overdue_scopes_are_re_checked_a_boun
         state = plan.cursor
     assert counts == [DUE_PER_TICK, DUE_PER_TICK, 50]
     assert json.loads(state)["v"] == CURSOR_VERSION and is_current(json.dumps(cursor))
+
+
+def test_a_ticks_summary_counts_scopes_then_says_each_ones_state_and_next_check():
+    """The skip reason (and each tick's log line) a person reads, in place of the cursor's JSON."""
+    published: dict[str, float] = {}
+    newest = {"run-a": 1_000_000_000, "run-b": 1_000_000_000, "run-c": 2_000_000_000}  # run-c: written at 2000 s
+    sources = _sources(lambda run: [run], lambda key: _pages(3, newest[key]), published.get)
+    runs = list(newest)
+    first = plan_tick(None, runs, sources, [], 2100.0, settle=600)
+    assert tick_summary(first, shown=20).splitlines() == [
+        "3 scope(s): 2 export requested, 1 waiting",
+        "'run-a': export requested",
+        "'run-b': export requested",
+        "'run-c': settling, 9 min left",
+    ]
+    published["run-b"] = 2200.0
+    checked = plan_tick(first.cursor, runs, sources, [], 2220.0, settle=600, recheck={"run-a", "run-b"})
+    lines = tick_summary(checked, shown=2, notes=["queue messages ignored: 1 test_event"]).splitlines()
+    assert lines == [
+        "queue messages ignored: 1 test_event",
+        "3 scope(s): 3 waiting",
+        "'run-a': export requested, not published yet",
+        "'run-b': published and unchanged",
+        "(and 1 more)",
+    ]
+    later = tick_summary(plan_tick(checked.cursor, runs[:2], sources, [], 2280.0, settle=600), shown=20)
+    assert "'run-b': published and unchanged; re-checked in " in later
+    assert tick_summary(plan_tick(None, [], sources, [], 2000.0, settle=600), shown=20) == "no scopes"

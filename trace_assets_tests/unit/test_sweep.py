@@ -1,4 +1,5 @@
-"""The sweep view's shapes: order by run and step, the Parquet columns, the text and markdown tables, the plot."""
+"""The sweep view's shapes: order by run and step, the Parquet columns, the text and markdown tables
+with states and totals, the plot."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pyarrow.parquet as pq
 
 from trace_assets.sweep import (
     ScopeRecord,
+    ScopeState,
+    ScopeStatus,
     display_rows,
     markdown_table,
     plot_svg,
@@ -37,6 +40,7 @@ RECORDS = [
     _record("sweep-b/step-25", 20, 0.25, no_trajectory=5, multimodal=1),
     _record("sweep-a", 28, None, no_trajectory=6),
 ]
+PUBLISHED = [ScopeStatus(r.scope, ScopeState.PUBLISHED, published=r) for r in RECORDS]
 
 
 def test_scope_keys_name_run_and_step():
@@ -70,24 +74,65 @@ def test_an_empty_sweep_still_writes_the_columns(tmp_path):
     write_parquet([], tmp_path / "sweep.parquet")
     table = pq.read_table(tmp_path / "sweep.parquet")
     assert table.num_rows == 0 and "export_ratio" in table.column_names
-    assert text_table([]) == "no scope has been published yet\n"
+    assert text_table([]) == "no scope has been exported yet\n"
 
 
 def test_text_table_lines_up_and_says_exclusions_and_where():
-    lines = text_table(RECORDS).splitlines()
+    lines = text_table(PUBLISHED).splitlines()
     assert lines[0].split() == [
-        "scope", "trial_dirs", "scored", "exported", "ratio", "mean_reward", "rows", "verdict", "published_at",
+        "scope", "state", "trial_dirs", "scored", "exported", "ratio", "mean_reward", "rows", "verdict", "published_at",
     ]  # fmt: skip
-    assert lines[1].split()[:6] == ["sweep-a", "35", "34", "28", "82.4%", "-"]
+    assert lines[1].split()[:7] == ["sweep-a", "published", "35", "34", "28", "82.4%", "-"]
     assert lines[2].strip() == "excluded: 6 no_trajectory; published to /published/sweep-a"
     assert lines[4].strip().startswith("excluded: 5 no_trajectory, 1 multimodal")
     assert len({len(lines[i]) for i in (1, 3)}) == 1  # aligned
 
 
+def test_every_state_says_why_and_totals_sum_a_runs_steps_and_the_sweep():
+    """A scope blocked, refused or failed says why under its line; one never published shows no
+    figures; a failed one still shows the version published before; totals count states and sum
+    only what is published."""
+    [sweep_b_75, sweep_b_25, sweep_a] = RECORDS
+    statuses = [
+        ScopeStatus("sweep-b/step-25", ScopeState.FAILED, "step published_shards failed: disk full", sweep_b_25),
+        ScopeStatus("sweep-b/step-75", ScopeState.PUBLISHED, published=sweep_b_75),
+        ScopeStatus("sweep-b/step-99", ScopeState.BLOCKED, "blocked by check no_live_secrets on secret_scan_report: x"),
+        ScopeStatus("sweep-a", ScopeState.REFUSED, "step published_shards failed: refusing to publish", sweep_a),
+        ScopeStatus("sweep-c", ScopeState.NOT_EXPORTED),
+    ]
+    lines = text_table(statuses).splitlines()
+    cells = {line.split()[0] + (" " + line.split()[1] if line.split()[1] == "total" else ""): line for line in lines}
+    assert cells["sweep-b/step-99"].split()[1:] == ["blocked"] + ["-"] * 8
+    assert cells["sweep-c"].split()[1:4] == ["not", "exported", "yet"]
+    assert lines[lines.index(cells["sweep-b/step-99"]) + 1].strip() == (
+        "blocked by check no_live_secrets on secret_scan_report: x"
+    )
+    assert lines[lines.index(cells["sweep-b/step-25"]) + 1].strip() == (
+        "step published_shards failed: disk full; excluded: 5 no_trajectory, 1 multimodal; "
+        "published to /published/sweep-b/step-25"
+    )
+    assert cells["sweep-a"].split()[1:5] == ["refused", "35", "34", "28"]
+    # sweep-b's steps summed (only the published figures: step-99 never was), then the sweep's
+    assert cells["sweep-b total"].split()[2:] == ["3", "scopes", "58", "56", "50", "89.3%", "-", "50", "-", "-"]
+    assert lines[lines.index(cells["sweep-b total"]) + 1].strip() == "1 published, 1 blocked, 1 failed"
+    assert cells["sweep total"].split()[2:10] == ["5", "scopes", "93", "90", "78", "86.7%", "-", "78"]
+    assert lines[-1].strip() == "1 published, 1 blocked, 1 refused, 1 failed, 1 not exported yet"
+    assert "sweep-a total" not in cells and "sweep-c total" not in cells  # one scope: no total of its own
+    assert "total" not in text_table(statuses[:1]) + markdown_table(statuses[:1])  # nor a sweep of one
+
+    rows = markdown_table(statuses).splitlines()
+    assert rows[0].count("|") == rows[2].count("|") == 8
+    [blocked] = [row for row in rows if row.startswith("| sweep-b/step-99 |")]
+    assert blocked.split(" | ")[1] == "blocked" and blocked.endswith("secret_scan_report: x |")
+    assert rows[-1].startswith("| **sweep total** | 5 scopes | 78 / 90 | 86.7% |")
+    assert any(row.startswith("| **sweep-b total** | 3 scopes |") for row in rows)
+
+
 def test_markdown_bars_follow_the_figures():
-    rows = markdown_table(RECORDS).splitlines()[2:]
-    assert rows[0].startswith("| sweep-a | - | `") and rows[0].split(" | ")[3] == "-"  # a whole run, no reward
-    assert "`" + "█" * 15 + "░" * 5 + "` 0.750" in rows[2]
+    rows = markdown_table(PUBLISHED).splitlines()[2:]
+    assert rows[0].startswith("| sweep-a | published | 28 / 34 | `") and rows[0].split(" | ")[4] == "-"  # no reward
+    assert "`" + "█" * 8 + "░" * 2 + "` 0.750" in rows[2]
+    assert "published to" not in markdown_table(PUBLISHED)  # a path is one long word: it would not wrap
 
 
 def test_plot_is_one_svg_with_both_charts():
@@ -100,10 +145,11 @@ def test_plot_is_one_svg_with_both_charts():
 def test_a_non_finite_mean_reward_reads_as_unknown(tmp_path):
     records = [_record("odd/step-1", 10, float("nan")), _record("odd/step-2", 10, float("inf"))]
     records.append(_record("odd/step-3", 10, float("-inf")))
-    for line in text_table(records).splitlines()[1::2]:
-        assert line.split()[5] == "-"
-    for row in markdown_table(records).splitlines()[2:]:
-        assert row.split(" | ")[3] == "-"
+    statuses = [ScopeStatus(r.scope, ScopeState.PUBLISHED, published=r) for r in records]
+    for line in text_table(statuses).splitlines()[1:7:2]:
+        assert line.split()[6] == "-"
+    for row in markdown_table(statuses).splitlines()[2:5]:
+        assert row.split(" | ")[4] == "-"
     svg = plot_svg(records)
     ET.fromstring(svg)
     assert "nan" not in svg and "inf" not in svg
