@@ -19,6 +19,7 @@ OPTION_FIELDS = {
     "scope": "scope_unit",
     "on_secret": "on_secret",
     "on_unverified": "on_unverified",
+    "on_private": "on_private",
     "raw_scan": "raw_scan",
     "allow_shrink": "allow_shrink",
 }
@@ -33,4 +34,7 @@ def config_from_args(args: argparse.Namespace) -> TraceAssetsConfig:
     overrides = {field: given.get(dest) for dest, field in OPTION_FIELDS.items()}
     if "episodes" in given:  # a command with Harbor's export flags
         overrides.update(export_overrides(args))
+    if given.get("scrub_literal"):  # added to the environment's: an operator value is never dropped
+        listed = os.environ.get("TRACE_ASSETS_SCRUB_LITERALS", "")
+        overrides["scrub_literals"] = ",".join(value for value in [listed, *given["scrub_literal"]] if value)
     return config_from_env(os.environ, **overrides)

@@ -16,6 +16,7 @@ from enum import StrEnum
 from trace_assets.harbor.options import add_export_arguments
 from trace_assets.scope import ScopeUnit
 from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES
+from trace_assets.secret_scan.privacy import ON_PRIVATE_CHOICES
 
 URL_ENV, HEADERS_ENV = "TRACE_ASSETS_DAGSTER_URL", "TRACE_ASSETS_DAGSTER_HEADERS"
 WIDTH = 78  # argparse's own on an 80-column terminal
@@ -118,6 +119,20 @@ def _publishing(parser: argparse.ArgumentParser) -> None:
         choices=ON_UNVERIFIED_CHOICES,
         help="on unverified findings (only a credential's rough shape): publish them, redact them, or "
         "publish only the scan report" + _env("TRACE_ASSETS_ON_UNVERIFIED", "redact"),
+    )
+    secrets.add_argument(
+        "--on-private",
+        choices=ON_PRIVATE_CHOICES,
+        help="on private values (e-mails, private IPs, internal hosts and URLs, home paths): report them, "
+        "replace them with stable tokens ([EMAIL-1]), or publish only the scan report; operator values "
+        "are replaced whatever this says" + _env("TRACE_ASSETS_ON_PRIVATE", "keep"),
+    )
+    secrets.add_argument(
+        "--scrub-literal",
+        action="append",
+        metavar="VALUE",
+        help="a value of the collection environment always replaced, like the bucket, host and user "
+        "name (repeat for more; added to TRACE_ASSETS_SCRUB_LITERALS, comma-separated)",
     )
     secrets.add_argument(
         "--raw-scan",

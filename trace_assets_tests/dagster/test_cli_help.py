@@ -20,6 +20,8 @@ EXPORT = {
     "--allow-shrink",
     "--on-secret",
     "--on-unverified",
+    "--on-private",
+    "--scrub-literal",
     "--raw-scan",
     "--episodes",
     "--sharegpt",

@@ -14,6 +14,7 @@ STATED = {
     "scope": "scope_unit",
     "on_secret": "on_secret",
     "on_unverified": "on_unverified",
+    "on_private": "on_private",
     "episodes": "episodes",
     "filter": "success_filter",
     "subagents": "subagents",
