@@ -150,10 +150,14 @@ def test_dry_run_takes_a_runs_steps_and_the_raw_tree_scan(tmp_path):
 
 
 def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_path):
-    out = tmp_path / "out"
-    run = ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(out)]
+    out, traces = tmp_path / "out", tmp_path / "traces"
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / SAMPLE_RUN)
+    for stdout in (traces / SAMPLE_RUN / "trace_jobs").glob("*/verifier/test-stdout.txt"):
+        # an OpenAI key's rough shape after its variable: unverified (the sample's bare ones are near misses)
+        stdout.write_text(stdout.read_text() + "\nOPENAI_API_KEY=sk-proj-" + "aB3dE5fG7hJ9kL1m" * 3 + "\n")
+    run = ["materialize", SAMPLE_RUN, "--traces-root", str(traces), "--publish-root", str(out)]
     blocked = _run([*run, "--on-secret", "allow", "--on-unverified", "block"], tmp_path)
-    assert blocked.returncode == 1  # the sample's unverified JWT and tokens
+    assert blocked.returncode == 1  # the planted unverified key
     assert "blocked by check no_live_secrets on secret_scan_report" in blocked.stderr
     assert "to publish, run again with --on-unverified redact (or keep); scan report: " in blocked.stderr
     assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))  # off by default
