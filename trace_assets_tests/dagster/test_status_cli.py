@@ -123,7 +123,7 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
     refused = run_cli(["materialize", "refused-run", *redact, "--filter", "success"], tmp_path)
     assert refused.returncode == 1 and "refusing to publish" in refused.stderr, refused.stderr
     shutil.rmtree(traces / "gone-run")
-    assert run_cli(["forget", "gone-run", *redact], tmp_path).returncode == 0
+    assert run_cli(["forget", "gone-run", "--traces-root", str(traces)], tmp_path).returncode == 0
 
     (tmp_path / "a-file").write_text("not a folder")  # a publish root no folder can be made under
 
