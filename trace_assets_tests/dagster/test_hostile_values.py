@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.defs.resources import config_from_env
-from trace_assets.defs.sweep import published_records
+from trace_assets.defs.sweep import scope_statuses, status_text
 from trace_assets.sweep import markdown_table, plot_svg, text_table
 from trace_assets_tests.support.bad_input import GOOD, raw_result
 from trace_assets_tests.support.declared_configs import check_scope_folder
@@ -103,9 +103,10 @@ def _check_run(instance: dg.DagsterInstance, root: Path, run: str, drawn: list[d
     check_scope_folder(folder, root / "hf_cache")  # every config its cards declare, sessions' too
 
     _metadata(instance, run)
-    [record] = [r for r in published_records(instance) if r.scope == run]
-    assert record.mean_reward is None or math.isfinite(record.mean_reward)
-    assert run in text_table([record]) and f"| {run} |" in markdown_table([record])
+    [status] = [s for s in scope_statuses(instance) if s.scope == run]
+    record = status.published
+    assert record is not None and (record.mean_reward is None or math.isfinite(record.mean_reward))
+    assert run in text_table([status]) and run in markdown_table([status]) and run in status_text(instance)
     ET.fromstring(plot_svg([record]))
 
 
@@ -119,10 +120,12 @@ def test_a_nan_or_infinite_reward_does_not_fail_the_run(tmp_path):
     with dg.instance_for_test() as instance:
         assert _export(instance, tmp_path).success
         metadata = _metadata(instance, RUN)["published_shards"]
-        [record] = published_records(instance)
-    assert record.mean_reward == metadata["mean_reward"] and RUN in text_table([record]) + markdown_table([record])
+        [status] = scope_statuses(instance)
+    record = status.published
+    assert record is not None and record.mean_reward == metadata["mean_reward"]
+    assert RUN in text_table([status]) + markdown_table([status])
     ET.fromstring(plot_svg([record]))
-    assert metadata["num_examples"] == 5 and metadata["rewards_not_finite"] == 2
+    assert metadata["dagster/row_count"] == 5 and metadata["rewards_not_finite"] == 2
     assert math.isfinite(metadata["mean_reward"]) and metadata["mean_reward"] == (1e308 - 1 + 1) / 3
     card = (tmp_path / "published" / RUN / "README.md").read_text()
     assert "2 with a reward that is not a finite number (`-inf` (1), `nan` (1))" in card
