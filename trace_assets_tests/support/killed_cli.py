@@ -29,34 +29,29 @@ operations_log = os.environ.get("TRACE_ASSETS_TEST_OPERATIONS_LOG")
 publishing = False  # counting starts in replace_folder, not in the pre-flight's write probe
 
 
+def _count(target: str) -> None:
+    """One operation of the publish: the process group is killed at the `kill_at`-th."""
+    global done
+    if publishing:
+        if done >= kill_at:
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+        done += 1
+        if operations_log:
+            with open(operations_log, "a") as log:
+                log.write(f"{target}\n")
+
+
 def _counted(operation):
     def wrapper(*args, **kwargs):
-        global done
-        if publishing:
-            if done >= kill_at:
-                os.killpg(os.getpgid(0), signal.SIGKILL)
-            done += 1
-            if operations_log:
-                with open(operations_log, "a") as log:
-                    log.write(f"{args[-1]}\n")  # the destination (put) or the path (rm)
+        _count(args[-1])  # the destination (put) or the path (rm)
         return operation(*args, **kwargs)
 
     return wrapper
 
 
 def _counted_async(operation):
-    def _log(args):
-        return " ".join(args[-1]) if isinstance(args[-1], list) else args[-1]
-
     async def wrapper(*args, **kwargs):
-        global done
-        if publishing:
-            if done >= kill_at:
-                os.killpg(os.getpgid(0), signal.SIGKILL)
-            done += 1
-            if operations_log:
-                with open(operations_log, "a") as log:
-                    log.write(f"{_log(args)}\n")
+        _count(" ".join(args[-1]) if isinstance(args[-1], list) else args[-1])  # a bulk delete's paths
         return await operation(*args, **kwargs)
 
     return wrapper
