@@ -207,6 +207,7 @@ class TraceAssetsConfig(dg.ConfigurableResource):
     card_task_categories: str = Field(default="text-generation", description="Card: comma-separated task categories")
     card_framework: str = Field(default="", description="Card: the training framework, e.g. SkyRL")
     card_task_source: str = Field(default="", description="Card: where the tasks came from")
+    card_model: str = Field(default="", description="Card: the trained model's id, e.g. Qwen/Qwen3-30B-A3B")
     card_intro: str = Field(default="", description="Card: free prose placed first under the title")
     card_plots: bool = Field(default=True, description="Card: reward and turn histograms as SVG images")
 
@@ -262,6 +263,7 @@ class TraceAssetsConfig(dg.ConfigurableResource):
             task_categories=words(self.card_task_categories),
             framework=self.card_framework,
             task_source=self.card_task_source,
+            model=self.card_model,
             intro=self.card_intro,
         )
 
@@ -361,7 +363,7 @@ CONFIG_SOURCES = {
 }
 # The card's text settings, each from TRACE_ASSETS_<FIELD>, e.g. TRACE_ASSETS_CARD_LICENSE.
 _CARD_TEXT: tuple[str, ...] = ("card_license", "card_pretty_name", "card_language", "card_task_categories")
-_CARD_TEXT += ("card_framework", "card_task_source", "card_intro")
+_CARD_TEXT += ("card_framework", "card_task_source", "card_model", "card_intro")
 CONFIG_SOURCES.update({name: f"TRACE_ASSETS_{name.upper()}" for name in _CARD_TEXT})
 _INT_VARS = {
     "batch_size": "TRACE_ASSETS_BATCH_SIZE",

@@ -32,6 +32,7 @@ class CardSettings:
     task_categories: tuple[str, ...] = ("text-generation",)
     framework: str = ""  # the training framework, e.g. "SkyRL"
     task_source: str = ""  # where the tasks came from, e.g. a benchmark's name and URL
+    model: str = ""  # the trained model's id, e.g. "Qwen/Qwen3-30B-A3B"
     intro: str = ""  # free prose placed first under the title
 
 
