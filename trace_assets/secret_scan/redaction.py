@@ -43,7 +43,7 @@ class Redaction:
         self.private = frozenset(private) if options.privacy is not None else frozenset()
         self._finder = Finder(options.kinds, options.wrap_width)
         self._judge = Judge(options.allowlist)
-        self._privacy = PrivacyFinder(options.privacy)
+        self._privacy = PrivacyFinder(options.privacy, self.private)
         self._tokens = Tokens()  # one scope's: rows and session files alike
         self.private_counts: dict[str, int] = {}
 

@@ -26,6 +26,7 @@ from trace_assets.store.trace_store import TraceStore
 
 OPTIONS = ScanOptions(privacy=PrivacyOptions(literals=("ubuntu",)))
 POLICY = ScanPolicy("redact", "redact", "redact")
+POLICIES = [POLICY, ScanPolicy("redact", "redact", "keep")]  # every private category, or operator values only
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,10 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_recorded_matches_publish_the_same_bytes(staged: tuple[RunStaging, Coverage], tmp_path: Path) -> None:
+@pytest.mark.parametrize("policy", POLICIES, ids=["on_private redact", "on_private keep"])
+def test_recorded_matches_publish_the_same_bytes(
+    staged: tuple[RunStaging, Coverage], tmp_path: Path, policy: ScanPolicy
+) -> None:
     staging, coverage = staged
     report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
     record = ScannedMatches.read(staging.scan_matches, report)
@@ -54,7 +58,7 @@ def test_recorded_matches_publish_the_same_bytes(staged: tuple[RunStaging, Cover
     assert sum(map(len, record.rows.values())) < report["rows_scanned"]  # batches without a match hold none
     built, counts = {}, {}
     for name, matched in (("recorded", staging.scan_matches), ("found again", None)):
-        redactor = secret_redactor(POLICY, report, OPTIONS, matched)
+        redactor = secret_redactor(policy, report, OPTIONS, matched)
         assert redactor is not None and (redactor.scanned is not None) == (matched is not None)
         build_run_folder(
             tmp_path / name, staging.require_rows(), staging.statuses, coverage, report, 1000, redactor,
