@@ -63,6 +63,10 @@ STORE_SCHEMA = pa.schema(
     ]
 )
 
+# Staging only (never published): texts are mostly distinct and long, so no dictionary and no
+# min/max statistics (which would copy a whole text into the footer); LZ4 decodes faster than Snappy.
+STORE_WRITE_OPTIONS: dict[str, Any] = {"use_dictionary": False, "write_statistics": False, "compression": "lz4"}
+
 
 def staged_sessions(staging: RunStaging) -> Path:
     """Where a scope's sessions are staged: `<folder>.parquet` is the store, manifests beside it.
@@ -246,7 +250,7 @@ class SessionWriter:
         table = pa.concat_tables(tables)
         if self._writer is None:
             self._temp.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA)
+            self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA, **STORE_WRITE_OPTIONS)
         self._writer.write_table(table)
 
     def discard(self) -> None:
@@ -260,7 +264,9 @@ class SessionWriter:
         record the manifest and the skipped sessions."""
         self.flush()
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA)  # no session: an empty store
+            self._writer = pq.ParquetWriter(
+                self._temp, STORE_SCHEMA, **STORE_WRITE_OPTIONS
+            )  # no session: an empty store
         self._writer.close()
         self._temp.replace(store_path(self.folder))
         if self.folder.exists():  # the one-file-per-session staging of earlier versions
