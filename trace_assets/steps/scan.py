@@ -3,6 +3,7 @@ publishing applies to them."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from collections.abc import Callable
@@ -38,7 +39,8 @@ class ScannedMatches:
     (`rows_batch`, `sessions_batch` at a time, in publishing order): redaction reading batches cut
     alike replaces it without running the finder again (most batches hold no match). It holds the
     matched text, as the staged rows it sits beside do. `rows_scanned` and `bytes_scanned` tie it
-    to the report it was made with: any other report ignores it."""
+    to the report it was made with, `options` to the scan's kinds, allowlist and wrap width: any
+    other report or options ignore it."""
 
     rows_batch: int
     sessions_batch: int
@@ -46,6 +48,7 @@ class ScannedMatches:
     sessions: Found
     rows_scanned: int
     bytes_scanned: int
+    options: str
 
     def write(self, path: Path) -> None:
         def found(batches: Found) -> dict[str, list[list[Any]]]:
@@ -54,8 +57,8 @@ class ScannedMatches:
         write_json_atomically(path, {**self.__dict__, "rows": found(self.rows), "sessions": found(self.sessions)})
 
     @classmethod
-    def read(cls, path: Path, report: dict[str, Any]) -> ScannedMatches | None:
-        """The record made with `report`, or None (none, unreadable or another scan's)."""
+    def read(cls, path: Path, report: dict[str, Any], options: ScanOptions) -> ScannedMatches | None:
+        """The record made with `report` and `options`, or None (none, unreadable or another scan's)."""
 
         def found(batches: dict[str, list[list[Any]]]) -> Found:
             return {
@@ -68,7 +71,8 @@ class ScannedMatches:
             scanned = cls(**{**fields, "rows": found(fields["rows"]), "sessions": found(fields["sessions"])})
         except (OSError, ValueError, TypeError, KeyError):
             return None
-        return scanned if (scanned.rows_scanned, scanned.bytes_scanned) == _tie(report) else None
+        tied = (scanned.rows_scanned, scanned.bytes_scanned) == _tie(report) and scanned.options == _digest(options)
+        return scanned if tied else None
 
 
 def scan_options(
@@ -109,6 +113,13 @@ def _tie(report: dict[str, Any]) -> tuple[Any, Any]:
     return report.get("rows_scanned"), report.get("bytes_scanned")
 
 
+def _digest(options: ScanOptions) -> str:
+    """What the finder and the judge were given: each kind's rules, the allowlist, the wrap width."""
+    kinds = [[kind.name, str(kind.judged), [rule.regex for rule in kind.rules]] for kind in options.kinds]
+    given = json.dumps([kinds, list(options.allowlist), options.wrap_width])
+    return hashlib.sha256(given.encode()).hexdigest()
+
+
 def scan_run(
     rows: RowParts,
     run_id: str,
@@ -137,7 +148,10 @@ def scan_run(
     )
     report = scanner.report()
     if matched is not None:
-        ScannedMatches(SCAN_BATCH_ROWS, SCAN_BATCH_SESSIONS, in_rows, in_sessions, *_tie(report)).write(matched)
+        record = ScannedMatches(
+            SCAN_BATCH_ROWS, SCAN_BATCH_SESSIONS, in_rows, in_sessions, *_tie(report), _digest(options)
+        )
+        record.write(matched)
     return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
 
 
@@ -190,4 +204,4 @@ def secret_redactor(
     redacts); `matched` is where the scan recorded the rows that held a match (see `ScannedMatches`)."""
     if not policy.redacts(report):
         return None
-    return Redactor(options, policy, ScannedMatches.read(matched, report) if matched is not None else None)
+    return Redactor(options, policy, ScannedMatches.read(matched, report, options) if matched is not None else None)

@@ -13,6 +13,7 @@ from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
+from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.privacy import PrivacyOptions
 from trace_assets.secret_scan.scanner import ScanOptions
@@ -53,7 +54,7 @@ def test_recorded_matches_publish_the_same_bytes(
 ) -> None:
     staging, coverage = staged
     report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
-    record = ScannedMatches.read(staging.scan_matches, report)
+    record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
     assert record is not None and record.rows and record.sessions  # the planted keys were found
     assert sum(map(len, record.rows.values())) < report["rows_scanned"]  # batches without a match hold none
     built, counts = {}, {}
@@ -72,7 +73,11 @@ def test_recorded_matches_publish_the_same_bytes(
 def test_a_record_of_another_scan_is_ignored(staged: tuple[RunStaging, Coverage]) -> None:
     staging, _ = staged
     report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
-    assert ScannedMatches.read(staging.scan_matches, {**report, "bytes_scanned": 1}) is None
+    assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is not None
+    assert ScannedMatches.read(staging.scan_matches, {**report, "bytes_scanned": 1}, OPTIONS) is None
+    other_kinds = ScanOptions(tuple(parse_pattern_specs("mine=sk-mine-[a-z]{12}")), privacy=OPTIONS.privacy)
+    assert ScannedMatches.read(staging.scan_matches, report, other_kinds) is None
+    assert ScannedMatches.read(staging.scan_matches, report, ScanOptions(allowlist=("0" * 16,))) is None
     staging.scan_matches.write_text("{not json")
-    assert ScannedMatches.read(staging.scan_matches, report) is None
+    assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is None
     assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
