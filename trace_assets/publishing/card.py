@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
+from string import Template
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +22,8 @@ from trace_assets.steps.sessions import SessionCounts
 TRIALS_CONFIG = "trials"
 TRIALS_FILE = "trials.parquet"
 REWARD_PLOT, TURNS_PLOT = "plots/rewards.svg", "plots/turns.svg"
+TEMPLATES_DIR = "templates"  # package data beside this module (pyproject.toml's package-data)
+CARD_TEMPLATE = "card.md"  # the scope card's prose around the figures; see `fill_template`
 
 
 @dataclass(frozen=True)
@@ -497,28 +501,41 @@ def dataset_card(
     header = yaml.safe_dump(
         card_header(schema, shards, subsets, context.settings, title), sort_keys=False, allow_unicode=True
     )
-    intro = f"{context.settings.intro.strip()}\n\n" if context.settings.intro.strip() else ""
-    options_section = (
-        f"## Export options\n\n{options_prose(options, shards, subsets or {})}\n\n"
-        if options != ExportOptions()
-        else ""
+    return fill_template(
+        CARD_TEMPLATE,
+        header=header,
+        title=title,
+        intro=context.settings.intro.strip(),
+        summary=intro_prose(options, schema),
+        provenance=provenance_prose(coverage, context, source_prefix, step),
+        fields=fields_prose(schema),
+        usage=usage_prose(context.repo_id, subsets or {}),
+        rewards=rewards_prose(coverage, context),
+        options=options_prose(options, shards, subsets or {}) if options != ExportOptions() else "",
+        sessions=sessions_prose(sessions, context.location) if sessions is not None else "",
+        coverage=coverage_prose(coverage, step),
+        scan=scan_prose(scan_report),
+        history=history_prose(versions) if versions else "",
     )
-    sessions_section = (
-        f"## Sessions\n\n{sessions_prose(sessions, context.location)}\n\n" if sessions is not None else ""
+
+
+def fill_template(name: str, **values: str) -> str:
+    """A card template filled from `values`: its paragraphs (separated by a blank line) are
+    `string.Template`s; one that fills to nothing is left out, and so is a `## ` heading whose
+    section is left with no paragraph. The values are inserted as they are, never re-read as a
+    template, so a `$` or a heading-like line in the data stays text."""
+    paragraphs = (
+        (resources.files("trace_assets.publishing") / TEMPLATES_DIR / name).read_text(encoding="utf-8").split("\n\n")
     )
-    history_section = f"## Version history\n\n{history_prose(versions)}\n\n" if versions else ""
-    return (
-        f"---\n{header}---\n\n"
-        f"# {title}\n\n"
-        f"{intro}"
-        f"{intro_prose(options, schema)}\n\n"
-        f"## Provenance\n\n{provenance_prose(coverage, context, source_prefix, step)}\n\n"
-        f"## Fields\n\n{fields_prose(schema)}\n\n"
-        f"## Usage\n\n{usage_prose(context.repo_id, subsets or {})}\n\n"
-        f"## Rewards and turns\n\n{rewards_prose(coverage, context)}\n\n"
-        f"{options_section}"
-        f"{sessions_section}"
-        f"## Coverage\n\n{coverage_prose(coverage, step)}\n\n"
-        f"## Secret scan\n\n{scan_prose(scan_report)}\n\n"
-        f"{history_section}"
-    ).rstrip("\n") + "\n"
+    sections: list[list[str]] = [[]]
+    for paragraph in paragraphs:
+        if paragraph.startswith("## "):
+            sections.append([paragraph])
+        elif filled := Template(paragraph.strip("\n")).substitute(values).strip("\n"):
+            sections[-1].append(filled)
+    kept = [p for section in sections if not _heading_only(section) for p in section]
+    return "\n\n".join(kept) + "\n"
+
+
+def _heading_only(section: list[str]) -> bool:
+    return len(section) == 1 and section[0].startswith("## ")

@@ -9,7 +9,7 @@ import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.publishing.card import CardContext, CardSettings
+from trace_assets.publishing.card import CARD_TEMPLATE, CardContext, CardSettings, fill_template
 from trace_assets.publishing.card_facts import gather_facts, size_category
 from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
 from trace_assets.publishing.targets import FolderTarget
@@ -22,6 +22,8 @@ from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, load_published, run_steps
 
 GOLDEN = DATA / "published_sample"
+CARD_FIELDS = ("header", "title", "intro", "summary", "provenance", "fields", "usage", "rewards", "options")
+CARD_FIELDS += ("sessions", "coverage", "scan", "history")
 
 
 def test_the_hub_parses_the_cards_and_datasets_loads_every_config(tmp_path):
@@ -97,3 +99,10 @@ def test_a_version_published_before_histories_counts_as_one_undated_entry():
     assert earlier == [
         {"version": None, "published_at": None, "trial_dirs": 255, "scored": 250, "exported": 240, "rows": 240}
     ]
+
+
+def test_the_card_template_leaves_out_what_fills_to_nothing():
+    values = dict.fromkeys(CARD_FIELDS, "")
+    values |= {"header": "license: mit\n", "title": "T", "summary": "$x ${y}\n\n## Not a heading", "scan": "s"}
+    text = fill_template(CARD_TEMPLATE, **values)
+    assert text == "---\nlicense: mit\n---\n\n# T\n\n$x ${y}\n\n## Not a heading\n\n## Secret scan\n\ns\n"
