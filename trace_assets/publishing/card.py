@@ -31,7 +31,7 @@ class CardSettings:
     """What the card says that the data cannot: set in the resource (or `TRACE_ASSETS_CARD_*`)."""
 
     license: str = "unknown"  # a Hub license id; the pipeline cannot know the traces' terms
-    pretty_name: str = ""  # default: "Harbor traces: <scope>"
+    pretty_name: str = ""  # default: "<run> step <N> traces of <model>" (see `card_title`)
     language: tuple[str, ...] = ("en",)
     task_categories: tuple[str, ...] = ("text-generation",)
     framework: str = ""  # the training framework, e.g. "SkyRL"
@@ -110,7 +110,7 @@ def card_header(
     configs.append({"config_name": TRIALS_CONFIG, "data_files": [{"split": "train", "path": TRIALS_FILE}]})
     return {
         "license": settings.license,
-        "pretty_name": settings.pretty_name or pretty_name,
+        "pretty_name": pretty_name or _one_line(settings.pretty_name),
         "language": list(settings.language),
         "task_categories": list(settings.task_categories),
         "size_categories": [size_category(shards.num_examples)],
@@ -270,20 +270,39 @@ def _steps(steps: list[int]) -> str:
 
 
 def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: str, step: str | None = None) -> str:
-    """Who made the traces and from what: agent, model, provider, framework, tasks, step, source.
+    """Who made the traces and from what: run and step, framework and trained model, task source,
+    agent, served model and provider, source objects. The settings' lines appear when they are set.
     A step scope (`step`, its step folder) names its run and step; a run, the steps in its trial paths."""
     facts, settings = context.facts, context.settings
-    run = coverage.run_id.removesuffix(f"/{step}") if step else coverage.run_id
-    steps = [int(step.removeprefix("step-"))] if step else facts.steps
-    lines = [
-        f"- **Agent**: {_named(facts.agents)}; **model**: {_named(facts.models)}; "
+    training = [f"**{what}**: {value}" for what, value in _training(settings) if value]
+    lines = [f"- **Run**: `{_run(coverage, step)}`; **training step**: {_steps(_scope_steps(context, step))}"]
+    lines += ["- " + "; ".join(training)] if training else []
+    lines += [f"- **Task source**: {_one_line(settings.task_source)}"] if settings.task_source.strip() else []
+    lines += [
+        f"- **Agent**: {_named(facts.agents)}; **served model**: {_named(facts.models)}; "
         f"**provider**: {_named(facts.providers)} (exported trials per value)",
-        f"- **Framework**: {settings.framework or 'not stated'}; **task source**: {settings.task_source or 'not stated'}",
-        f"- **Run**: `{run}`; **training step**: {_steps(steps)}",
         f"- **Source**: {facts.objects:,} objects ({_size(facts.bytes)}) in the full `{source_prefix}/` prefix, "
         "listed in one pass at publish time",
     ]
     return "\n".join(lines)
+
+
+def _training(settings: CardSettings) -> list[tuple[str, str]]:
+    model = f"`{_one_line(settings.model)}`" if settings.model.strip() else ""
+    return [("Framework", _one_line(settings.framework)), ("Trained model", model)]
+
+
+def _one_line(text: str) -> str:
+    """An operator's setting on one line of the card (a list item or the title)."""
+    return " ".join(text.split())
+
+
+def _run(coverage: Coverage, step: str | None) -> str:
+    return coverage.run_id.removesuffix(f"/{step}") if step else coverage.run_id
+
+
+def _scope_steps(context: CardContext, step: str | None) -> list[int]:
+    return [int(step.removeprefix("step-"))] if step else context.facts.steps
 
 
 def _dist(d: Distribution, what: str) -> str:
@@ -477,8 +496,25 @@ def _decision(report: dict[str, Any]) -> str:
     )
 
 
-def card_title(coverage: Coverage, settings: CardSettings) -> str:
-    return settings.pretty_name or f"Harbor traces: {coverage.run_id}"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:+-]{0,99}")  # a served model's name fit for the title
+
+
+def card_title(coverage: Coverage, context: CardContext, step: str | None = None) -> str:
+    """`card_pretty_name`, else "<run> step <N> traces of <model>": the step when the scope has one
+    (or its trial paths name one), the trained model when set, else the one served model when its
+    name is plain (a name from result.json is data, not fit for a heading as it is)."""
+    settings = context.settings
+    if settings.pretty_name.strip():
+        return _one_line(settings.pretty_name)
+    steps = _scope_steps(context, step)
+    served = list(context.facts.models)
+    model = _one_line(settings.model) or (served[0] if len(served) == 1 and _PLAIN_NAME.fullmatch(served[0]) else "")
+    return (
+        _run(coverage, step)
+        + (f" step {steps[0]}" if len(steps) == 1 else "")
+        + " traces"
+        + (f" of {model}" if model else "")
+    )
 
 
 def dataset_card(
@@ -497,7 +533,7 @@ def dataset_card(
     """The card's text; `step` is a step scope's step folder (`step-N`), None for a run."""
     options = options or ExportOptions()
     context = context or CardContext()
-    title = card_title(coverage, context.settings)
+    title = card_title(coverage, context, step)
     header = yaml.safe_dump(
         card_header(schema, shards, subsets, context.settings, title), sort_keys=False, allow_unicode=True
     )

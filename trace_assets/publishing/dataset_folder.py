@@ -76,7 +76,7 @@ def build_run_folder(
         session_counts = copy_sessions(sessions, out_dir, redactor, progress)
         session_counts = replace(session_counts, version=version_folder(out_dir / SESSIONS_DIR))
         (out_dir / SESSIONS_CARD).write_text(
-            sessions_card(session_counts, card_title(coverage, card.settings), card.settings.license)
+            sessions_card(session_counts, card_title(coverage, card, step), card.settings.license)
         )
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)

@@ -31,7 +31,7 @@ def test_the_hub_parses_the_cards_and_datasets_loads_every_config(tmp_path):
     assert isinstance(card.data, DatasetCardData)
     data = card.data.to_dict()
     assert data["license"] == "unknown"
-    assert data["pretty_name"] == f"Harbor traces: {SAMPLE_RUN}"
+    assert data["pretty_name"] == f"{SAMPLE_RUN} traces of Qwen3-Coder-30B-A3B-Instruct"  # the one served model
     assert data["size_categories"] == ["n<1K"]
     assert [c["config_name"] for c in data["configs"]] == ["default", "trials"]  # Parquet, all of them
     for section in ("## Provenance", "## Fields", "## Usage", "## Rewards and turns", "## Version history"):
@@ -74,10 +74,20 @@ def _publish(tmp_path, target, options, published_at, settings=None):
 
 def test_version_history_is_kept_across_publishes_and_says_why(tmp_path):
     target = FolderTarget(str(tmp_path / "published"))
-    settings = CardSettings(license="mit", framework="SkyRL", task_source="pymethods2test", intro="Made for tests.")
+    settings = CardSettings(
+        license="mit",
+        framework="SkyRL",
+        task_source="pymethods2test",
+        model="Qwen/Qwen3-30B-A3B",
+        intro="Made for tests.",
+    )
     folder = _publish(tmp_path, target, ExportOptions(), "2025-01-01 00:00 UTC", settings)
     first = (folder / "README.md").read_text()
-    assert "license: mit" in first and "Made for tests." in first and "**Framework**: SkyRL" in first
+    assert "license: mit" in first and "Made for tests." in first
+    assert f"\n# {SAMPLE_RUN} traces of Qwen/Qwen3-30B-A3B\n" in first  # the trained model, not the served one
+    assert (
+        "- **Framework**: SkyRL; **Trained model**: `Qwen/Qwen3-30B-A3B`\n- **Task source**: pymethods2test\n" in first
+    )
 
     _publish(tmp_path, target, ExportOptions(), "2025-01-02 00:00 UTC", settings)
     assert (folder / "README.md").read_text() == first  # same shards, same options: the history is unchanged

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from huggingface_hub import DatasetCard
 
-from trace_assets.publishing.card import CardContext, code_span
-from trace_assets.publishing.card_facts import gather_facts
+from trace_assets.accounting import Coverage
+from trace_assets.publishing.card import CardContext, CardSettings, card_title, code_span
+from trace_assets.publishing.card_facts import CardFacts, gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import ScanOptions
@@ -61,6 +62,17 @@ def test_names_from_result_json_cannot_break_the_cards_markdown(tmp_path):
     assert "``` `tick` ``two`` ```" in text and "`<script>alert(1)</script> | {{ x }}` (1)" in text
     assert "`Boom\\u2028\\x85" + "E" * 94 + "…` (1)" in text
     assert " and 8 more (8)" in text  # 28 models: 20 named, 8 summed
+
+
+def test_the_title_names_a_served_model_only_when_its_name_is_plain():
+    def title(model: str, settings: CardSettings | None = None) -> str:
+        context = CardContext(settings or CardSettings(), CardFacts(models={model: 1}, steps=[25]))
+        return card_title(Coverage("run"), context)
+
+    assert title("Qwen/Qwen3-8B") == "run step 25 traces of Qwen/Qwen3-8B"
+    assert title("m\n# heading") == title("<b>x</b>") == title("`x`") == "run step 25 traces"
+    assert title("x", CardSettings(model=" Qwen/A\nB ")) == "run step 25 traces of Qwen/A B"
+    assert title("x", CardSettings(pretty_name="My\n---\ntraces")) == "My --- traces"
 
 
 def test_a_code_span_holds_any_text_on_one_line():
