@@ -14,7 +14,7 @@ import yaml
 
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.publishing.card_facts import CardFacts, Distribution, size_category
+from trace_assets.publishing.card_facts import CardFacts, Distribution, count, size_category, size_text
 from trace_assets.publishing.sessions_card import sessions_prose
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.steps.sessions import SessionCounts
@@ -254,19 +254,12 @@ def _named(counts: Mapping[str, int]) -> str:
     return named
 
 
-def _size(num_bytes: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if num_bytes >= scale:
-            return f"{num_bytes / scale:.1f} {unit}"
-    return f"{num_bytes:,} bytes"
-
-
 def _steps(steps: list[int]) -> str:
     if not steps:
         return "not named in the trial folders' paths"
     if len(steps) == 1:
         return str(steps[0])
-    return f"{steps[0]} to {steps[-1]} ({len(steps)} steps)"
+    return f"{steps[0]} to {steps[-1]} ({count(len(steps), 'step')})"
 
 
 def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: str, step: str | None = None) -> str:
@@ -281,7 +274,7 @@ def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: st
     lines += [
         f"- **Agent**: {_named(facts.agents)}; **served model**: {_named(facts.models)}; "
         f"**provider**: {_named(facts.providers)} (exported trials per value)",
-        f"- **Source**: {facts.objects:,} objects ({_size(facts.bytes)}) in the full `{source_prefix}/` prefix, "
+        f"- **Source**: {count(facts.objects, 'object')} ({size_text(facts.bytes)}) in the full `{source_prefix}/` prefix, "
         "listed in one pass at publish time",
     ]
     return "\n".join(lines)
@@ -323,7 +316,7 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
     rewards, excluded, turns = facts.reward_stats, facts.excluded_reward_stats, facts.turn_stats
     lines = []
     if rewards.count:
-        lines.append("- " + _dist(rewards, f"Reward over the {rewards.count:,} exported trials with one"))
+        lines.append("- " + _dist(rewards, f"Reward over the {count(rewards.count, 'exported trial')} with one"))
     if facts.rewards_not_finite:
         lines.append(
             f"- Exported trials left out of these figures: {_not_finite(facts.rewards_not_finite)}; "
@@ -340,7 +333,7 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
     if excluded_total:
         share = _percent(excluded_total, coverage.scored)
         lines.append(
-            f"- Scored but excluded: {excluded_total:,} trials ({share} of the scored); "
+            f"- Scored but excluded: {count(excluded_total, 'trial')} ({share} of the scored); "
             + (
                 _dist(excluded, f"reward over the {excluded.count:,} with one")
                 if excluded.count
@@ -378,29 +371,56 @@ def _percent(part: int, whole: int) -> str:
 
 def coverage_prose(coverage: Coverage, step: str | None = None) -> str:
     """The run (or its step folder `step`) described the way a person would: folders, scored,
-    exported, why the rest were not."""
+    exported, and one sentence per reason the rest were not."""
     folder = f"The step folder `trace_jobs/{step}/`" if step else "The run's `trace_jobs/`"
+    subagent_rows = coverage.subagent_rows
     lines = [
-        f"{folder} held **{coverage.trial_dirs:,}** trial folders. "
-        f"**{coverage.scored:,}** were scored (had a `result.json`)"
-        + (f" and {coverage.unscored:,} were not" if coverage.unscored else "")
-        + f". **{coverage.exported:,}** trials were exported, {_percent(coverage.exported, coverage.scored)} "
-        f"of the scored ones, as {coverage.rows:,} rows"
-        + (f" ({coverage.subagent_rows:,} of them subagent conversations)" if coverage.subagent_rows else "")
+        f"{folder} held **{coverage.trial_dirs:,}** {_noun(coverage.trial_dirs, 'trial folder')}. "
+        f"**{coverage.scored:,}** {_was(coverage.scored)} scored (had a `result.json`)"
+        + (f" and {coverage.unscored:,} {_was(coverage.unscored)} not" if coverage.unscored else "")
+        + f". **{coverage.exported:,}** {_noun(coverage.exported, 'trial')} {_was(coverage.exported)} exported, "
+        f"{_percent(coverage.exported, coverage.scored)} of the scored ones, as {count(coverage.rows, 'row')}"
+        + (
+            f" ({subagent_rows:,} of them {'a subagent conversation' if subagent_rows == 1 else 'subagent conversations'})"
+            if subagent_rows
+            else ""
+        )
         + "."
     ]
     excluded = {k: v for k, v in coverage.excluded.items() if v}
     if excluded:
-        lines.append("")
-        lines.append("Trial folders with no row:")
-        lines.append("")
-        lines.append("| reason | folders | what it means |")
-        lines.append("|---|---:|---|")
-        for reason, count in sorted(excluded.items(), key=lambda item: -item[1]):
-            lines.append(f"| `{reason}` | {count:,} | {REASON_DESCRIPTIONS.get(Reason(reason), reason)} |")
+        lines += ["", "Trial folders with no row, by reason (`reason` in `trials.parquet`):", ""]
+        lines += [f"- {exclusion_sentence(Reason(reason), n)}" for reason, n in sorted(excluded.items(), key=_most)]
     lines.append("")
     lines.append("Every folder's status and reason is in `trials.parquet`; the counts are in `coverage.json`.")
     return "\n".join(lines)
+
+
+def _most(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
+def _noun(n: int, noun: str) -> str:
+    return count(n, noun).split(" ", 1)[1]
+
+
+def _was(n: int) -> str:
+    return "was" if n == 1 else "were"
+
+
+# A reason's description completes "trial folders that ..."; for one folder its verbs agree.
+_SINGULAR_VERBS = {"were": "was", "are": "is", "have": "has", "hold": "holds"}
+
+
+def exclusion_sentence(reason: Reason, n: int) -> str:
+    """`` `no_trajectory`: **3** trial folders were scored but have no agent/trajectory.json. ``: the
+    count and the code's one description of the reason (`REASON_DESCRIPTIONS`), its verbs made
+    singular for one folder (outside its parenthesis, which speaks of the trial)."""
+    description = REASON_DESCRIPTIONS[reason]
+    if n == 1:
+        words, paren, rest = description.partition("(")
+        description = re.sub(r"\b(were|are|have|hold)\b", lambda m: _SINGULAR_VERBS[m.group()], words) + paren + rest
+    return f"`{reason}`: **{n:,}** {_noun(n, 'trial folder')} {description}."
 
 
 def scan_prose(report: dict[str, Any]) -> str:
@@ -409,7 +429,7 @@ def scan_prose(report: dict[str, Any]) -> str:
     all_kinds = report.get("kinds") or {}
     kinds = {k: v for k, v in all_kinds.items() if v.get("matches")}
     patterns = sum(v.get("patterns", 1) for v in all_kinds.values())
-    scanned = f"{len(all_kinds)} kinds ({patterns} patterns)"
+    scanned = f"{count(len(all_kinds), 'kind')} ({count(patterns, 'pattern')})"
     if not kinds:
         lines = [
             f"The secret scan found no credential-shaped strings in the rows (verdict: `clean`); it looked for {scanned}."
@@ -432,24 +452,28 @@ def scan_prose(report: dict[str, Any]) -> str:
     if report.get("unverified"):
         lines.append("")
         lines.append(
-            f"{report['unverified']:,} matches have a credential's rough shape but not its exact format "
+            f"{count(report['unverified'], 'match', 'matches')} {'has' if report['unverified'] == 1 else 'have'} "
+            "a credential's rough shape but not its exact format "
             "(`unverified`): by default publishing replaces them; placeholders are kept."
         )
     pem = report.get("pem") or {}
     if pem.get("blocks"):
         lines.append("")
         lines.append(
-            f"{pem.get('markers', 0):,} PEM private-key markers in {pem.get('rows', 0):,} rows from "
-            f"{pem.get('tasks', 0):,} task(s); of {pem['blocks']:,} blocks, {pem.get('parseable', 0):,} parsed as a key, "
-            f"{pem.get('placeholder', 0):,} held a `...` placeholder, the longest decoded to {pem.get('max_decoded_bytes', 0):,} bytes."
-            + _pem_detail(report)
+            f"{count(pem.get('markers', 0), 'PEM private-key marker')} in {count(pem.get('rows', 0), 'row')} from "
+            f"{count(pem.get('tasks', 0), 'task')}; of {count(pem['blocks'], 'block')}, {pem.get('parseable', 0):,} "
+            f"parsed as a key, {pem.get('placeholder', 0):,} held a `...` placeholder, the longest decoded to "
+            f"{count(pem.get('max_decoded_bytes', 0), 'byte')}." + _pem_detail(report)
         )
     redacted = report.get("redacted") or {}
     if any(redacted.values()):
         total = sum(redacted.values())
         per_kind = ", ".join(f"`{kind}` {count:,}" for kind, count in sorted(redacted.items()) if count)
         lines.append("")
-        lines.append(f"{total:,} matches were replaced by `[REDACTED:<kind>]` in the published rows ({per_kind}).")
+        lines.append(
+            f"{count(total, 'match', 'matches')} {_was(total)} replaced by `[REDACTED:<kind>]` in the published rows "
+            f"({per_kind})."
+        )
     lines.append("")
     lines.append(_decision(report))
     quiet = sorted(k for k in all_kinds if k not in kinds)
@@ -471,7 +495,7 @@ def _pem_detail(report: dict[str, Any]) -> str:
     longest = max(blocks, key=lambda b: b.get("decoded_bytes", 0))
     needed = longest.get("min_bytes")
     comparison = (
-        f" A real {longest.get('kind', 'key')} key decodes to at least {needed:,} bytes, "
+        f" A real {longest.get('kind', 'key')} key decodes to at least {count(needed, 'byte')}, "
         + (
             "so the longest block is too short to be one."
             if longest.get("decoded_bytes", 0) < needed
@@ -487,7 +511,7 @@ def _decision(report: dict[str, Any]) -> str:
     """What was done about the findings: a blocked run never gets this card."""
     redacted = sum((report.get("redacted") or {}).values())
     if redacted:
-        return f"Decision: published with the {redacted:,} acted-on matches redacted."
+        return f"Decision: published with the {count(redacted, 'acted-on match', 'acted-on matches')} redacted."
     if report.get("verdict") in ("clean", "placeholder", None):
         return "Decision: published as read; nothing to act on."
     return (

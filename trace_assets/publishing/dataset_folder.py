@@ -17,9 +17,9 @@ from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.progress import Progress, quiet
 from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, card_title, dataset_card
-from trace_assets.publishing.card_facts import CardFacts, histogram
+from trace_assets.publishing.card_facts import CardFacts, histogram, integer_histogram
 from trace_assets.publishing.parquet_layout import write_published_table
-from trace_assets.publishing.plots import bar_chart_svg
+from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
 from trace_assets.publishing.shards import ShardSet, version_folder, write_shards
 from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
@@ -125,11 +125,13 @@ def _write_trace_sources(
 
 def _write_plots(out_dir: Path, facts: CardFacts) -> None:
     """The reward histogram and the assistant turns per row, as the card's two images."""
-    rewards = [(f"{low:.2g}", count) for low, _, count in histogram(facts.rewards)]
-    turns = [(f"{low:.0f}-{high:.0f}", count) for low, high, count in histogram([float(t) for t in facts.turns])]
+    reward_bins = histogram(facts.rewards)
+    width = (reward_bins[0][1] - reward_bins[0][0]) if reward_bins else 0.0
+    rewards = [(range_label(low, high, width), count) for low, high, count in reward_bins]
+    turns = [(integer_label(low, high), count) for low, high, count in integer_histogram(facts.turns)]
     for name, title, bars in (
         (REWARD_PLOT, "reward (exported trials)", rewards),
         (TURNS_PLOT, "assistant turns per row", turns),
     ):
         (out_dir / name).parent.mkdir(exist_ok=True)
-        (out_dir / name).write_text(bar_chart_svg(title, bars))
+        (out_dir / name).write_text(bar_chart_svg(title, bars), encoding="utf-8")

@@ -4,14 +4,24 @@ version history survives publishes of a scope through a real folder target."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from trace_assets.accounting import Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.publishing.card import CARD_TEMPLATE, CardContext, CardSettings, fill_template
-from trace_assets.publishing.card_facts import gather_facts, size_category
+from trace_assets.publishing.card import (
+    CARD_TEMPLATE,
+    CardContext,
+    CardSettings,
+    coverage_prose,
+    exclusion_sentence,
+    fill_template,
+)
+from trace_assets.publishing.card_facts import gather_facts, histogram, integer_histogram, size_category, size_text
 from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
+from trace_assets.publishing.plots import integer_label, range_label
 from trace_assets.publishing.targets import FolderTarget
 from trace_assets.publishing.versions import earlier_versions
 from trace_assets.scope import RunScope
@@ -109,6 +119,52 @@ def test_a_version_published_before_histories_counts_as_one_undated_entry():
     assert earlier == [
         {"version": None, "published_at": None, "trial_dirs": 255, "scored": 250, "exported": 240, "rows": 240}
     ]
+
+
+def test_numbers_and_plurals_agree():
+    one = Coverage("r", trial_dirs=1, scored=1, exported=1, rows=1, subagent_rows=1)
+    text = coverage_prose(one)
+    assert "held **1** trial folder. **1** was scored (had a `result.json`). **1** trial was exported" in text
+    assert "as 1 row (1 of them a subagent conversation)." in text
+    two = coverage_prose(Coverage("r", trial_dirs=3, scored=2, unscored=1, exported=2, rows=2))
+    assert "**2** were scored (had a `result.json`) and 1 was not. **2** trials were exported" in two
+    singular = {reason: exclusion_sentence(reason, 1) for reason in Reason}  # every reason, for one folder
+    assert (
+        singular[Reason.NO_TRAJECTORY]
+        == "`no_trajectory`: **1** trial folder was scored but has no agent/trajectory.json."
+    )
+    assert singular[Reason.NO_RESULT_JSON].endswith("never got a result.json (the trial was not scored).")
+    assert "trial folder is, or holds a file or folder, that" in singular[Reason.UNREADABLE]
+    assert (
+        "trial folder holds images" in singular[Reason.MULTIMODAL]
+        and "trial folder has a name" in singular[Reason.UNDECODABLE_NAME]
+    )
+    assert (
+        "trial folder was left out by the success filter (`--filter`; a reward above 0 is a success)"
+        in singular[Reason.FILTERED_OUT]
+    )
+    assert not any(re.search(r"\b(were|are|have|hold)\b", s.split("(")[0]) for s in singular.values())
+    assert (
+        exclusion_sentence(Reason.NO_AGENT_TURNS, 2)
+        == "`no_agent_turns`: **2** trial folders were dropped because the agent never took a turn."
+    )
+    assert [size_text(n) for n in (1, 999, 745_045, 6_700_000, 2_500_000_000)] == [
+        "1 byte",
+        "999 bytes",
+        "745.0 kB",
+        "6.7 MB",
+        "2.5 GB",
+    ]
+
+
+def test_histogram_bins_are_labelled_by_their_ranges():
+    bins = histogram([0.0, 0.5, 1.0, 1.0])
+    labels = [range_label(low, high, bins[0][1] - bins[0][0]) for low, high, _ in bins]
+    assert labels[0] == "0.0–0.1" and labels[-1] == "0.9–1.0" and bins[-1][2] == 2  # the 1.0 bin is not "0.9"
+    assert range_label(1.0, 1.0, 0.0) == "1" and range_label(-0.0, 0.25, 0.25) == "0.00–0.25"
+    assert range_label(-1.7e308, -1.36e308, 3.4e307) == "-1.7e+308–-1.36e+308"
+    assert integer_histogram([1, 25, 13, 2, 3])[0] == (1, 3, 3) and integer_histogram([1, 25])[-1] == (25, 25, 1)
+    assert [integer_label(a, b) for a, b, _ in integer_histogram([4, 5, 6])] == ["4", "5", "6"]
 
 
 def test_the_card_template_leaves_out_what_fills_to_nothing():
