@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -235,6 +236,66 @@ def code_span(text: str) -> str:
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def code_block(text: str, info: str = "") -> str:
+    """Text as a fenced code block that cannot break the card: fenced by more backticks than it
+    holds in a row (at least three), so no line of it can close the fence."""
+    fence = "`" * max(3, max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+EXAMPLE_CHARS = 200  # of each text of the example row
+EXAMPLE_HEAD, EXAMPLE_TAIL = 4, 2  # the messages shown of a longer conversation: its first and its last
+
+
+def example_prose(row: Mapping[str, Any] | None) -> str:
+    """The first published row, as `rows[0]` gives it, shortened: each text cut at EXAMPLE_CHARS, a
+    long conversation's middle messages left out. JSON with every character that could break a
+    line escaped (`\\u2028`), in a fence no text can close. Nothing for a scope with no row."""
+    if row is None:
+        return ""
+    messages = len(row.get("conversations") or [])
+    cut = (
+        f"; of its {messages:,} messages, the first {EXAMPLE_HEAD} and the last {EXAMPLE_TAIL} are shown"
+        if messages > EXAMPLE_HEAD + EXAMPLE_TAIL
+        else ""
+    )
+    lines = ["{"]
+    for index, (key, value) in enumerate(row.items()):
+        comma = "," if index < len(row) - 1 else ""
+        if isinstance(value, list) and value:
+            items = _shortened(value)
+            lines.append(f"  {_json(key)}: [")
+            lines += [f"    {_json(item)}{',' if i < len(items) - 1 else ''}" for i, item in enumerate(items)]
+            lines.append(f"  ]{comma}")
+        else:
+            lines.append(f"  {_json(key)}: {_json(_cut(value))}{comma}")
+    lines.append("}")
+    return f"The first row, as `rows[0]` gives it, each text cut at {EXAMPLE_CHARS} characters{cut}:\n\n" + code_block(
+        "\n".join(lines), "json"
+    )
+
+
+def _shortened(items: list[Any]) -> list[Any]:
+    kept = items if len(items) <= EXAMPLE_HEAD + EXAMPLE_TAIL else items[:EXAMPLE_HEAD] + items[-EXAMPLE_TAIL:]
+    return [_cut(item) for item in kept]
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= EXAMPLE_CHARS else value[:EXAMPLE_CHARS] + "…"
+    if isinstance(value, dict):
+        return {key: _cut(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cut(item) for item in value]
+    return value
+
+
+def _json(value: Any) -> str:
+    """One line of JSON: `json` escapes the control characters, this the rest `_UNPRINTABLE` holds."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _escaped(match: re.Match[str]) -> str:
@@ -553,8 +614,10 @@ def dataset_card(
     source_prefix: str = "",
     versions: list[dict[str, Any]] | None = None,
     step: str | None = None,
+    example: Mapping[str, Any] | None = None,
 ) -> str:
-    """The card's text; `step` is a step scope's step folder (`step-N`), None for a run."""
+    """The card's text; `step` is a step scope's step folder (`step-N`), None for a run; `example`
+    the first published row (None when there is none)."""
     options = options or ExportOptions()
     context = context or CardContext()
     title = card_title(coverage, context, step)
@@ -570,6 +633,7 @@ def dataset_card(
         provenance=provenance_prose(coverage, context, source_prefix, step),
         fields=fields_prose(schema),
         usage=usage_prose(context.repo_id, subsets or {}),
+        example=example_prose(example),
         rewards=rewards_prose(coverage, context),
         options=options_prose(options, shards, subsets or {}) if options != ExportOptions() else "",
         sessions=sessions_prose(sessions, context.location) if sessions is not None else "",

@@ -90,12 +90,33 @@ def build_run_folder(
     (out_dir / VERSIONS_FILE).write_text(json.dumps({"versions": versions}, indent=2) + "\n")
     if card.plots:
         _write_plots(out_dir, card.facts)
+    example = first_row(out_dir, shards)
     text = dataset_card(
-        coverage, scan_report, shards, schema, options, subsets, session_counts, card, source_prefix, versions, step
+        coverage,
+        scan_report,
+        shards,
+        schema,
+        options,
+        subsets,
+        session_counts,
+        card,
+        source_prefix,
+        versions,
+        step,
+        example,
     )
     (out_dir / CARD_FILE).write_text(text)
     progress(f"card: {CARD_FILE}, {VERSIONS_FILE}, {COVERAGE_FILE}, {TRIALS_FILE} and {SCAN_REPORT_FILE} written")
     return shards
+
+
+def first_row(out_dir: Path, shards: ShardSet) -> dict[str, Any] | None:
+    """The first published row (after redaction: read back from the first shard), for the card's
+    example; only the first row group is read."""
+    if not shards.num_examples:
+        return None
+    parquet = pq.ParquetFile(out_dir / shards.files[0], pre_buffer=False)
+    return parquet.read_row_group(0, use_threads=False).slice(0, 1).to_pylist()[0]
 
 
 def _write_trace_sources(

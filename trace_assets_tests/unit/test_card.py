@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from importlib import resources
+from string import Template
 
 import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
@@ -13,6 +15,7 @@ from trace_assets.accounting import Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card import (
     CARD_TEMPLATE,
+    TEMPLATES_DIR,
     CardContext,
     CardSettings,
     coverage_prose,
@@ -32,8 +35,6 @@ from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, load_published, run_steps
 
 GOLDEN = DATA / "published_sample"
-CARD_FIELDS = ("header", "title", "intro", "summary", "provenance", "fields", "usage", "rewards", "options")
-CARD_FIELDS += ("sessions", "coverage", "scan", "history")
 
 
 def test_the_hub_parses_the_cards_and_datasets_loads_every_config(tmp_path):
@@ -168,7 +169,8 @@ def test_histogram_bins_are_labelled_by_their_ranges():
 
 
 def test_the_card_template_leaves_out_what_fills_to_nothing():
-    values = dict.fromkeys(CARD_FIELDS, "")
+    template = (resources.files("trace_assets.publishing") / TEMPLATES_DIR / CARD_TEMPLATE).read_text()
+    values = dict.fromkeys(Template(template).get_identifiers(), "")
     values |= {"header": "license: mit\n", "title": "T", "summary": "$x ${y}\n\n## Not a heading", "scan": "s"}
     text = fill_template(CARD_TEMPLATE, **values)
     assert text == "---\nlicense: mit\n---\n\n# T\n\n$x ${y}\n\n## Not a heading\n\n## Secret scan\n\ns\n"
