@@ -536,7 +536,7 @@ def scan_prose(report: dict[str, Any]) -> str:
             f"({per_kind})."
         )
     lines.append("")
-    lines.append(_decision(report))
+    lines.append(f"Decision: {_decision(report)}")
     quiet = sorted(k for k in all_kinds if k not in kinds)
     if kinds and quiet:
         lines.append("")
@@ -572,16 +572,97 @@ def _decision(report: dict[str, Any]) -> str:
     """What was done about the findings: a blocked run never gets this card."""
     redacted = sum((report.get("redacted") or {}).values())
     if redacted:
-        return f"Decision: published with the {count(redacted, 'acted-on match', 'acted-on matches')} redacted."
+        return f"published with the {count(redacted, 'acted-on match', 'acted-on matches')} redacted."
     if report.get("verdict") in ("clean", "placeholder", None):
-        return "Decision: published as read; nothing to act on."
+        return "published as read; nothing to act on."
     return (
-        "Decision: published as read, unredacted: the policy in force (`on_secret`/`on_unverified`) kept these "
+        "published as read, unredacted: the policy in force (`on_secret`/`on_unverified`) kept these "
         "matches; check them before sharing."
     )
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:+-]{0,99}")  # a served model's name fit for the title
+
+
+def considerations_prose(
+    coverage: Coverage, context: CardContext, report: dict[str, Any], options: ExportOptions
+) -> str:
+    """What a reader should weigh before using the rows: which trials are missing and how their
+    rewards differ, what redaction replaced, what a reward is, and the secret scan's verdict."""
+    return "\n".join(
+        [
+            f"- **Not every trial is here**: {_missing(coverage, context.facts, options)}",
+            f"- **Redaction**: {_redaction(report)}",
+            "- **Rewards are the verifier's**: each trial's reward is what its task's verifier wrote, as Harbor "
+            "recorded it (`result`): whether the task's checks passed in the trial's environment, only as sound "
+            "as those checks, not a judgement of the agent's work.",
+            f"- **Secret scan**: {_scan_verdict(report)}",
+        ]
+    )
+
+
+def _missing(coverage: Coverage, facts: CardFacts, options: ExportOptions) -> str:
+    missing = coverage.trial_dirs - coverage.exported
+    if not missing:
+        return "the one trial folder gave a row." if coverage.trial_dirs == 1 else "every trial folder gave a row."
+    text = (
+        f"{missing:,} of the {count(coverage.trial_dirs, 'trial folder')} gave no row, for the reasons under "
+        "Coverage, so the rows are not a uniform sample of the run"
+    )
+    if options.success_filter != "all":
+        above = "above" if options.success_filter == "success" else "not above"
+        text += f" (`--filter {options.success_filter}` exported only the trials whose reward is {above} 0)"
+    excluded, exported = facts.excluded_reward_stats, facts.reward_stats
+    if excluded.count and exported.count:
+        text += (
+            f"; the scored trials left out had a mean reward of {_mean(excluded)} (the {excluded.count:,} with "
+            f"one), against {_mean(exported)} for the exported ones"
+        )
+    return text + "."
+
+
+def _mean(d: Distribution) -> str:
+    return f"{d.mean:.3f}" if abs(d.mean) < 1e6 else f"{d.mean:g}"
+
+
+def _redaction(report: dict[str, Any]) -> str:
+    """The secrets and private values replaced, and the private values kept (only counts, never values)."""
+    parts = []
+    secrets = {kind: n for kind, n in (report.get("redacted") or {}).items() if n}
+    if secrets:
+        parts.append(
+            f"{count(sum(secrets.values()), 'credential-shaped string')} replaced by `[REDACTED:<kind>]` "
+            f"({', '.join(f'`{kind}` {n:,}' for kind, n in sorted(secrets.items()))})"
+        )
+    privacy = report.get("privacy") or {}
+    private = {category: n for category, n in (privacy.get("redacted") or {}).items() if n}
+    if private:
+        parts.append(
+            f"{count(sum(private.values()), 'private value')} replaced by numbered tokens such as `[EMAIL-1]` "
+            f"({', '.join(f'`{category}` {n:,}' for category, n in sorted(private.items()))})"
+        )
+    kept = {
+        category: found - private.get(category, 0)
+        for category, c in (privacy.get("categories") or {}).items()
+        if (found := c.get("matches", 0) - c.get("placeholders", 0)) > private.get(category, 0)
+    }
+    if kept:
+        parts.append(
+            f"{count(sum(kept.values()), 'private value')} found and kept as read, as the policy in force "
+            f"(`on_private`) says ({', '.join(f'`{category}` {n:,}' for category, n in sorted(kept.items()))})"
+        )
+    if not parts:
+        return "nothing was replaced; the texts are as the agents and their environments wrote them."
+    return "; ".join(parts) + ". Counts per kind are in `secret_scan.json`."
+
+
+def _scan_verdict(report: dict[str, Any]) -> str:
+    as_read = report.get("verdict_as_read")
+    return (
+        f"the verdict is `{report.get('verdict', 'unknown')}`"
+        + (f" (`{as_read}` as read)" if as_read else "")
+        + f"; {_decision(report)}"
+    )
 
 
 def card_title(coverage: Coverage, context: CardContext, step: str | None = None) -> str:
@@ -639,6 +720,7 @@ def dataset_card(
         sessions=sessions_prose(sessions, context.location) if sessions is not None else "",
         coverage=coverage_prose(coverage, step),
         scan=scan_prose(scan_report),
+        considerations=considerations_prose(coverage, context, scan_report, options),
         history=history_prose(versions) if versions else "",
     )
 

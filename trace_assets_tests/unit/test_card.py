@@ -18,6 +18,7 @@ from trace_assets.publishing.card import (
     TEMPLATES_DIR,
     CardContext,
     CardSettings,
+    considerations_prose,
     coverage_prose,
     exclusion_sentence,
     fill_template,
@@ -156,6 +157,38 @@ def test_numbers_and_plurals_agree():
         "6.7 MB",
         "2.5 GB",
     ]
+
+
+def test_considerations_say_what_redaction_replaced_and_kept():
+    report = {
+        "verdict": "redacted",
+        "verdict_as_read": "live",
+        "redacted": {"hf_token": 1, "jwt": 0, "openai_api_key": 2},
+        "privacy": {
+            "categories": {"email": {"matches": 5, "placeholders": 1}, "home_path": {"matches": 2, "placeholders": 0}},
+            "redacted": {"email": 0, "operator": 1},
+        },
+    }
+    coverage = Coverage("r", trial_dirs=2, scored=2, exported=1, excluded={"filtered_out": 1}, rows=1)
+    text = considerations_prose(coverage, CardContext(), report, ExportOptions(success_filter="success"))
+    assert "- **Not every trial is here**: 1 of the 2 trial folders gave no row" in text
+    assert "(`--filter success` exported only the trials whose reward is above 0)." in text
+    assert (
+        "**Redaction**: 3 credential-shaped strings replaced by `[REDACTED:<kind>]` (`hf_token` 1, `openai_api_key` 2)"
+        in text
+    )
+    assert "; 1 private value replaced by numbered tokens such as `[EMAIL-1]` (`operator` 1)" in text
+    assert (
+        "; 6 private values found and kept as read, as the policy in force (`on_private`) says (`email` 4, `home_path` 2)"
+        in text
+    )
+    assert (
+        "- **Secret scan**: the verdict is `redacted` (`live` as read); published with the 3 acted-on matches redacted."
+        in text
+    )
+    everything = Coverage("r", trial_dirs=1, scored=1, exported=1, rows=1)
+    text = considerations_prose(everything, CardContext(), {"verdict": "clean"}, ExportOptions())
+    assert "**Not every trial is here**: the one trial folder gave a row." in text and "nothing was replaced" in text
 
 
 def test_histogram_bins_are_labelled_by_their_ranges():
