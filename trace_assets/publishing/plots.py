@@ -29,10 +29,20 @@ def bar_chart_svg(title: str, bars: Sequence[tuple[str, float]], width: int = WI
         parts.append(f'<rect x="{x + 2:.1f}" y="{y:.1f}" width="{slot - 4:.1f}" height="{height:.1f}" fill="#4f7fbf"/>')
         parts.append(f'<text x="{x + slot / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle">{count}</text>')
         parts.append(
-            f'<text x="{x + slot / 2:.1f}" y="{HEIGHT - 2 * MARGIN + 14}" text-anchor="middle">{escape(label)}</text>'
+            f'<text x="{x + slot / 2:.1f}" y="{HEIGHT - 2 * MARGIN + 14}" text-anchor="middle"{_fitted(label, slot)}>'
+            f"{escape(label)}</text>"
         )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+CHAR_WIDTH = 0.6  # of a sans-serif character, in ems: a label's estimated width
+
+
+def _fitted(label: str, slot: float) -> str:
+    """A smaller font for a label wider than its bar's slot (`0.000–0.075`), none for one that fits."""
+    size = (slot - 4) / (CHAR_WIDTH * max(len(label), 1))
+    return f' font-size="{max(size, 5):.1f}"' if size < 10 else ""
 
 
 def range_label(low: float, high: float, width: float) -> str:

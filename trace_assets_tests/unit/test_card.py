@@ -25,7 +25,7 @@ from trace_assets.publishing.card import (
 )
 from trace_assets.publishing.card_facts import gather_facts, histogram, integer_histogram, size_category, size_text
 from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
-from trace_assets.publishing.plots import integer_label, range_label
+from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.targets import FolderTarget
 from trace_assets.publishing.versions import earlier_versions
 from trace_assets.scope import RunScope
@@ -199,6 +199,8 @@ def test_histogram_bins_are_labelled_by_their_ranges():
     assert range_label(-1.7e308, -1.36e308, 3.4e307) == "-1.7e+308–-1.36e+308"
     assert integer_histogram([1, 25, 13, 2, 3])[0] == (1, 3, 3) and integer_histogram([1, 25])[-1] == (25, 25, 1)
     assert [integer_label(a, b) for a, b, _ in integer_histogram([4, 5, 6])] == ["4", "5", "6"]
+    svg = bar_chart_svg("r", [("0.000–0.075", 1)] + [("1", 2)] * 9)  # a label wider than its slot is set smaller
+    assert 'font-size="5.8">0.000–0.075</text>' in svg and 'middle">1</text>' in svg
 
 
 def test_the_card_template_leaves_out_what_fills_to_nothing():
