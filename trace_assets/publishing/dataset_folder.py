@@ -112,11 +112,11 @@ def build_run_folder(
 
 def first_row(out_dir: Path, shards: ShardSet) -> dict[str, Any] | None:
     """The first published row (after redaction: read back from the first shard), for the card's
-    example; only the first row group is read."""
+    example; read a batch of one row, not the whole row group."""
     if not shards.num_examples:
         return None
     parquet = pq.ParquetFile(out_dir / shards.files[0], pre_buffer=False)
-    return parquet.read_row_group(0, use_threads=False).slice(0, 1).to_pylist()[0]
+    return next(parquet.iter_batches(batch_size=1, use_threads=False)).to_pylist()[0]
 
 
 def _write_trace_sources(
