@@ -45,13 +45,15 @@ class ScannedMatches:
     rows_batch: int
     sessions_batch: int
     rows: Found
-    sessions: Found
+    sessions: Found | None  # None: the scan read no session files
     rows_scanned: int
     bytes_scanned: int
     options: str
 
     def write(self, path: Path) -> None:
-        def found(batches: Found) -> dict[str, list[list[Any]]]:
+        def found(batches: Found | None) -> dict[str, list[list[Any]]] | None:
+            if batches is None:
+                return None
             return {str(i): [[m.kind, str(m.verdict), list(m.pieces)] for m in batches[i]] for i in sorted(batches)}
 
         write_json_atomically(path, {**self.__dict__, "rows": found(self.rows), "sessions": found(self.sessions)})
@@ -60,7 +62,9 @@ class ScannedMatches:
     def read(cls, path: Path, report: dict[str, Any], options: ScanOptions) -> ScannedMatches | None:
         """The record made with `report` and `options`, or None (none, unreadable or another scan's)."""
 
-        def found(batches: dict[str, list[list[Any]]]) -> Found:
+        def found(batches: dict[str, list[list[Any]]] | None) -> Found | None:
+            if batches is None:
+                return None
             return {
                 int(i): [Replaceable(kind, Verdict(verdict), tuple(pieces)) for kind, verdict, pieces in matches]
                 for i, matches in batches.items()
@@ -68,7 +72,7 @@ class ScannedMatches:
 
         try:
             fields = json.loads(path.read_text())
-            scanned = cls(**{**fields, "rows": found(fields["rows"]), "sessions": found(fields["sessions"])})
+            scanned = cls(**{**fields, "rows": found(fields["rows"]) or {}, "sessions": found(fields["sessions"])})
         except (OSError, ValueError, TypeError, KeyError):
             return None
         tied = (scanned.rows_scanned, scanned.bytes_scanned) == _tie(report) and scanned.options == _digest(options)
@@ -142,7 +146,7 @@ def scan_run(
         reporter.advance(table.num_rows)
     reporter.finish()
     known = finder.seen if finder.skips else None
-    in_sessions: Found = {}
+    in_sessions: Found | None = {} if sessions is not None else None
     sessions_scanned = (
         scan_sessions(scanner, sessions, progress or quiet, known, in_sessions) if sessions is not None else None
     )
@@ -179,6 +183,8 @@ class Redactor:
         if scanned is None or batch != (scanned.rows_batch if what == "rows" else scanned.sessions_batch):
             return self
         found = scanned.rows if what == "rows" else scanned.sessions
+        if found is None:  # the scan read no session files
+            return self
         index = itertools.count()
         return lambda table: self(table, found.get(next(index), []))
 

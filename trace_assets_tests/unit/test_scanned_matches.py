@@ -21,7 +21,7 @@ from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import ScannedMatches, scan_run, secret_redactor
 from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.sessions import SessionWriter, staged_sessions
+from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 
@@ -81,3 +81,17 @@ def test_a_record_of_another_scan_is_ignored(staged: tuple[RunStaging, Coverage]
     staging.scan_matches.write_text("{not json")
     assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is None
     assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
+
+
+def test_session_files_the_scan_did_not_read_are_found_again(staged: tuple[RunStaging, Coverage]) -> None:
+    """A scan without session files (they were off) records none: publishing's redaction of session
+    files runs the finder over every batch."""
+    staging, _ = staged
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, None, None, staging.scan_matches)
+    record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
+    assert record is not None and record.sessions is None and record.rows
+    redactor = secret_redactor(POLICY, report, OPTIONS, staging.scan_matches)
+    assert redactor is not None
+    assert redactor.cut_as_scanned("sessions", SCAN_BATCH_SESSIONS) is redactor
+    assert redactor.cut_as_scanned("rows", 256) is not redactor
+    assert redactor.cut_as_scanned("rows", 100) is redactor  # batches cut otherwise than the scan's
