@@ -8,12 +8,14 @@ import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
 import pyarrow as pa
 
+from trace_assets.atomic_files import remove_path
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
@@ -31,6 +33,9 @@ SCAN_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens o
 
 
 Found = dict[int, list[Replaceable]]  # batch index -> what the scan found in it, for batches with a match
+# The verdicts a policy can have replaced (placeholders and near misses never are): only those are recorded.
+REPLACEABLE = frozenset({Verdict.LIVE, Verdict.UNVERIFIED})
+MAX_RECORDED = 100_000  # matches; past it (hostile text) no record is kept and publishing finds them again
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,13 @@ class CandidateRecorder(Finder):
         return found
 
 
+def record_found(found: Found, index: int, batch: list[Replaceable]) -> None:
+    """Keep what a batch's scan found that a policy can have replaced, while the record is small."""
+    replaceable = [match for match in batch if match.verdict in REPLACEABLE]
+    if replaceable and sum(map(len, found.values())) <= MAX_RECORDED:
+        found[index] = replaceable
+
+
 def _tie(report: dict[str, Any]) -> tuple[Any, Any]:
     return report.get("rows_scanned"), report.get("bytes_scanned")
 
@@ -141,21 +153,25 @@ def scan_run(
     in_rows: Found = {}
     for index, table in enumerate(iter_rows(rows, SCAN_BATCH_ROWS)):
         scanner.scan(pl.DataFrame(table))
-        if scanner.last_found:
-            in_rows[index] = scanner.last_found
+        record_found(in_rows, index, scanner.last_found)
         reporter.advance(table.num_rows)
     reporter.finish()
     known = finder.seen if finder.skips else None
     in_sessions: Found | None = {} if sessions is not None else None
     sessions_scanned = (
-        scan_sessions(scanner, sessions, progress or quiet, known, in_sessions) if sessions is not None else None
+        scan_sessions(scanner, sessions, progress or quiet, known, partial(record_found, in_sessions))
+        if sessions is not None and in_sessions is not None
+        else None
     )
     report = scanner.report()
-    if matched is not None:
+    recorded = sum(map(len, in_rows.values())) + sum(map(len, (in_sessions or {}).values()))
+    if matched is not None and recorded <= MAX_RECORDED:
         record = ScannedMatches(
             SCAN_BATCH_ROWS, SCAN_BATCH_SESSIONS, in_rows, in_sessions, *_tie(report), _digest(options)
         )
         record.write(matched)
+    elif matched is not None:
+        remove_path(matched)
     return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
 
 
@@ -181,6 +197,8 @@ class Redactor:
         the batches alike (else the finder reads every batch)."""
         scanned = self.scanned
         if scanned is None or batch != (scanned.rows_batch if what == "rows" else scanned.sessions_batch):
+            return self
+        if not self._redaction.verdicts <= REPLACEABLE:  # the record keeps no other verdict
             return self
         found = scanned.rows if what == "rows" else scanned.sessions
         if found is None:  # the scan read no session files

@@ -365,14 +365,14 @@ def scan_sessions(
     folder: Path,
     progress: Progress = quiet,
     candidates: set[str] | None = None,
-    found: dict[int, list[Replaceable]] | None = None,
+    found: Callable[[int, list[Replaceable]], None] | None = None,
 ) -> int:
     """Add every text of every staged session file to the scan; returns how many files were read.
 
     With `candidates` (every text of the rows the scanner's prefilter let through, the rows
     scanned), a text staged as the very string of one of its trial's rows' texts and not among
     them holds nothing to find: it is left out, counted as scanned (`count_known_clean`).
-    `found` gets what the scan found in each batch (`iter_staged`'s) that held a match."""
+    `found` is told what the scan found in each batch (`iter_staged`'s), by its index."""
     scanned = 0
     total = session_counts(folder).sessions
     reporter = ProgressReporter("secret_scan_report", "session files", total, progress, bar=terminal())
@@ -385,8 +385,8 @@ def scan_sessions(
             left_out = pc.and_(in_rows, pc.invert(pc.is_in(values, value_set=known)))
             scanner.count_known_clean(pc.sum(pc.binary_length(pc.filter(values, left_out))).as_py() or 0)
         scanner.scan(pl.DataFrame(_as_rows(batch, left_out)))
-        if found is not None and scanner.last_found:
-            found[index] = scanner.last_found
+        if found is not None:
+            found(index, scanner.last_found)
         scanned += batch.num_rows
         reporter.advance(batch.num_rows)
     reporter.finish()

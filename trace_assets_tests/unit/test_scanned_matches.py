@@ -17,6 +17,7 @@ from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.privacy import PrivacyOptions
 from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps import scan
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import ScannedMatches, scan_run, secret_redactor
@@ -95,3 +96,18 @@ def test_session_files_the_scan_did_not_read_are_found_again(staged: tuple[RunSt
     assert redactor.cut_as_scanned("sessions", SCAN_BATCH_SESSIONS) is redactor
     assert redactor.cut_as_scanned("rows", 256) is not redactor
     assert redactor.cut_as_scanned("rows", 100) is redactor  # batches cut otherwise than the scan's
+
+
+def test_only_what_a_policy_can_replace_is_recorded_while_the_record_is_small(
+    staged: tuple[RunStaging, Coverage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staging, _ = staged
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
+    assert record is not None and record.sessions is not None
+    verdicts = {m.verdict for found in (record.rows, record.sessions) for ms in found.values() for m in ms}
+    assert verdicts and verdicts <= scan.REPLACEABLE
+    monkeypatch.setattr(scan, "MAX_RECORDED", 1)  # hostile text: matches past the cap
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    assert not staging.scan_matches.exists()
+    assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
