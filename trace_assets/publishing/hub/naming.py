@@ -162,7 +162,7 @@ def _values(scope_key: str, org: str, fields: Mapping[str, str], names: set[str]
         **{name: fields.get(name, "") for name in ("framework", "task_source", "license", "pretty_name")},
     }
     values = {"org": org}
-    for name in names - {"org"}:
+    for name in (n for n in PLACEHOLDERS if n in names and n != "org"):  # a stable first complaint
         value = raw[name]
         if value is None:
             what = "step folder" if name == "step" else "date stamp (e.g. 20260730_053956)"
