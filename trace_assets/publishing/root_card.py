@@ -37,7 +37,9 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from glob import has_magic
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,7 @@ from trace_assets.scope import CONFIG_SEPARATOR, InvalidScopeKey, RunScope
 ROOT_CARD = "README.md"
 ROOT_LOCK = ".root-card.lock"  # hidden: never a scope's folder (segments start with a letter or digit)
 CAS_ATTEMPTS = 20
+LIST_WORKERS = 16  # folder listings in flight while the scope folders are found
 ROOT_TAGS = ["harbor", "agent-traces", "reinforcement-learning"]
 # The files of a scope's folder the root card is written from (`publishing.dataset_folder`'s names).
 SCOPE_CARD, COVERAGE, VERSIONS, SCAN_REPORT = "README.md", "coverage.json", "versions.json", "secret_scan.json"
@@ -415,8 +418,9 @@ def update_folder_root_card(
 
     def merge(existing: str | None) -> str:
         fs.invalidate_cache()  # another publish's folders, not a listing cached before it
-        scopes = scope_folders(fs, root)
-        return root_card(gathered(scopes, _folder_reader(fs, root), this), settings, existing, this.scope.key)
+        scopes = [scope for scope in scope_folders(fs, root) if scope != this.scope]
+        read = _folder_reader(fs, root, scopes)
+        return root_card(gathered(scopes, read, this), settings, existing, this.scope.key)
 
     if isinstance(fs, LocalFileSystem):
         Path(root).mkdir(parents=True, exist_ok=True)
@@ -431,25 +435,28 @@ def update_folder_root_card(
 def scope_folders(fs: Any, root: str) -> list[RunScope]:
     """The scope folders under `root`: a folder holding `secret_scan.json` is one (and is not looked
     into further); any other is looked into while its path could still be a scope key. One listing a
-    folder, so never a scope's data or session files."""
-    found, pending = [], [""]
-    while pending:
-        relative = pending.pop()
+    folder, so never a scope's data or session files; a level's folders listed `LIST_WORKERS` at a time."""
+
+    def listing(relative: str) -> dict[str, dict[str, Any]]:
         try:
             entries = fs.ls(f"{root}/{relative}".rstrip("/"), detail=True)
         except FileNotFoundError:
-            continue
-        names = {entry["name"].rstrip("/").rsplit("/", 1)[-1]: entry for entry in entries}
-        if relative and SCAN_REPORT in names:
-            try:
-                found.append(RunScope.from_key(relative))
-            except InvalidScopeKey:
-                pass
-            continue
-        for name, entry in names.items():
-            key = f"{relative}/{name}" if relative else name
-            if entry.get("type") == "directory" and not name.startswith(".") and _could_be_scope(key):
-                pending.append(key)
+            return {}
+        return {entry["name"].rstrip("/").rsplit("/", 1)[-1]: entry for entry in entries}
+
+    found, level = [], [""]
+    with ThreadPoolExecutor(LIST_WORKERS) as pool:
+        while level:
+            below = []
+            for relative, names in zip(level, pool.map(listing, level)):
+                if relative and SCAN_REPORT in names:
+                    found.append(RunScope.from_key(relative))  # `_could_be_scope` let it in
+                    continue
+                for name, entry in names.items():
+                    key = f"{relative}/{name}" if relative else name
+                    if entry.get("type") == "directory" and not name.startswith(".") and _could_be_scope(key):
+                        below.append(key)
+            level = below
     return sorted(found, key=_order)
 
 
@@ -461,15 +468,20 @@ def _could_be_scope(key: str) -> bool:
     return True
 
 
-def _folder_reader(fs: Any, root: str) -> ScopeReader:
-    def read(scope: RunScope, name: str) -> bytes | None:
-        try:
-            data: bytes = fs.cat_file(f"{root}/{scope.key}/{name}")
-        except FileNotFoundError:
-            return None
-        return data
-
-    return read
+def _folder_reader(fs: Any, root: str, scopes: list[RunScope]) -> ScopeReader:
+    """The scopes' files, fetched at once (fsspec's `cat` of a list: concurrent on object storage),
+    or one by one under a root whose name holds glob characters, which `cat` would expand."""
+    paths = [f"{root}/{scope.key}/{name}" for scope in scopes for name in SCOPE_FILES]
+    if has_magic(root):
+        files = {}
+        for path in paths:
+            try:
+                files[path] = fs.cat_file(path)
+            except FileNotFoundError:
+                continue
+    else:
+        files = fs.cat(paths, on_error="omit") if paths else {}
+    return lambda scope, name: files.get(f"{root}/{scope.key}/{name}")
 
 
 def _compare_and_swap(fs: Any, path: str, merge: Callable[[str | None], bytes]) -> None:
