@@ -259,9 +259,9 @@ def root_card(
 
 
 def _title(settings: CardSettings) -> str:
-    if settings.pretty_name:
-        return settings.pretty_name
-    return f"Harbor traces: {settings.model.rsplit('/', 1)[-1]}" if settings.model else "Harbor traces"
+    """`card_pretty_name` on one line, else "Harbor traces of <model>" (the scope cards' words)."""
+    title, model = " ".join(settings.pretty_name.split()), " ".join(settings.model.split())
+    return title or (f"Harbor traces of {model}" if model else "Harbor traces")
 
 
 def _tags(header: dict[str, Any]) -> list[str]:
