@@ -49,6 +49,7 @@ from trace_assets.publishing.hub import (
     PUBLISH_ROOT_PREFIX,
     HeadFiles,
     HubPublishError,
+    RepoIdTemplateError,
     SharedFile,
     check_hub_access,
     parse_publish_root,
@@ -223,7 +224,12 @@ class HubTarget:
         return self.shared_repo, self.shared_revision, scope.hub_path(self.shared_path)
 
     def location(self, scope: RunScope) -> str:
-        repo_id, revision, path = self._place(scope)
+        """The scope's `hf://` URL; the template itself for a scope it cannot name (for the message
+        saying why, which publishing it raises)."""
+        try:
+            repo_id, revision, path = self._place(scope)
+        except RepoIdTemplateError:
+            return f"{PUBLISH_ROOT_PREFIX}{self.settings.repo_id_template}"
         return f"{PUBLISH_ROOT_PREFIX}{repo_id}@{revision}" + (f"/{path}" if path else "")
 
     def publish(self, local_dir: Path, scope: RunScope, progress: Progress = quiet) -> str:

@@ -144,4 +144,5 @@ def test_a_repo_per_scope_is_named_from_the_template_and_loads_alone(through_the
         loaded = datasets.load_dataset(repo, split="train", cache_dir=str(tmp_path / "c" / scope.step))
         assert loaded.num_rows == rows and {row["run_id"] for row in loaded} == {SEED_RUN}
     with pytest.raises(ValueError, match=r"scope 'flat' has no step folder to fill \{step\}"):
-        target.check_writable(RunScope("flat"))
+        target.check_writable(RunScope("flat"))  # the pre-flight's: that run fails, saying so
+    assert target.location(RunScope("flat")) == f"hf://datasets/{template}"
