@@ -340,7 +340,8 @@ class TraceAssetsConfig(dg.ConfigurableResource):
                 steps=self.scope_unit == ScopeUnit.STEP,
             )
         except ValueError as error:
-            raise ConfigError(f"TRACE_ASSETS_HUB_REPO_ID={hub.repo_id_template!r}: {error}") from None
+            why = str(error).removeprefix(f"repo id template {hub.repo_id_template!r}").lstrip(": ")
+            raise ConfigError(f"TRACE_ASSETS_HUB_REPO_ID={hub.repo_id_template!r}: {why}") from None
 
 
 class ConfigError(ValueError):

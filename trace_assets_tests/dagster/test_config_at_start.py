@@ -55,8 +55,8 @@ REFUSED = [
     (
         "TRACE_ASSETS_HUB_REPO_ID",
         "{org}/traces-{run_idd}",
-        "TRACE_ASSETS_HUB_REPO_ID='{org}/traces-{run_idd}': repo id template '{org}/traces-{run_idd}': unknown "
-        "placeholder {run_idd}; known: {org}, {run}, {step}, {run_id}, {date}, {model}",
+        "TRACE_ASSETS_HUB_REPO_ID='{org}/traces-{run_idd}': unknown placeholder {run_idd}; known: {org}, {run}, "
+        "{step}, {run_id}, {date}, {model}",
     ),
 ]
 IDS = [

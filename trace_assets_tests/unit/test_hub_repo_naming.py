@@ -121,7 +121,9 @@ def test_every_placeholder_is_documented():
 def test_the_settings_refuse_it_at_start_naming_the_variable():
     """What `dagster dev`, `dg check defs` and the CLI build first: the definitions' Hub target."""
     config = config_from_env({}, traces_root="/data/traces", publish_root="/data/published")
-    with pytest.raises(ConfigError, match=r"^TRACE_ASSETS_HUB_REPO_ID='\{org\}/\{nope\}': .*unknown placeholder"):
+    with pytest.raises(
+        ConfigError, match=r"^TRACE_ASSETS_HUB_REPO_ID='\{org\}/\{nope\}': unknown placeholder \{nope\}; known"
+    ):
         config.publishes_to_hub(HuggingFaceHub(repo_id_template="{org}/{nope}", org="acme"))
     with pytest.raises(ConfigError, match=r"TRACE_ASSETS_CARD_MODEL is empty"):
         config.publishes_to_hub(HuggingFaceHub(repo_id_template="{org}/{model}-{run_id}", org="acme"))
