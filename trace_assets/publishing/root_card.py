@@ -389,7 +389,7 @@ def _configs_prose(configs: list[dict[str, Any]], spans: list[dict[str, Any]]) -
 
 def scope_keys(paths: Iterable[str], prefix: str = "") -> list[RunScope]:
     """The scopes whose folders `paths` (relative to a repo, below `prefix`) show: every valid scope
-    key holding `secret_scan.json`."""
+    key holding `secret_scan.json` and lying in no other such folder."""
     start = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
     scopes = set()
     for path in paths:
@@ -400,7 +400,10 @@ def scope_keys(paths: Iterable[str], prefix: str = "") -> list[RunScope]:
             scopes.add(RunScope.from_key(key))
         except InvalidScopeKey:
             continue
-    return sorted(scopes, key=_order)
+    keys = {scope.key for scope in scopes}
+    parts = {s: s.key.split("/") for s in scopes}
+    outer = [s for s in scopes if not any("/".join(parts[s][:n]) in keys for n in range(1, len(parts[s])))]
+    return sorted(outer, key=_order)
 
 
 def gathered(scopes: Iterable[RunScope], read: ScopeReader, this: ScopeFiles) -> list[ScopeFiles]:

@@ -14,7 +14,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from trace_assets.accounting import Coverage
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.publishing.root_card import ConfigNameClash, ScopeFiles, card_header, root_card
+from trace_assets.publishing.root_card import ConfigNameClash, ScopeFiles, card_header, root_card, scope_keys
 from trace_assets.publishing.targets import FolderTarget, replace_folder
 from trace_assets.scope import RunScope
 from trace_assets.steps.staging import RunStaging
@@ -252,3 +252,23 @@ def test_a_missing_scope_folder_leaves_the_card(tmp_path):
     card = (root / "README.md").read_text()
     assert first.config_name not in _names(card) and f"`{first.key}`" not in card
     assert {second.config_name, third.config_name} <= set(_names(card))
+
+
+def test_scope_folders_in_a_repos_file_list_are_those_holding_a_scan_report():
+    """On the Hub the scopes are read off the repo's file list at the commit's parent, below the
+    root's path; a path that is no scope key (a data file's, another root's) is passed over."""
+    paths = [
+        "README.md",
+        "sub/README.md",
+        "sub/run-a/step-1/secret_scan.json",
+        "sub/run-a/step-1/data/v/train-00000-of-00001.parquet",
+        "sub/run-a/step-2/secret_scan.json",
+        "sub/flat/secret_scan.json",
+        "sub/.hidden/secret_scan.json",
+        "sub/bad name/secret_scan.json",
+        "sub/secret_scan.json",
+        "other/run-b/secret_scan.json",
+        "sub/run-a/step-1/sessions/v/ab/secret_scan.json.jsonl",
+    ]
+    assert [scope.key for scope in scope_keys(paths, "sub")] == ["flat", "run-a/step-1", "run-a/step-2"]
+    assert [scope.key for scope in scope_keys(paths, "")] == ["other/run-b", "sub"]  # never a scope's inside
