@@ -23,6 +23,7 @@ import polars as pl
 
 from trace_assets.secret_scan import judge
 from trace_assets.secret_scan.pem import PEM_BLOCK, PGP_BLOCK
+from trace_assets.secret_scan.vendor_rules import VENDOR_RULES
 
 
 class Judged(StrEnum):
@@ -45,6 +46,8 @@ class Rule:
     # False where only a loose keyword names a bare hex or UUID value (`WANDB_GIT_COMMIT=<sha>`): a commit,
     # release or index id looks the same, so such a match is `unverified` at most (redacted, never blocking).
     may_be_live: bool = True
+    # A match whose secret has fewer bits of entropy per character is no match (the vendor rules' own bound).
+    min_entropy: float = 0.0
 
     @cached_property
     def has_secret_group(self) -> bool:
@@ -57,6 +60,9 @@ class SecretKind:
     rules: tuple[Rule, ...]
     shape: Callable[[str], object] | None = field(default=None, compare=False)
     judged: Judged = Judged.TOKEN
+    # False for the vendor rules (`vendor_token`): broad, so a kind of our own wins where both match,
+    # and a line break is not joined for them (the join is for our own exact formats).
+    specific: bool = True
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -74,8 +80,9 @@ class SecretKind:
 
     @property
     def rank(self) -> int:
-        """Where matches of two kinds overlap, the higher rank is kept: key blocks, tokens, then generic values."""
-        return {Judged.KEY_BLOCK: 3, Judged.TOKEN: 2, Judged.GENERIC: 1}[self.judged]
+        """Where matches of two kinds overlap, the higher rank is kept: key blocks, our tokens, the vendor
+        rules, then generic values."""
+        return {Judged.KEY_BLOCK: 4, Judged.TOKEN: 3 if self.specific else 2, Judged.GENERIC: 1}[self.judged]
 
 
 def _regex_error(error: Exception) -> str:
@@ -395,6 +402,14 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     _token("daytona_api_key", r"\bdtn_[A-Za-z0-9]{32,}\b", ["dtn_"], lambda key: True),
     _token("e2b_api_key", r"\be2b_[a-f0-9]{40}\b", ["e2b_"], lambda key: True),
+    # ---- other vendors' formats, from gitleaks' and kingfisher's rules (vendor_rules.py): never `live`
+    # (their shapes are not checked here), so unverified at most: redacted, not blocking
+    SecretKind(
+        "vendor_token",
+        tuple(Rule(regex, literals, min_entropy=entropy) for _, regex, literals, entropy in VENDOR_RULES),
+        lambda key: False,
+        specific=False,
+    ),
     # ---- credentials in context: headers, URLs, docker auth, generic assignments
     SecretKind(
         "bearer_token",
