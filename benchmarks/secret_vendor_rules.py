@@ -13,9 +13,10 @@ entropy); a rule is left out when:
   is longer than CONTEXT_LIMIT characters (the raw scan's chunk margin must hold it whole), or no
   literal of at least 3 characters is required by every match (so the prefilter could not pick
   the texts it runs on: cost must follow matches, never the number of rules);
-- one of its literals is an everyday word of code or prose (`test_`, `line`, `box`, `client`): more
-  than COMMON_PER_MB occurrences a megabyte of the running Python's standard library source, a
-  stand-in for what agents print, where the rule would run on most texts for nothing;
+- one of its literals is an everyday word of code or prose (`test_`, `line`, `float`, `client`): more
+  than COMMON_PER_MB occurrences a megabyte of the running Python's standard library source (where
+  it starts a word, as the prefilter wants a vendor's name), a stand-in for what agents print,
+  where the rule would run on most texts for nothing;
 - Rust's regex crate (polars) or Python's parser (the margin test measures with it) refuses it.
 
 Literals: gitleaks' `keywords`; for kingfisher, the longest literal every match must hold, found
@@ -194,6 +195,36 @@ def kingfisher_literals(regex: str) -> tuple[str, ...] | None:
 _LEADING_FLAGS = re.compile(r"\A(?:\s*\(\?([a-zA-Z]+)\))+")
 
 
+def _scoped_flags(regex: str) -> str:
+    """`dp\\.pt\\.(?i)[a-z0-9]{43}` as `dp\\.pt\\.(?i:[a-z0-9]{43})`: a flag set mid-regex holds to the end
+    of its group in Go and Rust, and Python's parser refuses it there."""
+    for _ in range(regex.count("(?i)")):
+        start = regex.find("(?i)", 1)
+        if start < 0:
+            break
+        depth, index, in_class = 0, start + 4, False
+        while index < len(regex):
+            char = regex[index]
+            if char == "\\":
+                index += 2
+                continue
+            if in_class:
+                in_class = char != "]"
+            elif char == "[":
+                in_class = True
+                if regex[index + 1 : index + 2] == "]":
+                    index += 1
+            elif char == "(":
+                depth += 1
+            elif char == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            index += 1
+        regex = f"{regex[:start]}(?i:{regex[start + 4 : index]}){regex[index:]}"
+    return regex
+
+
 def _leading_flags_merged(regex: str) -> str:
     """`(?x) (?i) ...` as `(?ix)...`: Python's parser (the margin test's) wants global flags first, once."""
     regex = _posix_classes_spelled_out(regex)
@@ -233,7 +264,7 @@ def gitleaks(git_dir: str) -> list[tuple[str, str, tuple[str, ...], float]]:
         literals = tuple(sorted({k.lower() for k in rule.get("keywords", [])}))
         if not literals or min(map(len, literals)) < 3:
             continue
-        regex = _GITLEAKS_NAME_PREFIX.sub(r"\1", _leading_flags_merged(rule["regex"]))
+        regex = _scoped_flags(_GITLEAKS_NAME_PREFIX.sub(r"\1", _leading_flags_merged(rule["regex"])))
         rules.append((f"gitleaks:{rule['id']}", regex, literals, float(rule.get("entropy", 0))))
     return rules
 
@@ -255,13 +286,18 @@ def kingfisher(git_dir: str) -> list[tuple[str, str, tuple[str, ...], float]]:
 
 
 def common_literals(literals: set[str]) -> set[str]:
-    """The literals found more than COMMON_PER_MB times a megabyte (any case) in the standard library's source."""
+    """The literals found more than COMMON_PER_MB times a megabyte (any case) in the standard library's
+    source; one starting with a letter or digit only where it starts a word, as the prefilter wants it."""
     root = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     texts = [p.read_text(errors="replace") for p in sorted(root.rglob("*.py")) if "site-packages" not in p.parts]
     megabytes = sum(map(len, texts)) / 1e6
+    ordered = sorted(literals, key=lambda literal: (-len(literal), literal))
+    words = "|".join(re.escape(literal) for literal in ordered if literal[0].isalnum())
+    others = "|".join(re.escape(literal) for literal in ordered if not literal[0].isalnum())
+    regex = "|".join(part for part in (rf"(?-u:\b)(?:{words})" if words else "", others) if part)
     found = (
         pl.DataFrame({"text": texts})
-        .select(pl.col("text").str.extract_many(sorted(literals), ascii_case_insensitive=True, overlapping=True))
+        .select(pl.col("text").str.extract_all(f"(?i:{regex})"))
         .explode("text")
         .select(pl.col("text").str.to_lowercase())["text"]
         .value_counts()

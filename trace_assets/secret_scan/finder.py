@@ -299,7 +299,12 @@ class Finder:
             inner = match.rfind(secret) if secret != match else 0
             spans = view.raw_spans(start + inner, start + inner + len(secret))
             # a vendor rule's regex is that vendor's whole format: its match needs no credential word
-            context = rule.has_secret_group or not kind.specific or _has_context(view.text, start)
+            context = (
+                rule.has_secret_group
+                or not kind.specific
+                or _has_context(view.text, start)
+                or bool(kind.rough_shape and kind.rough_shape(secret))
+            )
             located.append(Match(kind, order, secret, view.framing, spans, rule.may_be_live, context))
         return located
 

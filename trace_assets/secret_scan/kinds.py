@@ -63,6 +63,9 @@ class SecretKind:
     # False for the vendor rules (`vendor_token`): broad, so a kind of our own wins where both match,
     # and a line break is not joined for them (the join is for our own exact formats).
     specific: bool = True
+    # A looser format than `shape` (gitleaks' rule for the vendor): a match that fails `shape` but has
+    # this one is `unverified` with no credential word before it, not a near miss.
+    rough_shape: Callable[[str], object] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -119,6 +122,8 @@ _VENDOR_ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}(?: [A-Za-z_]{{1,20}})?[\"']?{_GAP}(?:
 # The exact credential variable (`WANDB_API_KEY=`, `"HEROKU_API_KEY":`): nothing between it and the assignment.
 _EXACT_ASSIGN = rf"[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
 _END = r"(?:[^A-Za-z0-9_+/=.~-]|$)"
+# A curl command line up to one of its options (bounded: at most 400 characters before it).
+_CURL = r"\bcurl\b[^\n]{0,400}?[ \t]"
 
 
 def _keyword(keywords: Sequence[str], value: str, assign: str = _VENDOR_ASSIGN, may_be_live: bool = True) -> Rule:
@@ -196,13 +201,19 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     SecretKind(
         "slack_token",
         (
-            Rule(r"\bxox[abeprs]-[A-Za-z0-9-]{10,}", ("xoxa-", "xoxb-", "xoxe-", "xoxp-", "xoxr-", "xoxs-")),
+            Rule(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}", ("xoxa-", "xoxb-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-")),
             Rule(r"\bxoxe\.xox[bp]-\d-[A-Za-z0-9]{100,}", ("xoxe.",)),
             Rule(r"\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+", ("xapp-",)),
         ),
         _fullmatch(
             r"xox[abprs]-\d{6,}(?:-\d{6,}){1,2}-[A-Za-z0-9]{24,32}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{140,}"
             r"|xoxe-\d-[A-Za-z0-9]{140,}|xapp-\d-[A-Z0-9]{9,11}-\d{10,13}-[a-f0-9]{64}"
+        ),
+        # gitleaks' slack rules (MIT): legacy bot, user, legacy and workspace tokens
+        rough_shape=_fullmatch(
+            r"xoxb-[0-9]{8,14}-[a-zA-Z0-9]{18,26}|xoxb-[0-9]{10,13}-[0-9]{10,13}[a-zA-Z0-9-]*"
+            r"|xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}|xox[os]-\d+-\d+-\d+-[a-fA-F\d]+"
+            r"|xox[ar]-(?:\d-)?[0-9a-zA-Z]{8,48}"
         ),
     ),
     _token(
@@ -272,13 +283,22 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         ),
         lambda key: judge.crc32_base62_ok(key, 4),
     ),
-    _token(
+    SecretKind(
         "gitlab_token",
-        r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,1024}"
-        r"|GR1348941[A-Za-z0-9_-]{20,50}\b)",
-        ["glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glsoat-", "gloas-", "glagent-"]
-        + ["GR1348941"],
+        (
+            Rule(
+                r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,1024}"
+                r"|GR1348941[A-Za-z0-9_-]{20,50}\b)",
+                ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glsoat-", "gloas-", "glagent-")
+                + ("GR1348941",),
+            ),
+        ),
         _fullmatch(r"gl[a-z]+-[A-Za-z0-9_-]{20}(?:\.[A-Za-z0-9]{2}\.[a-z0-9]{9})?|glrt-t\d_[A-Za-z0-9_-]{27}"),
+        # gitleaks' per-prefix lengths (MIT): incoming mail, OAuth app secret, agent, trigger, runner registration, job
+        rough_shape=_fullmatch(
+            r"glimt-[0-9a-zA-Z_-]{25}|gloas-[0-9a-zA-Z_-]{64}|glagent-[0-9a-zA-Z_-]{50}|glptt-[0-9a-f]{40}"
+            r"|GR1348941[\w-]{20}|glcbt-[0-9a-zA-Z]{1,5}_[0-9a-zA-Z_-]{20}"
+        ),
     ),
     # ---- chat webhooks
     _token(
@@ -432,7 +452,11 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     SecretKind(
         "generic_password",
-        (_keyword(["password", "passwd", "passphrase"], _VALUE, _ASSIGN),),
+        (
+            _keyword(["password", "passwd", "passphrase"], _VALUE, _ASSIGN),
+            # `curl -u user:password` (gitleaks' curl-auth-user, MIT): the password is the secret
+            Rule(rf"{_CURL}(?:-u|--user)(?:=|[ \t]{{1,5}})[\"']?[^\s:]{{0,64}}:[\"']?([^\s\"']{{3,128}})", ("curl",)),
+        ),
         judged=Judged.GENERIC,
     ),
     SecretKind(
@@ -447,6 +471,12 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
                 ["api_key", "apikey", "api-key", "access_key", "auth_token", "access_token"],
                 r"[^\s\"'`;,]{16,200}",
                 _ASSIGN,
+            ),
+            # `curl -H "Authorization: Token ..."`, `--header "Api-Token: ..."` (gitleaks' curl-auth-header, MIT)
+            Rule(
+                rf"{_CURL}(?:-H|--header)(?:=|[ \t]{{1,5}})[\"'](?i:[a-z0-9_-]{{0,20}}(?:authorization|token|key|auth)"
+                r"[a-z0-9_-]{0,20}):[ \t]{0,8}(?:(?i:token|api-token|bearer|basic|digest)[ \t]{1,8})?([^\s\"']{8,200})",
+                ("curl",),
             ),
         ),
         judged=Judged.GENERIC,

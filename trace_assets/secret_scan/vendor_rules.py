@@ -35,6 +35,7 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         ("adafruit",),
         0.0,
     ),
+    ("gitleaks:adobe-client-secret", "\\b(p8e-(?i:[a-z0-9]{32}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)", ("p8e-",), 2.0),
     ("gitleaks:age-secret-key", "AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", ("age-secret-key-1",), 0.0),
     (
         "gitleaks:airtable-api-key",
@@ -49,6 +50,7 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         ("algolia",),
         0.0,
     ),
+    ("gitleaks:alibaba-access-key-id", "\\b(LTAI(?i:[a-z0-9]{20}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)", ("ltai",), 2.0),
     (
         "gitleaks:alibaba-secret-key",
         "(?i)(?:alibaba)(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}([a-z0-9]{30})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
@@ -185,6 +187,7 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         ("discord",),
         2.0,
     ),
+    ("gitleaks:doppler-api-token", "dp\\.pt\\.(?i:[a-z0-9]{43})", ("dp.pt.",), 2.0),
     (
         "gitleaks:droneci-access-token",
         "(?i)(?:droneci)(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}([a-z0-9]{32})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
@@ -209,11 +212,27 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         ("dropbox",),
         0.0,
     ),
+    ("gitleaks:duffel-api-token", "duffel_(?:test|live)_(?i:[a-z0-9_\\-=]{43})", ("duffel_",), 2.0),
+    ("gitleaks:dynatrace-api-token", "dt0c01\\.(?i:[a-z0-9]{24}\\.[a-z0-9]{64})", ("dt0c01.",), 4.0),
+    ("gitleaks:easypost-api-token", "\\bEZAK(?i:[a-z0-9]{54}\\b)", ("ezak",), 2.0),
+    ("gitleaks:easypost-test-api-token", "\\bEZTK(?i:[a-z0-9]{54}\\b)", ("eztk",), 2.0),
+    (
+        "gitleaks:etsy-access-token",
+        "(?i)(?:(?-i:ETSY|[Ee]tsy))(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}([a-z0-9]{24})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+        ("etsy",),
+        3.0,
+    ),
     (
         "gitleaks:facebook-access-token",
         "(?i)\\b(\\d{15,16}(\\||%)[0-9a-z\\-_]{27,40})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
         ("facebook",),
         3.0,
+    ),
+    (
+        "gitleaks:facebook-page-access-token",
+        "\\b(EAA[MC](?i:[a-z0-9]{100,}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+        ("eaac", "eaam"),
+        4.0,
     ),
     (
         "gitleaks:facebook-secret",
@@ -251,12 +270,16 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         ("flickr",),
         0.0,
     ),
+    ("gitleaks:flutterwave-encryption-key", "FLWSECK_TEST-(?i:[a-h0-9]{12})", ("flwseck_test",), 2.0),
+    ("gitleaks:flutterwave-public-key", "FLWPUBK_TEST-(?i:[a-h0-9]{32}-X)", ("flwpubk_test",), 2.0),
+    ("gitleaks:flutterwave-secret-key", "FLWSECK_TEST-(?i:[a-h0-9]{32}-X)", ("flwseck_test",), 2.0),
     (
         "gitleaks:flyio-access-token",
         "\\b((?:fo1_[\\w-]{43}|fm1[ar]_[a-zA-Z0-9+\\/]{100,}={0,3}|fm2_[a-zA-Z0-9+\\/]{100,}={0,3}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
         ("fm1", "fm2_", "fo1_"),
         4.0,
     ),
+    ("gitleaks:frameio-api-token", "fio-u-(?i:[a-z0-9\\-_=]{64})", ("fio-u-",), 0.0),
     (
         "gitleaks:freshbooks-access-token",
         "(?i)(?:freshbooks)(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}([a-z0-9]{64})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
@@ -267,6 +290,12 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         "gitleaks:gitter-access-token",
         "(?i)(?:gitter)(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}([a-z0-9_-]{40})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
         ("gitter",),
+        0.0,
+    ),
+    (
+        "gitleaks:gocardless-api-token",
+        "(?i)(?:gocardless)(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}(live_(?i:[a-z0-9\\-_=]{40}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+        ("gocardless", "live_"),
         0.0,
     ),
     ("gitleaks:hashicorp-tf-api-token", "(?i)[a-z0-9]{14}\\.(?-i:atlasv1)\\.[a-z0-9\\-_=]{60,70}", ("atlasv1",), 3.5),
@@ -282,6 +311,12 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         "(?i)(?:intercom)(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}([a-z0-9=_\\-]{60})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
         ("intercom",),
         0.0,
+    ),
+    (
+        "gitleaks:intra42-client-secret",
+        "\\b(s-s4t2(?:ud|af)-(?i:[abcdef0123456789]{64}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+        ("intra", "s-s4t2af-", "s-s4t2ud-"),
+        3.0,
     ),
     (
         "gitleaks:jfrog-api-key",
@@ -319,6 +354,7 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         ("launchdarkly",),
         0.0,
     ),
+    ("gitleaks:linear-api-key", "lin_api_(?i:[a-z0-9]{40})", ("lin_api_",), 2.0),
     (
         "gitleaks:linkedin-client-id",
         "(?i)(?:linked[_-]?in)(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}([a-z0-9]{14})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
@@ -453,9 +489,27 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         3.5,
     ),
     (
+        "gitleaks:planetscale-api-token",
+        "\\b(pscale_tkn_(?i:[\\w=\\.-]{32,64}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+        ("pscale_tkn_",),
+        3.0,
+    ),
+    (
         "gitleaks:planetscale-oauth-token",
         "\\b(pscale_oauth_[\\w=\\.-]{32,64})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
         ("pscale_oauth_",),
+        3.0,
+    ),
+    (
+        "gitleaks:planetscale-password",
+        "(?i)\\b(pscale_pw_(?i:[\\w=\\.-]{32,64}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+        ("pscale_pw_",),
+        3.0,
+    ),
+    (
+        "gitleaks:postman-api-token",
+        "\\b(PMAK-(?i:[a-f0-9]{24}\\-[a-f0-9]{34}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+        ("pmak-",),
         3.0,
     ),
     ("gitleaks:prefect-api-token", "\\b(pnu_[a-zA-Z0-9]{36})(?:[\\x60'\"\\s;]|\\\\[nr]|$)", ("pnu_",), 2.0),
@@ -486,6 +540,12 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         "(?i)(?:sendbird)(?:[ \\t\\w.-]{0,20})[\\s'\"]{0,3}(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)[\\x60'\"\\s=]{0,5}([a-f0-9]{40})(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
         ("sendbird",),
         0.0,
+    ),
+    (
+        "gitleaks:sendinblue-api-token",
+        "\\b(xkeysib-[a-f0-9]{64}\\-(?i:[a-z0-9]{16}))(?:[\\x60'\"\\s;]|\\\\[nr]|$)",
+        ("xkeysib-",),
+        2.0,
     ),
     (
         "gitleaks:settlemint-application-access-token",
@@ -1214,6 +1274,12 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         3.5,
     ),
     (
+        "kingfisher:kingfisher.coda.1",
+        "(?ix)\n\\b\ncoda\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}\n)\n\\b",
+        ("coda",),
+        3.5,
+    ),
+    (
         "kingfisher:kingfisher.codacy.1",
         "(?ix)\n\\b\ncodacy\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [0-9A-Za-z]{20,24}\n)",
         ("codacy",),
@@ -1502,6 +1568,7 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         ("droneci",),
         3.5,
     ),
+    ("kingfisher:kingfisher.dropbox.1", "(?ix)\n\\b\nsl\\.\n(\n  [A-Za-z0-9\\-\\_]{130,152}\n)\n\\b", ("sl.",), 3.3),
     (
         "kingfisher:kingfisher.dynalist.1",
         "(?ix)\n\\b\ndynalist\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [a-zA-Z0-9-_]{128}\n)",
@@ -1650,6 +1717,12 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         "kingfisher:kingfisher.financialmodelingprep.1",
         "(?ix)\n\\b\nfinancialmodelingprep\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [a-zA-Z0-9]{32}\n)\n\\b",
         ("financialmodelingprep",),
+        3.5,
+    ),
+    (
+        "kingfisher:kingfisher.findl.1",
+        "(?ix)\n\\b\nfindl\n(?:.|[\\n\\r]){0,16}?\n\\b\n(\n  [a-z0-9]{8}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{4}-[a-z0-9]{12}\n)\n\\b",
+        ("findl",),
         3.5,
     ),
     (
@@ -2046,6 +2119,12 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         3.5,
     ),
     (
+        "kingfisher:kingfisher.ipinfo.1",
+        "(?ix)\n\\b\nipinfo\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [a-f0-9]{14}\n)\n\\b",
+        ("ipinfo",),
+        3.5,
+    ),
+    (
         "kingfisher:kingfisher.ipinfodb.1",
         "(?ix)\n\\b\nipinfodb\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [a-z0-9]{64}\n)\n\\b",
         ("ipinfodb",),
@@ -2223,6 +2302,12 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         "kingfisher:kingfisher.loadmill.1",
         "(?ix)\n\\b\nloadmill\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [0-9a-zA-Z]{40}\n)\n\\b",
         ("loadmill",),
+        3.5,
+    ),
+    (
+        "kingfisher:kingfisher.lob.1",
+        "(?ix)\n\\b\nlob\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [a-zA-Z0-9_]{40}\n)",
+        ("lob",),
         3.5,
     ),
     (
@@ -3482,6 +3567,12 @@ VENDOR_RULES: tuple[tuple[str, str, tuple[str, ...], float], ...] = (
         "kingfisher:kingfisher.timezoneapi.1",
         "(?ix)\n\\b\ntimezoneapi\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [a-zA-Z]{20}\n)",
         ("timezoneapi",),
+        3.5,
+    ),
+    (
+        "kingfisher:kingfisher.tly.1",
+        "(?ix)\n\\b\ntly\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n(?:.|[\\n\\r]){0,32}?\n\\b\n(\n  [0-9A-Za-z]{60}\n)\n\\b",
+        ("tly",),
         3.5,
     ),
     (

@@ -265,3 +265,38 @@ _AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8xK2m9PZ"
 def test_a_value_in_an_aligned_column_is_found(text, kind):
     """Printed tables and formatted configs pad keys to a column: up to 128 spaces before a value."""
     assert _report(text)["kinds"][kind]["matches"] == 1, text
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "verdict"),
+    [
+        ("curl --user kevin:'pRf7vG2h1L8nQkW9' -iX PATCH https://api.test", "generic_password", "unverified"),
+        (
+            'curl -s -H "Authorization: Token 22cb987851bc5659229114c62e60c79abd0d2c08" https://api.test',
+            "generic_api_key",
+            "unverified",
+        ),
+        ('curl -X POST --header "Api-Token: Sk94HG7fq6KB3x" https://api.test', "generic_api_key", "unverified"),
+        ('curl -sL --user "$GITHUB_USERNAME:$GITHUB_PASSWORD" "$GITHUB_URL"', "generic_password", "placeholder"),
+        ("curl -u username:token https://api.test", "generic_password", "placeholder"),
+    ],
+)
+def test_curl_s_user_and_header_options_are_credentials_in_context(text, kind, verdict):
+    found = _report(text)["kinds"][kind]
+    assert (found["matches"], found[verdict]) == (1, 1), found
+
+
+@pytest.mark.parametrize(
+    ("token", "verdict"),
+    [
+        ("xoxb-34532454-e039d02840a0b9379c", "unverified"),  # a legacy bot token: gitleaks' looser shape
+        ("xoxs-523423-234243-234233-e039d02840a0b9379c", "unverified"),
+        ("xoxb-48213-prettyword", "near_miss"),  # the prefix alone: no shape, no credential word
+        ("glimt-my7tokens2are-correctAB38", "unverified"),  # 25 characters: an incoming mail token's length
+        ("glimt-my7tokens2are-correctAB", "near_miss"),
+    ],
+)
+def test_a_token_failing_its_exact_shape_but_having_its_rough_one_is_acted_on_without_a_credential_word(token, verdict):
+    kind = "slack_token" if token.startswith("xox") else "gitlab_token"
+    found = _report(f"see {token} in the log")["kinds"][kind]
+    assert (found["matches"], found[verdict]) == (1, 1), found
