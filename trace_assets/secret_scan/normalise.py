@@ -157,8 +157,13 @@ _TOKEN_END = re.compile(r"[\s\"'`,;)\]}>]|\Z")
 
 
 def _json_unescape(match: re.Match[str]) -> str:
+    """One escape, one character: a surrogate's (`\\ud800`, alone or half of a pair) is U+FFFD, as a
+    lone surrogate is no text the Rust engine can read (and a pair's halves hold no secret)."""
     escape = match.group(0)
-    return chr(int(escape[2:], 16)) if escape[1] == "u" else _JSON_CHARS[escape[1]]
+    if escape[1] != "u":
+        return _JSON_CHARS[escape[1]]
+    code = int(escape[2:], 16)
+    return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
 
 
 def _rewrap_pattern(width: int) -> re.Pattern[str]:
