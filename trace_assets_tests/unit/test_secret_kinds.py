@@ -11,7 +11,7 @@ from collections.abc import Callable
 import polars as pl
 import pytest
 
-from trace_assets.secret_scan.kinds import BUILTIN_KINDS
+from trace_assets.secret_scan.kinds import BUILTIN_KINDS, has_capturing_group
 from trace_assets.secret_scan.scanner import SecretScanner
 
 ALNUM = string.ascii_letters + string.digits
@@ -300,3 +300,20 @@ def test_a_token_failing_its_exact_shape_but_having_its_rough_one_is_acted_on_wi
     kind = "slack_token" if token.startswith("xox") else "gitlab_token"
     found = _report(f"see {token} in the log")["kinds"][kind]
     assert (found["matches"], found[verdict]) == (1, 1), found
+
+
+def test_every_vendor_rule_compiles_matches_nothing_empty_and_has_a_literal():
+    """`SecretKind` checks its rules at import, but not the generated vendor rules (hundreds of
+    compiles at every start): they are checked here once."""
+    rules = KINDS["vendor_token"].rules
+    assert len(rules) > 500 and all(rule.literals and min(map(len, rule.literals)) >= 3 for rule in rules)
+    empty = pl.select(pl.lit("").str.contains(rule.regex).alias(str(i)) for i, rule in enumerate(rules)).row(0)
+    assert not any(empty)
+
+
+def test_capturing_groups_are_read_off_the_regex_as_polars_reads_them():
+    regexes = [rule.regex for kind in BUILTIN_KINDS for rule in kind.rules]
+    regexes += ["(a)", "(?:a)", r"\(a", "[(]", "[]()]", "[^]]", "(?P<x>a)", "[[:alpha:](]", r"[\]](a)", "[a-z&&[^(]]"]
+    for regex in regexes:
+        polars_says = bool(pl.select(pl.lit("").str.extract_groups(regex)).to_series().struct.fields)
+        assert has_capturing_group(regex) == polars_says, regex
