@@ -24,6 +24,7 @@ from trace_assets.secret_scan.kinds import Judged, SecretKind
 from trace_assets.secret_scan.normalise import (
     ANSI_ESCAPE,
     DEFAULT_WRAP_WIDTH,
+    MAX_JSON_LAYERS,
     TOKEN_CHARS,
     Framing,
     Normaliser,
@@ -63,7 +64,8 @@ CONTEXT_CHARS = 48
 def _normalised_expr(text: pl.Expr, wrap_width: int) -> pl.Expr:
     """A vectorised over-approximation of `Normaliser.normalised`: only used to pick texts worth it."""
     escapes, plain = ["\\\\", "\\n", "\\t", "\\r", '\\"', "\\/"], ["\\", "\n", "\t", "\r", '"', "/"]
-    text = text.str.replace_many(escapes, plain).str.replace_many(escapes, plain)
+    for _ in range(MAX_JSON_LAYERS):
+        text = text.str.replace_many(escapes, plain)
     text = text.str.replace_all("\\u001b", "\x1b", literal=True).str.replace_all(ANSI_ESCAPE, "")
     text = text.str.replace_all(r"(?m)^ {0,8}\d{1,9}\t", "").str.replace_many(["$\n", "^I"], ["\n", "\t"])
     if wrap_width > 0:

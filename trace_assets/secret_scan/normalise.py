@@ -25,6 +25,8 @@ DEFAULT_WRAP_WIDTH = 160  # Terminus-2's terminal width
 MAX_BLOB_CHARS = 65_536
 MAX_BLOBS_PER_TEXT = 16
 MAX_DECODE_DEPTH = 2
+# JSON escaping undone up to this many times: a tool's JSON output, inside a step's JSON, inside a row.
+MAX_JSON_LAYERS = 3
 
 
 class Framing(StrEnum):
@@ -228,10 +230,10 @@ class Normaliser:
         self.line_join = line_join
 
     def normalised(self, view: View) -> View | None:
-        """JSON unescaped (twice if needed), colours and `cat` prefixes stripped, hard wraps and
+        """JSON unescaped (up to MAX_JSON_LAYERS times), colours and `cat` prefixes stripped, hard wraps and
         tokens cut by a line break joined: one view, or None."""
         current = view
-        for _ in range(2):
+        for _ in range(MAX_JSON_LAYERS):
             if "\\" not in current.text or not _STILL_ESCAPED.search(current.text):
                 break
             current = _substitute(current, _JSON_ESCAPE, _json_unescape, Framing.JSON) or current
