@@ -202,7 +202,7 @@ class TraceAssetsConfig(dg.ConfigurableResource):
         description="Refuse to replace a published dataset with one this much smaller (trial folders or rows)",
     )
     card_license: str = Field(default="unknown", description="Card: the Hub license id of the traces")
-    card_pretty_name: str = Field(default="", description="Card: the title; default 'Harbor traces: <run id>'")
+    card_pretty_name: str = Field(default="", description="Card: the title; default '<run> step <N> traces of <model>'")
     card_language: str = Field(default="en", description="Card: comma-separated language codes")
     card_task_categories: str = Field(default="text-generation", description="Card: comma-separated task categories")
     card_framework: str = Field(default="", description="Card: the training framework, e.g. SkyRL")
