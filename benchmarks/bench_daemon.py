@@ -156,9 +156,8 @@ def _phases(instance: dg.DagsterInstance, record: dg.RunRecord) -> tuple[dict[st
             continue
         at = event.event_log_entry.timestamp
         first.setdefault(kind, at)
-        if kind == dg.DagsterEventType.ENGINE_EVENT and event.event_log_entry.user_message.startswith(
-            "Started process"
-        ):
+        message = event.event_log_entry.dagster_event.message if event.event_log_entry.dagster_event else None
+        if kind == dg.DagsterEventType.ENGINE_EVENT and (message or "").startswith("Started process"):
             first.setdefault(WORKER_STARTED, at)
         step = event.event_log_entry.step_key
         if kind == dg.DagsterEventType.STEP_START and step:
