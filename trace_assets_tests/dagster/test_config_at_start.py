@@ -52,6 +52,12 @@ REFUSED = [
         "0123456789abcde",
         "allowlist entry '0123456789abcde' is not a fingerprint: 16 to 64 hex digits",
     ),
+    (
+        "TRACE_ASSETS_HUB_REPO_ID",
+        "{org}/traces-{run_idd}",
+        "TRACE_ASSETS_HUB_REPO_ID='{org}/traces-{run_idd}': unknown placeholder {run_idd}; known: {org}, {run}, "
+        "{step}, {run_id}, {date}, {model}",
+    ),
 ]
 IDS = [
     "interval-1m",
@@ -60,6 +66,7 @@ IDS = [
     "pattern-lookaround",
     "allowlist-word",
     "allowlist-short",
+    "hub-repo-template",
 ]
 
 
