@@ -22,6 +22,11 @@ OPTION_FIELDS = {
     "on_private": "on_private",
     "raw_scan": "raw_scan",
     "allow_shrink": "allow_shrink",
+    "card_framework": "card_framework",
+    "card_task_source": "card_task_source",
+    "card_model": "card_model",
+    "card_license": "card_license",
+    "card_pretty_name": "card_pretty_name",
 }
 
 

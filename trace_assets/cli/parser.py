@@ -142,6 +142,15 @@ def _publishing(parser: argparse.ArgumentParser) -> None:
         + _env("TRACE_ASSETS_RAW_SCAN=1", "off"),
     )
     add_export_arguments(parser)
+    card = parser.add_argument_group("dataset card options")
+    for flag, variable, metavar, meaning, default in (
+        ("--card-framework", "TRACE_ASSETS_CARD_FRAMEWORK", "NAME", "the training framework, e.g. SkyRL", "not stated"),
+        ("--card-task-source", "TRACE_ASSETS_CARD_TASK_SOURCE", "TEXT", "where the tasks came from", "not stated"),
+        ("--card-model", "TRACE_ASSETS_CARD_MODEL", "ID", "the trained model's id, e.g. Qwen/Qwen3-30B-A3B", "none"),
+        ("--card-license", "TRACE_ASSETS_CARD_LICENSE", "ID", "the Hub license id of the traces", "unknown"),
+        ("--card-pretty-name", "TRACE_ASSETS_CARD_PRETTY_NAME", "TITLE", "the card's title", "from the run"),
+    ):
+        card.add_argument(flag, metavar=metavar, help=meaning + _env(variable, default))
 
 
 def _command(

@@ -96,6 +96,24 @@ def test_materialize_takes_harbors_export_flags(tmp_path):
     assert "verifier_output" not in card.split("## Coverage")[0]
 
 
+def test_card_flags_reach_the_published_card(tmp_path):
+    """Each `--card-*` flag overrides its environment variable (TRACE_ASSETS_CARD_LICENSE here)."""
+    out = tmp_path / "out"
+    flags = ["--card-framework", "SkyRL", "--card-task-source", "terminal-bench 2", "--card-license", "mit"]
+    flags += ["--card-pretty-name", "Step traces of a sample run", "--card-model", "Qwen/Qwen3-30B-A3B"]
+    done = _run(
+        ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(out), *flags],
+        tmp_path,
+        TRACE_ASSETS_ON_SECRET="allow",
+        TRACE_ASSETS_CARD_LICENSE="apache-2.0",
+    )
+    assert done.returncode == 0, done.stderr
+    card = (out / SAMPLE_RUN / "README.md").read_text()
+    assert "license: mit\n" in card and "apache-2.0" not in card
+    assert "pretty_name: Step traces of a sample run\n" in card and "\n# Step traces of a sample run\n" in card
+    assert "**Framework**: SkyRL; **task source**: terminal-bench 2" in card
+
+
 def test_unknown_export_choices_are_refused(tmp_path):
     done = _run(["runs", "--traces-root", str(SAMPLE_TRACES)], tmp_path, TRACE_ASSETS_EPISODES="first")
     assert done.returncode == 2

@@ -29,6 +29,11 @@ EXPORT = {
     "--no-instruction-metadata",
     "--no-verifier-metadata",
     "--subagents",
+    "--card-framework",
+    "--card-task-source",
+    "--card-model",
+    "--card-license",
+    "--card-pretty-name",
 }
 OPTIONS = {
     "runs": {"--traces-root", "--scope"},
