@@ -61,7 +61,7 @@ from trace_assets.scope import RunScope
 # Folders whose files are named by their content version (shards, session files): uploaded first,
 # kept when already there, and their old versions removed only after the card names the new one.
 VERSIONED_DIRS = (f"{DATA_DIR}/", f"{SESSIONS_DIR}/")
-# Object-storage PUTs in flight at once while a phase's files go up (TRACE_ASSETS_PUBLISH_CONCURRENCY).
+# Object-storage PUTs in flight at once while a phase's files go up (the publish_concurrency setting).
 DEFAULT_PUBLISH_CONCURRENCY = 64
 # The cards, put last in this order, each once every file it names is there: the flips.
 CARDS = (CARD_FILE, SESSIONS_CARD)
