@@ -33,9 +33,8 @@ alone, and a due one costs only its publish and failure reads (a failed export r
 listing; a new step folder also its run's `trace_jobs/` listing. The first tick (no cursor) plans
 the whole root as `plan_tick` does, so a deleted cursor still re-checks every scope.
 
-The cursor maps each scope to `[fingerprint, quiet_since, fingerprint_requested, next_check,
-backoff, retries, last_check]` (an entry of the first five alone, from before retries were
-counted, is read as none made and no check recorded) and each run to `[next_check]`: about a
+The cursor maps each scope to its `ScopeEntry` (a JSON list: fingerprint, quiet since, fingerprint
+requested, next check, back-off, retries, last check) and each run to `[next_check]`: about a
 hundred bytes a scope; in queue mode it also holds touches whose listing failed (`retry`, visited
 again next tick), re-check requests among them. The sensor keeps its own state
 beside these (`extra`: the queue's receipt handles to delete, the last re-check request read).
@@ -54,7 +53,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from trace_assets.queue_events import Touch
 from trace_assets.scope import RunScope
@@ -84,6 +83,38 @@ class LastCheck(StrEnum):
     PUBLISHED = "published"
     RETRIED = "retried"  # its export failed: requested again
     FAILED = "failed"  # its export failed after MAX_RETRIES retries: left until it changes or is asked
+
+
+class ScopeEntry(NamedTuple):
+    """A scope's cursor entry, stored as a JSON list in this order (the cursor's format is unchanged);
+    one written before retries were counted has five fields and is read as none made, no check
+    recorded."""
+
+    fingerprint: str  # its listing's, at its last listing
+    quiet_since: float | None  # when that listing took its current form
+    requested: str | None  # the fingerprint whose export was requested (None: none yet)
+    next_check: float  # when it is listed again
+    backoff: float  # seconds between re-checks of an exported, unchanged scope
+    retries: int = 0  # automatic requests again of this listing after a failed export
+    last_check: LastCheck | None = None  # what its last check found: the skip reason until the next
+
+    @classmethod
+    def read(cls, entry: list) -> ScopeEntry:
+        fingerprint, since, requested, next_check, backoff, *counted = entry
+        retries, last = counted if counted else (0, None)
+        return cls(
+            fingerprint, since, requested, next_check, backoff, retries, None if last is None else LastCheck(last)
+        )
+
+    @property
+    def settling(self) -> bool:
+        """Its current listing's export not requested yet (new, growing or settling)."""
+        return self.requested != self.fingerprint
+
+    def due_now(self, now: float) -> ScopeEntry:
+        """The same entry listed again at the next tick (a re-check request a failed listing did
+        not use up)."""
+        return self._replace(next_check=min(self.next_check, now))
 
 
 def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None]:
@@ -155,7 +186,7 @@ def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
     return "\n".join([*notes, head, *lines[:shown], *more])
 
 
-def load_cursor(cursor: str | None) -> dict[str, list]:
+def load_cursor(cursor: str | None) -> dict[str, ScopeEntry]:
     """The scopes' entries of a cursor (an older version's cursor starts afresh)."""
     return _load(cursor)[1]
 
@@ -171,14 +202,16 @@ def cursor_extra(cursor: str | None) -> dict[str, Any]:
     return data.get("extra", {}) if data.get("v") in READABLE_VERSIONS else {}
 
 
-def _load(cursor: str | None) -> tuple[dict[str, list], dict[str, list]]:
+def _load(cursor: str | None) -> tuple[dict[str, list], dict[str, ScopeEntry]]:
     data = json.loads(cursor) if cursor else {}
     if data.get("v") not in READABLE_VERSIONS:
         return {}, {}
-    return data.get("runs", {}), data.get("scopes", {})
+    return data.get("runs", {}), {key: ScopeEntry.read(entry) for key, entry in data.get("scopes", {}).items()}
 
 
-def _dump(runs: dict[str, list], scopes: dict[str, list], extra: Mapping[str, Any], retry: Iterable[Touch] = ()) -> str:
+def _dump(
+    runs: dict[str, list], scopes: Mapping[str, ScopeEntry], extra: Mapping[str, Any], retry: Iterable[Touch] = ()
+) -> str:
     data: dict[str, Any] = {"v": CURSOR_VERSION, "runs": runs, "scopes": scopes}
     if extra:
         data["extra"] = dict(extra)
@@ -215,14 +248,14 @@ def plan_tick(
     known = set(known)
     plan = TickPlan()
     next_runs: dict[str, list] = {}
-    next_scopes: dict[str, list] = {}
+    next_scopes: dict[str, ScopeEntry] = {}
     for run_id in sorted(run_ids):
         if escaped_name(run_id) != run_id:
             plan.errors[escaped_name(run_id)] = "the run folder's name is not UTF-8"
             continue
         ours = {k: v for k, v in scopes.items() if k == run_id or k.startswith(run_id + "/")}
         [run_check] = runs.get(run_id, [0.0])
-        pending = run_id not in runs or any(entry[2] != entry[0] for entry in ours.values())
+        pending = run_id not in runs or any(entry.settling for entry in ours.values())
         keys = sorted(ours)
         if pending or now >= run_check:
             try:
@@ -232,7 +265,7 @@ def plan_tick(
                 plan.errors[run_id] = f"{type(err).__name__}: {err}"
                 next_scopes.update(ours)
                 for key in ours.keys() & recheck:  # a re-check request is not used up: due next tick
-                    next_scopes[key] = [*ours[key][:3], min(ours[key][3], now), *ours[key][4:]]
+                    next_scopes[key] = ours[key].due_now(now)
                 next_runs[run_id] = [run_check]
                 continue
         for key in keys:
@@ -240,7 +273,7 @@ def plan_tick(
             if planned is not None:
                 next_scopes[key] = planned
         plan.new_keys += [key for key in keys if key not in known and key in next_scopes]
-        settled = all(key in next_scopes and next_scopes[key][2] == next_scopes[key][0] for key in keys)
+        settled = all(key in next_scopes and not next_scopes[key].settling for key in keys)
         if settled:  # (or no trace_jobs/ yet)
             next_runs[run_id] = [run_check if now < run_check else now + _spread(run_id, run_recheck)]
         else:
@@ -284,12 +317,12 @@ def plan_queue_tick(
     plan = TickPlan()
     next_runs, next_scopes = dict(runs), dict(scopes)
     retry: set[Touch] = set()
-    settling = {key for key, entry in scopes.items() if entry[2] != entry[0]}
+    settling = {key for key, entry in scopes.items() if entry.settling}
     # Exported and unchanged, their re-check due: its publish and failure read again (no listing),
     # so a failed export is requested again on the back-off, as in `plan_tick`.
     # At most DUE_PER_TICK, oldest first: a cursor from before queue mode re-checked holds every
     # exported scope past due, and a tick must stay well inside the sensor's time limit.
-    overdue = sorted((entry[3], key) for key, entry in scopes.items() if entry[2] == entry[0] and now >= entry[3])
+    overdue = sorted((e.next_check, key) for key, e in scopes.items() if not e.settling and now >= e.next_check)
     due = {key for _, key in overdue[:DUE_PER_TICK]}
     asked = set(recheck)
     scopes_of_run: dict[str, list[str]] = {}  # grouped once: a tick's cost follows its touches
@@ -341,25 +374,26 @@ def plan_queue_tick(
 
 def _plan_scope(
     key: str,
-    entry: list | None,
+    entry: ScopeEntry | None,
     sources: TickSources,
     now: float,
     settle: float,
     plan: TickPlan,
     force: bool = False,
     unchanged: bool = False,
-) -> list | None:
+) -> ScopeEntry | None:
     """The scope's next cursor entry (None: a new scope whose listing failed, tried afresh next tick,
     or a scope that is gone).
 
     `force`: list it whatever its back-off; `unchanged`: take the cursor's listing as current
     (queue mode: no event touched the scope since)."""
-    previous_fp, since, requested, next_check, backoff, retries, last = _fields(entry)
-    if entry is not None and requested == previous_fp and now < next_check and not force:
-        plan.skipped[key] = _waiting_reason(last, retries, next_check - now)
+    if entry is not None and not entry.settling and now < entry.next_check and not force:
+        plan.skipped[key] = _waiting_reason(entry.last_check, entry.retries, entry.next_check - now)
         return entry
+    previous = entry or ScopeEntry("", None, None, 0.0, 0.0)
+    since = previous.quiet_since
     if unchanged and entry is not None:
-        current, newest = previous_fp, since
+        current, newest = entry.fingerprint, since
     else:
         try:
             current, newest = listing_fingerprint(sources.listing(key))
@@ -369,16 +403,18 @@ def _plan_scope(
             return None
         except Exception as err:  # this scope's listing only: listed again next tick, a re-check request too
             plan.errors[key] = f"{type(err).__name__}: {err}"
-            return None if entry is None else [*entry[:3], min(next_check, now), *entry[4:]]
+            return None if entry is None else entry.due_now(now)
         plan.listed_scopes += 1
-    if current != previous_fp:  # quiet since its newest object, unless that is older (a deletion)
+    if since is None or current != previous.fingerprint:  # quiet since its newest object, unless older (a deletion)
         since = newest if newest is not None and (since is None or newest > since) else now
         since = min(since, now)
-    if requested == current:
-        return _check_export(key, current, since, backoff, retries, sources, now, plan, force)
+    if previous.requested == current:
+        return _check_export(key, current, since, previous.backoff, previous.retries, sources, now, plan, force)
     if now - since < settle:
         plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
-        return [current, since, requested, now, 0.0, 0, last]  # a new listing: its retries start afresh
+        return ScopeEntry(
+            current, since, previous.requested, now, 0.0, 0, previous.last_check
+        )  # a new listing: its retries start afresh
     published = sources.published_at(key)
     # Published after the listing took its current form (`since`: its newest object's time, or when
     # the sensor saw the change, for a re-sync that kept modification times): nothing to export.
@@ -390,7 +426,7 @@ def _plan_scope(
         if sources.export_failed(key):  # (a deleted cursor): its last run key may be this listing's
             plan.retried.append(key)
         found = LastCheck.REQUESTED
-    return [current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START, 0, found]
+    return ScopeEntry(current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START, 0, found)
 
 
 def _check_export(
@@ -403,7 +439,7 @@ def _check_export(
     now: float,
     plan: TickPlan,
     force: bool,
-) -> list:
+) -> ScopeEntry:
     """The next entry of a scope whose export was requested for its current listing: published,
     still on its way, or failed (requested again, at most `MAX_RETRIES` times unless `force`)."""
     backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
@@ -411,27 +447,16 @@ def _check_export(
     published = sources.published_at(key)
     if published is not None and published >= since:
         plan.skipped[key] = "published and unchanged"
-        return [current, since, current, due, backoff, retries, LastCheck.PUBLISHED]
+        return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.PUBLISHED)
     if not sources.export_failed(key):  # queued, running, or canceled by an operator (theirs to launch)
         plan.skipped[key] = "export requested, not published yet"
-        return [current, since, current, due, backoff, retries, LastCheck.REQUESTED]
+        return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.REQUESTED)
     if retries >= MAX_RETRIES and not force:
         plan.skipped[key] = _gave_up(retries)
-        return [current, since, current, due, backoff, retries, LastCheck.FAILED]
+        return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.FAILED)
     plan.requests.append((key, current))  # on the same back-off as a re-check
     plan.retried.append(key)
-    return [current, since, current, due, backoff, retries + 1, LastCheck.RETRIED]
-
-
-def _fields(entry: list | None) -> tuple[Any, Any, Any, float, float, int, LastCheck | None]:
-    """A cursor entry's fields (fingerprint, quiet since, fingerprint requested: None for a new
-    scope); one written before retries were counted (five fields) has made none and recorded no
-    check."""
-    if entry is None:
-        return None, None, None, 0.0, 0.0, 0, None
-    previous_fp, since, requested, next_check, backoff, *counted = entry
-    retries, last = counted if counted else (0, None)
-    return previous_fp, since, requested, next_check, backoff, retries, None if last is None else LastCheck(last)
+    return ScopeEntry(current, since, current, due, backoff, retries + 1, LastCheck.RETRIED)
 
 
 def _gave_up(retries: int) -> str:

@@ -352,8 +352,9 @@ class PipelineSettings(BaseModel):
         group=Group.CARD,
         flag="--card-pretty-name",
         metavar="TITLE",
-        default_text="`Harbor traces: <run id>`",
-        description="the card's title",
+        default_text="`<run> step <N> traces of <model>`",
+        description="the card's title; by default the step when the scope has one, the trained model "
+        "(`--card-model`), else the one served model",
     )
     card_language: str = setting(
         "en", env="TRACE_ASSETS_CARD_LANGUAGE", group=Group.CARD, description="the card's languages, comma-separated"

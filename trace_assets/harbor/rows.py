@@ -158,7 +158,9 @@ def _export_trial(
     episodes = select_episodes(chain, options.episodes)
     if not episodes:
         steps = sum(len(t.steps) for t in chain)
-        return TrialExport(exclusion=Exclusion(Reason.NO_AGENT_TURNS, f"{steps} steps, none by the agent"))
+        return TrialExport(
+            exclusion=Exclusion(Reason.NO_AGENT_TURNS, f"{steps} step{'' if steps == 1 else 's'}, none by the agent")
+        )
 
     shared = {
         "model_provider": summary.model_provider,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
+from string import Template
 from typing import Any
 
 import pyarrow as pa
@@ -12,7 +15,7 @@ import yaml
 
 from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.publishing.card_facts import CardFacts, Distribution, size_category
+from trace_assets.publishing.card_facts import CardFacts, Distribution, count, size_category, size_text
 from trace_assets.publishing.sessions_card import sessions_prose
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.steps.sessions import SessionCounts
@@ -20,6 +23,8 @@ from trace_assets.steps.sessions import SessionCounts
 TRIALS_CONFIG = "trials"
 TRIALS_FILE = "trials.parquet"
 REWARD_PLOT, TURNS_PLOT = "plots/rewards.svg", "plots/turns.svg"
+TEMPLATES_DIR = "templates"  # package data beside this module (pyproject.toml's package-data)
+CARD_TEMPLATE = "card.md"  # the scope card's prose around the figures; see `fill_template`
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,7 @@ class CardSettings:
     """What the card says that the data cannot: set in the resource (or `TRACE_ASSETS_CARD_*`)."""
 
     license: str = "unknown"  # a Hub license id; the pipeline cannot know the traces' terms
-    pretty_name: str = ""  # default: "Harbor traces: <scope>"
+    pretty_name: str = ""  # default: "<run> step <N> traces of <model>" (see `card_title`)
     language: tuple[str, ...] = ("en",)
     task_categories: tuple[str, ...] = ("text-generation",)
     framework: str = ""  # the training framework, e.g. "SkyRL"
@@ -106,7 +111,7 @@ def card_header(
     configs.append({"config_name": TRIALS_CONFIG, "data_files": [{"split": "train", "path": TRIALS_FILE}]})
     return {
         "license": settings.license,
-        "pretty_name": settings.pretty_name or pretty_name,
+        "pretty_name": pretty_name or _one_line(settings.pretty_name),
         "language": list(settings.language),
         "task_categories": list(settings.task_categories),
         "size_categories": [size_category(shards.num_examples)],
@@ -233,6 +238,66 @@ def code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def code_block(text: str, info: str = "") -> str:
+    """Text as a fenced code block that cannot break the card: fenced by more backticks than it
+    holds in a row (at least three), so no line of it can close the fence."""
+    fence = "`" * max(3, max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+EXAMPLE_CHARS = 200  # of each text of the example row
+EXAMPLE_HEAD, EXAMPLE_TAIL = 4, 2  # the messages shown of a longer conversation: its first and its last
+
+
+def example_prose(row: Mapping[str, Any] | None) -> str:
+    """The first published row, as `rows[0]` gives it, shortened: each text cut at EXAMPLE_CHARS, a
+    long conversation's middle messages left out. JSON with every character that could break a
+    line escaped (`\\u2028`), in a fence no text can close. Nothing for a scope with no row."""
+    if row is None:
+        return ""
+    messages = len(row.get("conversations") or [])
+    cut = (
+        f"; of its {messages:,} messages, the first {EXAMPLE_HEAD} and the last {EXAMPLE_TAIL} are shown"
+        if messages > EXAMPLE_HEAD + EXAMPLE_TAIL
+        else ""
+    )
+    lines = ["{"]
+    for index, (key, value) in enumerate(row.items()):
+        comma = "," if index < len(row) - 1 else ""
+        if isinstance(value, list) and value:
+            items = _shortened(value)
+            lines.append(f"  {_json(key)}: [")
+            lines += [f"    {_json(item)}{',' if i < len(items) - 1 else ''}" for i, item in enumerate(items)]
+            lines.append(f"  ]{comma}")
+        else:
+            lines.append(f"  {_json(key)}: {_json(_cut(value))}{comma}")
+    lines.append("}")
+    return f"The first row, as `rows[0]` gives it, each text cut at {EXAMPLE_CHARS} characters{cut}:\n\n" + code_block(
+        "\n".join(lines), "json"
+    )
+
+
+def _shortened(items: list[Any]) -> list[Any]:
+    kept = items if len(items) <= EXAMPLE_HEAD + EXAMPLE_TAIL else items[:EXAMPLE_HEAD] + items[-EXAMPLE_TAIL:]
+    return [_cut(item) for item in kept]
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= EXAMPLE_CHARS else value[:EXAMPLE_CHARS] + "…"
+    if isinstance(value, dict):
+        return {key: _cut(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cut(item) for item in value]
+    return value
+
+
+def _json(value: Any) -> str:
+    """One line of JSON: `json` escapes the control characters, this the rest `_UNPRINTABLE` holds."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _escaped(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
@@ -250,36 +315,48 @@ def _named(counts: Mapping[str, int]) -> str:
     return named
 
 
-def _size(num_bytes: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if num_bytes >= scale:
-            return f"{num_bytes / scale:.1f} {unit}"
-    return f"{num_bytes:,} bytes"
-
-
 def _steps(steps: list[int]) -> str:
     if not steps:
         return "not named in the trial folders' paths"
     if len(steps) == 1:
         return str(steps[0])
-    return f"{steps[0]} to {steps[-1]} ({len(steps)} steps)"
+    return f"{steps[0]} to {steps[-1]} ({count(len(steps), 'step')})"
 
 
 def provenance_prose(coverage: Coverage, context: CardContext, source_prefix: str, step: str | None = None) -> str:
-    """Who made the traces and from what: agent, model, provider, framework, tasks, step, source.
+    """Who made the traces and from what: run and step, framework and trained model, task source,
+    agent, served model and provider, source objects. The settings' lines appear when they are set.
     A step scope (`step`, its step folder) names its run and step; a run, the steps in its trial paths."""
     facts, settings = context.facts, context.settings
-    run = coverage.run_id.removesuffix(f"/{step}") if step else coverage.run_id
-    steps = [int(step.removeprefix("step-"))] if step else facts.steps
-    lines = [
-        f"- **Agent**: {_named(facts.agents)}; **model**: {_named(facts.models)}; "
+    training = [f"**{what}**: {value}" for what, value in _training(settings) if value]
+    lines = [f"- **Run**: `{_run(coverage, step)}`; **training step**: {_steps(_scope_steps(context, step))}"]
+    lines += ["- " + "; ".join(training)] if training else []
+    lines += [f"- **Task source**: {_one_line(settings.task_source)}"] if settings.task_source.strip() else []
+    lines += [
+        f"- **Agent**: {_named(facts.agents)}; **served model**: {_named(facts.models)}; "
         f"**provider**: {_named(facts.providers)} (exported trials per value)",
-        f"- **Framework**: {settings.framework or 'not stated'}; **task source**: {settings.task_source or 'not stated'}",
-        f"- **Run**: `{run}`; **training step**: {_steps(steps)}",
-        f"- **Source**: {facts.objects:,} objects ({_size(facts.bytes)}) in the full `{source_prefix}/` prefix, "
+        f"- **Source**: {count(facts.objects, 'object')} ({size_text(facts.bytes)}) in the full `{source_prefix}/` prefix, "
         "listed in one pass at publish time",
     ]
     return "\n".join(lines)
+
+
+def _training(settings: CardSettings) -> list[tuple[str, str]]:
+    model = f"`{_one_line(settings.model)}`" if settings.model.strip() else ""
+    return [("Framework", _one_line(settings.framework)), ("Trained model", model)]
+
+
+def _one_line(text: str) -> str:
+    """An operator's setting on one line of the card (a list item or the title)."""
+    return " ".join(text.split())
+
+
+def _run(coverage: Coverage, step: str | None) -> str:
+    return coverage.run_id.removesuffix(f"/{step}") if step else coverage.run_id
+
+
+def _scope_steps(context: CardContext, step: str | None) -> list[int]:
+    return [int(step.removeprefix("step-"))] if step else context.facts.steps
 
 
 def _dist(d: Distribution, what: str) -> str:
@@ -300,7 +377,7 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
     rewards, excluded, turns = facts.reward_stats, facts.excluded_reward_stats, facts.turn_stats
     lines = []
     if rewards.count:
-        lines.append("- " + _dist(rewards, f"Reward over the {rewards.count:,} exported trials with one"))
+        lines.append("- " + _dist(rewards, f"Reward over the {count(rewards.count, 'exported trial')} with one"))
     if facts.rewards_not_finite:
         lines.append(
             f"- Exported trials left out of these figures: {_not_finite(facts.rewards_not_finite)}; "
@@ -317,7 +394,7 @@ def rewards_prose(coverage: Coverage, context: CardContext) -> str:
     if excluded_total:
         share = _percent(excluded_total, coverage.scored)
         lines.append(
-            f"- Scored but excluded: {excluded_total:,} trials ({share} of the scored); "
+            f"- Scored but excluded: {count(excluded_total, 'trial')} ({share} of the scored); "
             + (
                 _dist(excluded, f"reward over the {excluded.count:,} with one")
                 if excluded.count
@@ -355,29 +432,56 @@ def _percent(part: int, whole: int) -> str:
 
 def coverage_prose(coverage: Coverage, step: str | None = None) -> str:
     """The run (or its step folder `step`) described the way a person would: folders, scored,
-    exported, why the rest were not."""
+    exported, and one sentence per reason the rest were not."""
     folder = f"The step folder `trace_jobs/{step}/`" if step else "The run's `trace_jobs/`"
+    subagent_rows = coverage.subagent_rows
     lines = [
-        f"{folder} held **{coverage.trial_dirs:,}** trial folders. "
-        f"**{coverage.scored:,}** were scored (had a `result.json`)"
-        + (f" and {coverage.unscored:,} were not" if coverage.unscored else "")
-        + f". **{coverage.exported:,}** trials were exported, {_percent(coverage.exported, coverage.scored)} "
-        f"of the scored ones, as {coverage.rows:,} rows"
-        + (f" ({coverage.subagent_rows:,} of them subagent conversations)" if coverage.subagent_rows else "")
+        f"{folder} held **{coverage.trial_dirs:,}** {_noun(coverage.trial_dirs, 'trial folder')}. "
+        f"**{coverage.scored:,}** {_was(coverage.scored)} scored (had a `result.json`)"
+        + (f" and {coverage.unscored:,} {_was(coverage.unscored)} not" if coverage.unscored else "")
+        + f". **{coverage.exported:,}** {_noun(coverage.exported, 'trial')} {_was(coverage.exported)} exported, "
+        f"{_percent(coverage.exported, coverage.scored)} of the scored ones, as {count(coverage.rows, 'row')}"
+        + (
+            f" ({subagent_rows:,} of them {'a subagent conversation' if subagent_rows == 1 else 'subagent conversations'})"
+            if subagent_rows
+            else ""
+        )
         + "."
     ]
     excluded = {k: v for k, v in coverage.excluded.items() if v}
     if excluded:
-        lines.append("")
-        lines.append("Trial folders with no row:")
-        lines.append("")
-        lines.append("| reason | folders | what it means |")
-        lines.append("|---|---:|---|")
-        for reason, count in sorted(excluded.items(), key=lambda item: -item[1]):
-            lines.append(f"| `{reason}` | {count:,} | {REASON_DESCRIPTIONS.get(Reason(reason), reason)} |")
+        lines += ["", "Trial folders with no row, by reason (`reason` in `trials.parquet`):", ""]
+        lines += [f"- {exclusion_sentence(Reason(reason), n)}" for reason, n in sorted(excluded.items(), key=_most)]
     lines.append("")
     lines.append("Every folder's status and reason is in `trials.parquet`; the counts are in `coverage.json`.")
     return "\n".join(lines)
+
+
+def _most(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
+def _noun(n: int, noun: str) -> str:
+    return count(n, noun).split(" ", 1)[1]
+
+
+def _was(n: int) -> str:
+    return "was" if n == 1 else "were"
+
+
+# A reason's description completes "trial folders that ..."; for one folder its verbs agree.
+_SINGULAR_VERBS = {"were": "was", "are": "is", "have": "has", "hold": "holds"}
+
+
+def exclusion_sentence(reason: Reason, n: int) -> str:
+    """`` `no_trajectory`: **3** trial folders were scored but have no agent/trajectory.json. ``: the
+    count and the code's one description of the reason (`REASON_DESCRIPTIONS`), its verbs made
+    singular for one folder (outside its parenthesis, which speaks of the trial)."""
+    description = REASON_DESCRIPTIONS[reason]
+    if n == 1:
+        words, paren, rest = description.partition("(")
+        description = re.sub(r"\b(were|are|have|hold)\b", lambda m: _SINGULAR_VERBS[m.group()], words) + paren + rest
+    return f"`{reason}`: **{n:,}** {_noun(n, 'trial folder')} {description}."
 
 
 def scan_prose(report: dict[str, Any]) -> str:
@@ -386,7 +490,7 @@ def scan_prose(report: dict[str, Any]) -> str:
     all_kinds = report.get("kinds") or {}
     kinds = {k: v for k, v in all_kinds.items() if v.get("matches")}
     patterns = sum(v.get("patterns", 1) for v in all_kinds.values())
-    scanned = f"{len(all_kinds)} kinds ({patterns} patterns)"
+    scanned = f"{count(len(all_kinds), 'kind')} ({count(patterns, 'pattern')})"
     if not kinds:
         lines = [
             f"The secret scan found no credential-shaped strings in the rows (verdict: `clean`); it looked for {scanned}."
@@ -409,26 +513,30 @@ def scan_prose(report: dict[str, Any]) -> str:
     if report.get("unverified"):
         lines.append("")
         lines.append(
-            f"{report['unverified']:,} matches have a credential's rough shape but not its exact format "
+            f"{count(report['unverified'], 'match', 'matches')} {'has' if report['unverified'] == 1 else 'have'} "
+            "a credential's rough shape but not its exact format "
             "(`unverified`): by default publishing replaces them; placeholders are kept."
         )
     pem = report.get("pem") or {}
     if pem.get("blocks"):
         lines.append("")
         lines.append(
-            f"{pem.get('markers', 0):,} PEM private-key markers in {pem.get('rows', 0):,} rows from "
-            f"{pem.get('tasks', 0):,} task(s); of {pem['blocks']:,} blocks, {pem.get('parseable', 0):,} parsed as a key, "
-            f"{pem.get('placeholder', 0):,} held a `...` placeholder, the longest decoded to {pem.get('max_decoded_bytes', 0):,} bytes."
-            + _pem_detail(report)
+            f"{count(pem.get('markers', 0), 'PEM private-key marker')} in {count(pem.get('rows', 0), 'row')} from "
+            f"{count(pem.get('tasks', 0), 'task')}; of {count(pem['blocks'], 'block')}, {pem.get('parseable', 0):,} "
+            f"parsed as a key, {pem.get('placeholder', 0):,} held a `...` placeholder, the longest decoded to "
+            f"{count(pem.get('max_decoded_bytes', 0), 'byte')}." + _pem_detail(report)
         )
     redacted = report.get("redacted") or {}
     if any(redacted.values()):
         total = sum(redacted.values())
         per_kind = ", ".join(f"`{kind}` {count:,}" for kind, count in sorted(redacted.items()) if count)
         lines.append("")
-        lines.append(f"{total:,} matches were replaced by `[REDACTED:<kind>]` in the published rows ({per_kind}).")
+        lines.append(
+            f"{count(total, 'match', 'matches')} {_was(total)} replaced by `[REDACTED:<kind>]` in the published rows "
+            f"({per_kind})."
+        )
     lines.append("")
-    lines.append(_decision(report))
+    lines.append(f"Decision: {_decision(report)}")
     quiet = sorted(k for k in all_kinds if k not in kinds)
     if kinds and quiet:
         lines.append("")
@@ -448,7 +556,7 @@ def _pem_detail(report: dict[str, Any]) -> str:
     longest = max(blocks, key=lambda b: b.get("decoded_bytes", 0))
     needed = longest.get("min_bytes")
     comparison = (
-        f" A real {longest.get('kind', 'key')} key decodes to at least {needed:,} bytes, "
+        f" A real {longest.get('kind', 'key')} key decodes to at least {count(needed, 'byte')}, "
         + (
             "so the longest block is too short to be one."
             if longest.get("decoded_bytes", 0) < needed
@@ -464,17 +572,115 @@ def _decision(report: dict[str, Any]) -> str:
     """What was done about the findings: a blocked run never gets this card."""
     redacted = sum((report.get("redacted") or {}).values())
     if redacted:
-        return f"Decision: published with the {redacted:,} acted-on matches redacted."
+        return f"published with the {count(redacted, 'acted-on match', 'acted-on matches')} redacted."
     if report.get("verdict") in ("clean", "placeholder", None):
-        return "Decision: published as read; nothing to act on."
+        return "published as read; nothing to act on."
     return (
-        "Decision: published as read, unredacted: the policy in force (`on_secret`/`on_unverified`) kept these "
+        "published as read, unredacted: the policy in force (`on_secret`/`on_unverified`) kept these "
         "matches; check them before sharing."
     )
 
 
-def card_title(coverage: Coverage, settings: CardSettings) -> str:
-    return settings.pretty_name or f"Harbor traces: {coverage.run_id}"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:+-]{0,99}")  # a served model's name fit for the title
+
+
+def considerations_prose(
+    coverage: Coverage, context: CardContext, report: dict[str, Any], options: ExportOptions
+) -> str:
+    """What a reader should weigh before using the rows: which trials are missing and how their
+    rewards differ, what redaction replaced, what a reward is, and the secret scan's verdict."""
+    return "\n".join(
+        [
+            f"- **Not every trial is here**: {_missing(coverage, context.facts, options)}",
+            f"- **Redaction**: {_redaction(report)}",
+            "- **Rewards are the verifier's**: each trial's reward is what its task's verifier wrote, as Harbor "
+            "recorded it (`result`): whether the task's checks passed in the trial's environment, only as sound "
+            "as those checks, not a judgement of the agent's work.",
+            f"- **Secret scan**: {_scan_verdict(report)}",
+        ]
+    )
+
+
+def _missing(coverage: Coverage, facts: CardFacts, options: ExportOptions) -> str:
+    missing = coverage.trial_dirs - coverage.exported
+    if not missing:
+        return "the one trial folder gave a row." if coverage.trial_dirs == 1 else "every trial folder gave a row."
+    text = (
+        f"{missing:,} of the {count(coverage.trial_dirs, 'trial folder')} gave no row, for the reasons under "
+        "Coverage, so the rows are not a uniform sample of the run"
+    )
+    if options.success_filter != "all":
+        above = "above" if options.success_filter == "success" else "not above"
+        text += f" (`--filter {options.success_filter}` exported only the trials whose reward is {above} 0)"
+    excluded, exported = facts.excluded_reward_stats, facts.reward_stats
+    if excluded.count and exported.count:
+        text += (
+            f"; the scored trials left out had a mean reward of {_mean(excluded)} (the {excluded.count:,} with "
+            f"one), against {_mean(exported)} for the exported ones"
+        )
+    return text + "."
+
+
+def _mean(d: Distribution) -> str:
+    return f"{d.mean:.3f}" if abs(d.mean) < 1e6 else f"{d.mean:g}"
+
+
+def _redaction(report: dict[str, Any]) -> str:
+    """The secrets and private values replaced, and the private values kept (only counts, never values)."""
+    parts = []
+    secrets = {kind: n for kind, n in (report.get("redacted") or {}).items() if n}
+    if secrets:
+        parts.append(
+            f"{count(sum(secrets.values()), 'credential-shaped string')} replaced by `[REDACTED:<kind>]` "
+            f"({', '.join(f'`{kind}` {n:,}' for kind, n in sorted(secrets.items()))})"
+        )
+    privacy = report.get("privacy") or {}
+    private = {category: n for category, n in (privacy.get("redacted") or {}).items() if n}
+    if private:
+        parts.append(
+            f"{count(sum(private.values()), 'private value')} replaced by numbered tokens such as `[EMAIL-1]` "
+            f"({', '.join(f'`{category}` {n:,}' for category, n in sorted(private.items()))})"
+        )
+    kept = {
+        category: found - private.get(category, 0)
+        for category, c in (privacy.get("categories") or {}).items()
+        if (found := c.get("matches", 0) - c.get("placeholders", 0)) > private.get(category, 0)
+    }
+    if kept:
+        parts.append(
+            f"{count(sum(kept.values()), 'private value')} found and kept as read, as the policy in force "
+            f"(`on_private`) says ({', '.join(f'`{category}` {n:,}' for category, n in sorted(kept.items()))})"
+        )
+    if not parts:
+        return "nothing was replaced; the texts are as the agents and their environments wrote them."
+    return "; ".join(parts) + ". Counts per kind are in `secret_scan.json`."
+
+
+def _scan_verdict(report: dict[str, Any]) -> str:
+    as_read = report.get("verdict_as_read")
+    return (
+        f"the verdict is `{report.get('verdict', 'unknown')}`"
+        + (f" (`{as_read}` as read)" if as_read else "")
+        + f"; {_decision(report)}"
+    )
+
+
+def card_title(coverage: Coverage, context: CardContext, step: str | None = None) -> str:
+    """`card_pretty_name`, else "<run> step <N> traces of <model>": the step when the scope has one
+    (or its trial paths name one), the trained model when set, else the one served model when its
+    name is plain (a name from result.json is data, not fit for a heading as it is)."""
+    settings = context.settings
+    if settings.pretty_name.strip():
+        return _one_line(settings.pretty_name)
+    steps = _scope_steps(context, step)
+    served = list(context.facts.models)
+    model = _one_line(settings.model) or (served[0] if len(served) == 1 and _PLAIN_NAME.fullmatch(served[0]) else "")
+    return (
+        _run(coverage, step)
+        + (f" step {steps[0]}" if len(steps) == 1 else "")
+        + " traces"
+        + (f" of {model}" if model else "")
+    )
 
 
 def dataset_card(
@@ -489,36 +695,53 @@ def dataset_card(
     source_prefix: str = "",
     versions: list[dict[str, Any]] | None = None,
     step: str | None = None,
+    example: Mapping[str, Any] | None = None,
 ) -> str:
-    """The card's text; `step` is a step scope's step folder (`step-N`), None for a run."""
+    """The card's text; `step` is a step scope's step folder (`step-N`), None for a run; `example`
+    the first published row (None when there is none)."""
     options = options or ExportOptions()
     context = context or CardContext()
-    title = card_title(coverage, context.settings)
+    title = card_title(coverage, context, step)
     header = yaml.safe_dump(
         card_header(schema, shards, subsets, context.settings, title), sort_keys=False, allow_unicode=True
     )
-    intro = f"{context.settings.intro.strip()}\n\n" if context.settings.intro.strip() else ""
-    options_section = (
-        f"## Export options\n\n{options_prose(options, shards, subsets or {})}\n\n"
-        if options != ExportOptions()
-        else ""
+    return fill_template(
+        CARD_TEMPLATE,
+        header=header,
+        title=title,
+        intro=context.settings.intro.strip(),
+        summary=intro_prose(options, schema),
+        provenance=provenance_prose(coverage, context, source_prefix, step),
+        fields=fields_prose(schema),
+        usage=usage_prose(context.repo_id, subsets or {}),
+        example=example_prose(example),
+        rewards=rewards_prose(coverage, context),
+        options=options_prose(options, shards, subsets or {}) if options != ExportOptions() else "",
+        sessions=sessions_prose(sessions, context.location) if sessions is not None else "",
+        coverage=coverage_prose(coverage, step),
+        scan=scan_prose(scan_report),
+        considerations=considerations_prose(coverage, context, scan_report, options),
+        history=history_prose(versions) if versions else "",
     )
-    sessions_section = (
-        f"## Sessions\n\n{sessions_prose(sessions, context.location)}\n\n" if sessions is not None else ""
+
+
+def fill_template(name: str, **values: str) -> str:
+    """A card template filled from `values`: its paragraphs (separated by a blank line) are
+    `string.Template`s; one that fills to nothing is left out, and so is a `## ` heading whose
+    section is left with no paragraph. The values are inserted as they are, never re-read as a
+    template, so a `$` or a heading-like line in the data stays text."""
+    paragraphs = (
+        (resources.files("trace_assets.publishing") / TEMPLATES_DIR / name).read_text(encoding="utf-8").split("\n\n")
     )
-    history_section = f"## Version history\n\n{history_prose(versions)}\n\n" if versions else ""
-    return (
-        f"---\n{header}---\n\n"
-        f"# {title}\n\n"
-        f"{intro}"
-        f"{intro_prose(options, schema)}\n\n"
-        f"## Provenance\n\n{provenance_prose(coverage, context, source_prefix, step)}\n\n"
-        f"## Fields\n\n{fields_prose(schema)}\n\n"
-        f"## Usage\n\n{usage_prose(context.repo_id, subsets or {})}\n\n"
-        f"## Rewards and turns\n\n{rewards_prose(coverage, context)}\n\n"
-        f"{options_section}"
-        f"{sessions_section}"
-        f"## Coverage\n\n{coverage_prose(coverage, step)}\n\n"
-        f"## Secret scan\n\n{scan_prose(scan_report)}\n\n"
-        f"{history_section}"
-    ).rstrip("\n") + "\n"
+    sections: list[list[str]] = [[]]
+    for paragraph in paragraphs:
+        if paragraph.startswith("## "):
+            sections.append([paragraph])
+        elif filled := Template(paragraph.strip("\n")).substitute(values).strip("\n"):
+            sections[-1].append(filled)
+    kept = [p for section in sections if not _heading_only(section) for p in section]
+    return "\n\n".join(kept) + "\n"
+
+
+def _heading_only(section: list[str]) -> bool:
+    return len(section) == 1 and section[0].startswith("## ")

@@ -206,6 +206,32 @@ def histogram(values: list[float], bins: int = HISTOGRAM_BINS) -> list[tuple[flo
     ]
 
 
+def integer_histogram(values: list[int], bins: int = HISTOGRAM_BINS) -> list[tuple[int, int, int]]:
+    """(first, last, count) for at most `bins` bins of whole numbers, both ends included and every
+    bin as wide (turns per row: 1–3, 4–6, ..., not bins whose ends fall between two counts)."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    width = -(-(high - low + 1) // bins)  # ceiling division
+    counts = [0] * (-(-(high - low + 1) // width))
+    for value in values:
+        counts[(value - low) // width] += 1
+    return [(low + i * width, min(low + (i + 1) * width - 1, high), n) for i, n in enumerate(counts)]
+
+
+def size_text(num_bytes: int) -> str:
+    """A size as the Hub and the seeds' cards give it, in decimal units: `6.7 MB`, `1.2 GB`, `745.0 kB`."""
+    for unit, scale in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if num_bytes >= scale:
+            return f"{num_bytes / scale:.1f} {unit}"
+    return count(num_bytes, "byte")
+
+
+def count(n: int, noun: str, plural: str = "") -> str:
+    """`1 trial`, `2 trials`: a number with its noun agreeing (`plural` when not noun + "s")."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def size_category(rows: int) -> str:
     """The Hub's `size_categories` value for a row count."""
     bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")]

@@ -17,9 +17,9 @@ from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.progress import Progress, quiet
 from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, card_title, dataset_card
-from trace_assets.publishing.card_facts import CardFacts, histogram
+from trace_assets.publishing.card_facts import CardFacts, histogram, integer_histogram
 from trace_assets.publishing.parquet_layout import write_published_table
-from trace_assets.publishing.plots import bar_chart_svg
+from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
 from trace_assets.publishing.shards import ShardSet, version_folder, write_shards
 from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
@@ -76,7 +76,7 @@ def build_run_folder(
         session_counts = copy_sessions(sessions, out_dir, redactor, progress)
         session_counts = replace(session_counts, version=version_folder(out_dir / SESSIONS_DIR))
         (out_dir / SESSIONS_CARD).write_text(
-            sessions_card(session_counts, card_title(coverage, card.settings), card.settings.license)
+            sessions_card(session_counts, card_title(coverage, card, step), card.settings.license)
         )
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)
@@ -90,12 +90,33 @@ def build_run_folder(
     (out_dir / VERSIONS_FILE).write_text(json.dumps({"versions": versions}, indent=2) + "\n")
     if card.plots:
         _write_plots(out_dir, card.facts)
+    example = first_row(out_dir, shards)
     text = dataset_card(
-        coverage, scan_report, shards, schema, options, subsets, session_counts, card, source_prefix, versions, step
+        coverage,
+        scan_report,
+        shards,
+        schema,
+        options,
+        subsets,
+        session_counts,
+        card,
+        source_prefix,
+        versions,
+        step,
+        example,
     )
     (out_dir / CARD_FILE).write_text(text)
     progress(f"card: {CARD_FILE}, {VERSIONS_FILE}, {COVERAGE_FILE}, {TRIALS_FILE} and {SCAN_REPORT_FILE} written")
     return shards
+
+
+def first_row(out_dir: Path, shards: ShardSet) -> dict[str, Any] | None:
+    """The first published row (after redaction: read back from the first shard), for the card's
+    example; read a batch of one row, not the whole row group."""
+    if not shards.num_examples:
+        return None
+    parquet = pq.ParquetFile(out_dir / shards.files[0], pre_buffer=False)
+    return next(parquet.iter_batches(batch_size=1, use_threads=False)).to_pylist()[0]
 
 
 def _write_trace_sources(
@@ -125,11 +146,13 @@ def _write_trace_sources(
 
 def _write_plots(out_dir: Path, facts: CardFacts) -> None:
     """The reward histogram and the assistant turns per row, as the card's two images."""
-    rewards = [(f"{low:.2g}", count) for low, _, count in histogram(facts.rewards)]
-    turns = [(f"{low:.0f}-{high:.0f}", count) for low, high, count in histogram([float(t) for t in facts.turns])]
+    reward_bins = histogram(facts.rewards)
+    width = (reward_bins[0][1] - reward_bins[0][0]) if reward_bins else 0.0
+    rewards = [(range_label(low, high, width), count) for low, high, count in reward_bins]
+    turns = [(integer_label(low, high), count) for low, high, count in integer_histogram(facts.turns)]
     for name, title, bars in (
         (REWARD_PLOT, "reward (exported trials)", rewards),
         (TURNS_PLOT, "assistant turns per row", turns),
     ):
         (out_dir / name).parent.mkdir(exist_ok=True)
-        (out_dir / name).write_text(bar_chart_svg(title, bars))
+        (out_dir / name).write_text(bar_chart_svg(title, bars), encoding="utf-8")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import yaml
 
 from trace_assets.harbor.sessions import BUCKET_HEX_CHARS, MAX_STEM_CHARS, SESSIONS_DIR
+from trace_assets.publishing.card_facts import size_text
 from trace_assets.publishing.hub import PUBLISH_ROOT_PREFIX, parse_publish_root
 from trace_assets.steps.sessions import SessionCounts
 
@@ -58,12 +59,17 @@ def sessions_prose(counts: SessionCounts, location: str = "") -> str:
 
 def _what_they_are(counts: SessionCounts, folder: str) -> str:
     """`folder` prefixes the paths: `sessions/` in the scope's card, nothing in their own."""
-    subagents = f" ({counts.subagent_sessions:,} of them subagent sessions)" if counts.subagent_sessions else ""
+    one = counts.subagent_sessions == 1
+    subagents = (
+        f" ({counts.subagent_sessions:,} of them {'a subagent session' if one else 'subagent sessions'})"
+        if counts.subagent_sessions
+        else ""
+    )
     return (
         f"Every exported trial's whole trajectory (every episode, its tool calls, the terminal output the "
         f"agent read and its reasoning, continuations in order) is also a session file for the Hub's trace "
-        f"viewer, in the Session Trace Simple Format: **{counts.sessions:,}** files{subagents}, "
-        f"{counts.bytes:,} bytes, in `{folder}{counts.version}/<bucket>/<trial_name>.jsonl`, where "
+        f"viewer, in the Session Trace Simple Format: **{counts.sessions:,}** {'file' if counts.sessions == 1 else 'files'}"
+        f"{subagents}, {size_text(counts.bytes)}, in `{folder}{counts.version}/<bucket>/<trial_name>.jsonl`, where "
         f"`<bucket>` is the first {BUCKET_HEX_CHARS} hex characters of the trial name's sha256."
     )
 

@@ -79,7 +79,11 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
     coverage = json.loads((folder / "coverage.json").read_text())
     assert coverage["run_id"] == SAMPLE_RUN and coverage["exported"] == 28
     card = (folder / "README.md").read_text()
-    assert "num_examples: 28" in card and "**36** trial folders" in card and "`no_trajectory` | 3" in card
+    assert (
+        "num_examples: 28" in card
+        and "**36** trial folders" in card
+        and "`no_trajectory`: **3** trial folders were" in card
+    )
 
     dataset = load_published(folder, tmp_path / "hf_cache")
     assert dataset.num_rows == 28

@@ -27,8 +27,8 @@ from trace_assets_tests.support.hostile_values import every_value_everywhere, tr
 
 RUN = "hostile-values"
 ASSETS = ("raw_trial_listing", "scored_trials", "last_episode_rows", "secret_scan_report", "published_shards")
-SECTIONS = {"Provenance", "Fields", "Usage", "Rewards and turns", "Export options", "Sessions", "Coverage"}
-SECTIONS |= {"Secret scan", "Version history"}
+SECTIONS = {"Provenance", "Fields", "Usage", "Example row", "Rewards and turns", "Export options", "Sessions"}
+SECTIONS |= {"Coverage", "Secret scan", "Considerations", "Version history"}
 
 
 def _export(instance: dg.DagsterInstance, root: Path, run: str = RUN) -> dg.ExecuteInProcessResult:
@@ -80,11 +80,16 @@ def _check_card(text: str, run: str) -> None:
     header, body = text[4:].split("\n---\n", 1)
     assert isinstance(yaml.safe_load(header), dict)
     headings = [line for line in body.splitlines() if line.startswith("#")]
-    assert headings[0] == f"# Harbor traces: {run}"
+    assert headings[0] == f"# {run} traces" or headings[0].startswith(f"# {run} traces of ")
     assert all(h.startswith("## ") and h[3:] in SECTIONS for h in headings[1:]), headings
     assert len(set(headings)) == len(headings) and "---" not in body.splitlines()
     provenance = body.split("## Provenance\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert len(provenance) == 4 and all(line.startswith("- **") for line in provenance), provenance
+    assert len(provenance) == 3 and all(line.startswith("- **") for line in provenance), provenance
+    if "## Example row" in headings:  # the first row as JSON, whole inside its fence
+        lines = body.split("## Example row\n\n", 1)[1].split("\n\n## ", 1)[0].split("\n")
+        fence = lines[2].removesuffix("json")
+        assert set(fence) == {"`"} and lines[-1] == fence and fence not in "\n".join(lines[3:-1])
+        assert isinstance(json.loads("\n".join(lines[3:-1])), dict)
 
 
 def _check_run(instance: dg.DagsterInstance, root: Path, run: str, drawn: list[dict[str, Any]]) -> None:

@@ -4,14 +4,28 @@ version history survives publishes of a scope through a real folder target."""
 from __future__ import annotations
 
 import json
+import re
+from importlib import resources
+from string import Template
 
 import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
+from trace_assets.accounting import Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.publishing.card import CardContext, CardSettings
-from trace_assets.publishing.card_facts import gather_facts, size_category
+from trace_assets.publishing.card import (
+    CARD_TEMPLATE,
+    TEMPLATES_DIR,
+    CardContext,
+    CardSettings,
+    considerations_prose,
+    coverage_prose,
+    exclusion_sentence,
+    fill_template,
+)
+from trace_assets.publishing.card_facts import gather_facts, histogram, integer_histogram, size_category, size_text
 from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
+from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.targets import FolderTarget
 from trace_assets.publishing.versions import earlier_versions
 from trace_assets.scope import RunScope
@@ -29,7 +43,7 @@ def test_the_hub_parses_the_cards_and_datasets_loads_every_config(tmp_path):
     assert isinstance(card.data, DatasetCardData)
     data = card.data.to_dict()
     assert data["license"] == "unknown"
-    assert data["pretty_name"] == f"Harbor traces: {SAMPLE_RUN}"
+    assert data["pretty_name"] == f"{SAMPLE_RUN} traces of Qwen3-Coder-30B-A3B-Instruct"  # the one served model
     assert data["size_categories"] == ["n<1K"]
     assert [c["config_name"] for c in data["configs"]] == ["default", "trials"]  # Parquet, all of them
     for section in ("## Provenance", "## Fields", "## Usage", "## Rewards and turns", "## Version history"):
@@ -72,10 +86,20 @@ def _publish(tmp_path, target, options, published_at, settings=None):
 
 def test_version_history_is_kept_across_publishes_and_says_why(tmp_path):
     target = FolderTarget(str(tmp_path / "published"))
-    settings = CardSettings(license="mit", framework="SkyRL", task_source="pymethods2test", intro="Made for tests.")
+    settings = CardSettings(
+        license="mit",
+        framework="SkyRL",
+        task_source="pymethods2test",
+        model="Qwen/Qwen3-30B-A3B",
+        intro="Made for tests.",
+    )
     folder = _publish(tmp_path, target, ExportOptions(), "2025-01-01 00:00 UTC", settings)
     first = (folder / "README.md").read_text()
-    assert "license: mit" in first and "Made for tests." in first and "**Framework**: SkyRL" in first
+    assert "license: mit" in first and "Made for tests." in first
+    assert f"\n# {SAMPLE_RUN} traces of Qwen/Qwen3-30B-A3B\n" in first  # the trained model, not the served one
+    assert (
+        "- **Framework**: SkyRL; **Trained model**: `Qwen/Qwen3-30B-A3B`\n- **Task source**: pymethods2test\n" in first
+    )
 
     _publish(tmp_path, target, ExportOptions(), "2025-01-02 00:00 UTC", settings)
     assert (folder / "README.md").read_text() == first  # same shards, same options: the history is unchanged
@@ -97,3 +121,91 @@ def test_a_version_published_before_histories_counts_as_one_undated_entry():
     assert earlier == [
         {"version": None, "published_at": None, "trial_dirs": 255, "scored": 250, "exported": 240, "rows": 240}
     ]
+
+
+def test_numbers_and_plurals_agree():
+    one = Coverage("r", trial_dirs=1, scored=1, exported=1, rows=1, subagent_rows=1)
+    text = coverage_prose(one)
+    assert "held **1** trial folder. **1** was scored (had a `result.json`). **1** trial was exported" in text
+    assert "as 1 row (1 of them a subagent conversation)." in text
+    two = coverage_prose(Coverage("r", trial_dirs=3, scored=2, unscored=1, exported=2, rows=2))
+    assert "**2** were scored (had a `result.json`) and 1 was not. **2** trials were exported" in two
+    singular = {reason: exclusion_sentence(reason, 1) for reason in Reason}  # every reason, for one folder
+    assert (
+        singular[Reason.NO_TRAJECTORY]
+        == "`no_trajectory`: **1** trial folder was scored but has no agent/trajectory.json."
+    )
+    assert singular[Reason.NO_RESULT_JSON].endswith("never got a result.json (the trial was not scored).")
+    assert "trial folder is, or holds a file or folder, that" in singular[Reason.UNREADABLE]
+    assert (
+        "trial folder holds images" in singular[Reason.MULTIMODAL]
+        and "trial folder has a name" in singular[Reason.UNDECODABLE_NAME]
+    )
+    assert (
+        "trial folder was left out by the success filter (`--filter`; a reward above 0 is a success)"
+        in singular[Reason.FILTERED_OUT]
+    )
+    assert not any(re.search(r"\b(were|are|have|hold)\b", s.split("(")[0]) for s in singular.values())
+    assert (
+        exclusion_sentence(Reason.NO_AGENT_TURNS, 2)
+        == "`no_agent_turns`: **2** trial folders were dropped because the agent never took a turn."
+    )
+    assert [size_text(n) for n in (1, 999, 745_045, 6_700_000, 2_500_000_000)] == [
+        "1 byte",
+        "999 bytes",
+        "745.0 kB",
+        "6.7 MB",
+        "2.5 GB",
+    ]
+
+
+def test_considerations_say_what_redaction_replaced_and_kept():
+    report = {
+        "verdict": "redacted",
+        "verdict_as_read": "live",
+        "redacted": {"hf_token": 1, "jwt": 0, "openai_api_key": 2},
+        "privacy": {
+            "categories": {"email": {"matches": 5, "placeholders": 1}, "home_path": {"matches": 2, "placeholders": 0}},
+            "redacted": {"email": 0, "operator": 1},
+        },
+    }
+    coverage = Coverage("r", trial_dirs=2, scored=2, exported=1, excluded={"filtered_out": 1}, rows=1)
+    text = considerations_prose(coverage, CardContext(), report, ExportOptions(success_filter="success"))
+    assert "- **Not every trial is here**: 1 of the 2 trial folders gave no row" in text
+    assert "(`--filter success` exported only the trials whose reward is above 0)." in text
+    assert (
+        "**Redaction**: 3 credential-shaped strings replaced by `[REDACTED:<kind>]` (`hf_token` 1, `openai_api_key` 2)"
+        in text
+    )
+    assert "; 1 private value replaced by numbered tokens such as `[EMAIL-1]` (`operator` 1)" in text
+    assert (
+        "; 6 private values found and kept as read, as the policy in force (`on_private`) says (`email` 4, `home_path` 2)"
+        in text
+    )
+    assert (
+        "- **Secret scan**: the verdict is `redacted` (`live` as read); published with the 3 acted-on matches redacted."
+        in text
+    )
+    everything = Coverage("r", trial_dirs=1, scored=1, exported=1, rows=1)
+    text = considerations_prose(everything, CardContext(), {"verdict": "clean"}, ExportOptions())
+    assert "**Not every trial is here**: the one trial folder gave a row." in text and "nothing was replaced" in text
+
+
+def test_histogram_bins_are_labelled_by_their_ranges():
+    bins = histogram([0.0, 0.5, 1.0, 1.0])
+    labels = [range_label(low, high, bins[0][1] - bins[0][0]) for low, high, _ in bins]
+    assert labels[0] == "0.0–0.1" and labels[-1] == "0.9–1.0" and bins[-1][2] == 2  # the 1.0 bin is not "0.9"
+    assert range_label(1.0, 1.0, 0.0) == "1" and range_label(-0.0, 0.25, 0.25) == "0.00–0.25"
+    assert range_label(-1.7e308, -1.36e308, 3.4e307) == "-1.7e+308–-1.36e+308"
+    assert integer_histogram([1, 25, 13, 2, 3])[0] == (1, 3, 3) and integer_histogram([1, 25])[-1] == (25, 25, 1)
+    assert [integer_label(a, b) for a, b, _ in integer_histogram([4, 5, 6])] == ["4", "5", "6"]
+    svg = bar_chart_svg("r", [("0.000–0.075", 1)] + [("1", 2)] * 9)  # a label wider than its slot is set smaller
+    assert 'font-size="5.8">0.000–0.075</text>' in svg and 'middle">1</text>' in svg
+
+
+def test_the_card_template_leaves_out_what_fills_to_nothing():
+    template = (resources.files("trace_assets.publishing") / TEMPLATES_DIR / CARD_TEMPLATE).read_text()
+    values = dict.fromkeys(Template(template).get_identifiers(), "")
+    values |= {"header": "license: mit\n", "title": "T", "summary": "$x ${y}\n\n## Not a heading", "scan": "s"}
+    text = fill_template(CARD_TEMPLATE, **values)
+    assert text == "---\nlicense: mit\n---\n\n# T\n\n$x ${y}\n\n## Not a heading\n\n## Secret scan\n\ns\n"

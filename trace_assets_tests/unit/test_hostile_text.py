@@ -8,8 +8,9 @@ from pathlib import Path
 
 from huggingface_hub import DatasetCard
 
-from trace_assets.publishing.card import CardContext, code_span
-from trace_assets.publishing.card_facts import gather_facts
+from trace_assets.accounting import Coverage
+from trace_assets.publishing.card import CardContext, CardSettings, card_title, code_span
+from trace_assets.publishing.card_facts import CardFacts, gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import ScanOptions
@@ -61,6 +62,45 @@ def test_names_from_result_json_cannot_break_the_cards_markdown(tmp_path):
     assert "``` `tick` ``two`` ```" in text and "`<script>alert(1)</script> | {{ x }}` (1)" in text
     assert "`Boom\\u2028\\x85" + "E" * 94 + "…` (1)" in text
     assert " and 8 more (8)" in text  # 28 models: 20 named, 8 summed
+
+
+def test_the_title_names_a_served_model_only_when_its_name_is_plain():
+    def title(model: str, settings: CardSettings | None = None) -> str:
+        context = CardContext(settings or CardSettings(), CardFacts(models={model: 1}, steps=[25]))
+        return card_title(Coverage("run"), context)
+
+    assert title("Qwen/Qwen3-8B") == "run step 25 traces of Qwen/Qwen3-8B"
+    assert title("m\n# heading") == title("<b>x</b>") == title("`x`") == "run step 25 traces"
+    assert title("x", CardSettings(model=" Qwen/A\nB ")) == "run step 25 traces of Qwen/A B"
+    assert title("x", CardSettings(pretty_name="My\n---\ntraces")) == "My --- traces"
+
+
+HOSTILE_MESSAGE = "ok\n```\n## Injected heading\n---\nlicense: x\n<script>alert(1)</script> ${x}\u2028\x85 " + "`" * 9
+
+
+def test_the_example_row_holds_hostile_text_inside_its_block(tmp_path):
+    traces = tmp_path / "traces"
+    for name in ("a__1", "b__2"):  # the first row (by trial name) is the hostile one
+        _write(traces, name, json.loads(result_json(name)), HOSTILE_MESSAGE if name == "a__1" else "ls")
+    _, coverage, _ = run_steps(TraceStore(str(traces)), RUN, tmp_path / "staging")
+    staging = RunStaging(tmp_path / "staging", RunScope(RUN))
+    out = tmp_path / "published"
+    card = CardContext(facts=gather_facts(staging, staging.require_rows()))
+    build_run_folder(out, staging.require_rows(), staging.statuses, coverage, {"verdict": "clean"}, 100, card=card)
+
+    text = (out / "README.md").read_text()
+    DatasetCard(text, ignore_metadata_errors=False)
+    body = text.split("\n---\n", 1)[1]
+    headings = [line for line in body.splitlines() if line.startswith("#")]
+    assert "## Injected heading" not in headings and "---" not in body.splitlines()
+    assert headings[headings.index("## Example row") + 1] == "## Rewards and turns"
+    example = body.split("## Example row\n\n", 1)[1].split("\n\n## ", 1)[0]
+    fence = "`" * 10  # one more than the message's longest run of backticks
+    lines = example.split("\n")
+    assert lines[2] == fence + "json" and lines[-1] == fence and fence not in "\n".join(lines[3:-1])
+    row = json.loads("\n".join(lines[3:-1]))
+    assert row["trial_name"] == "a__1" and row["conversations"][-1]["content"] == HOSTILE_MESSAGE
+    assert "\\u2028\\u0085" in example and "\u2028" not in example  # JSON escapes, no raw separators
 
 
 def test_a_code_span_holds_any_text_on_one_line():

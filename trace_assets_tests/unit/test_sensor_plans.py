@@ -15,6 +15,7 @@ from trace_assets.discovery import (
     TickSources,
     is_current,
     listing_fingerprint,
+    load_cursor,
     plan_queue_tick,
     plan_tick,
     tick_summary,
@@ -205,7 +206,7 @@ def test_a_re_check_whose_listing_fails_is_not_used_up():
 
 
 def _due(cursor: str, key: str) -> float:
-    return json.loads(cursor)["scopes"][key][3]
+    return load_cursor(cursor)[key].next_check
 
 
 def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_changed():
@@ -238,7 +239,7 @@ def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_ch
     changed = tick(asked.cursor, _due(asked.cursor, "run-a"))
     assert changed.skipped["run-a"].startswith("settling")
     settled = tick(changed.cursor, _due(asked.cursor, "run-a") + 600)
-    assert settled.retried == ["run-a"] and json.loads(settled.cursor)["scopes"]["run-a"][5] == 0
+    assert settled.retried == ["run-a"] and load_cursor(settled.cursor)["run-a"].retries == 0
     assert tick(settled.cursor, _due(settled.cursor, "run-a")).retried == ["run-a"]
 
 
@@ -289,7 +290,7 @@ def test_queue_mode_requests_a_failed_export_again_at_its_back_off_without_listi
     now = _due(first.cursor, "run-3")
     due = {key for key in runs if _due(first.cursor, key) <= now}
     retried = plan_queue_tick(quiet.cursor, [], sources, runs, now, settle=600)
-    assert retried.requests == [("run-3", json.loads(first.cursor)["scopes"]["run-3"][0])]
+    assert retried.requests == [("run-3", load_cursor(first.cursor)["run-3"].fingerprint)]
     assert retried.retried == ["run-3"] and listed == [] and retried.listed_scopes == 0  # no S3 request
     assert set(queried) == due and retried.skipped == {
         key: "export requested, not published yet" for key in due - {"run-3"}

@@ -74,7 +74,7 @@ def test_step_scopes_are_listed_staged_and_published_apart(tmp_path):
         )
         trials = pq.read_table(out / "trials.parquet").to_pylist()
         assert {t["step"] for t in trials} == {scope.step}
-        assert f"# Harbor traces: stepped/{scope.step}" in (out / "README.md").read_text()
+        assert f"# stepped step {scope.step.removeprefix('step-')} traces\n" in (out / "README.md").read_text()
     assert len(seen) == 12
 
 
