@@ -115,6 +115,7 @@ def test_good_values_are_taken(tmp_path):
     [
         ("secret_patterns", "bad_key=bk_(", "secret pattern 'bad_key': 'bk_(' is not a valid regex"),
         ("secret_allowlist", "deadbeef", "allowlist entry 'deadbeef' is not a fingerprint"),
+        ("publish_root", "", "TRACE_ASSETS_PUBLISH_ROOT (nor --publish-root) is not set, and has no default"),
     ],
 )
 def test_a_launchpad_override_fails_the_run_before_its_first_step(tmp_path, field, value, message):
