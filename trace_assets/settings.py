@@ -51,7 +51,7 @@ class Group(StrEnum):
     """The sections of the settings, in the order the docs and `--help` show them."""
 
     ROOTS = "Roots and scopes"
-    ROWS = "Harbor export options (harbor traces export)"
+    ROWS = "Harbor export (harbor traces export)"
     SESSIONS = "Session files"
     SECRETS = "Secret scan and privacy"
     GUARDS = "Publish guards"
