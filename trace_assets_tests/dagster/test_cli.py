@@ -23,7 +23,7 @@ def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedPro
     shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
     environment.update(DAGSTER_HOME=str(home), TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"))
-    environment.update(TRACE_ASSETS_PUBLISH_ROOT=str(tmp_path / "published"), **env)
+    environment.update({"TRACE_ASSETS_PUBLISH_ROOT": str(tmp_path / "published"), **env})
     return subprocess.run([CLI, *args], capture_output=True, text=True, env=environment, timeout=600)
 
 
