@@ -112,7 +112,8 @@ def test_card_flags_reach_the_published_card(tmp_path):
     card = (out / SAMPLE_RUN / "README.md").read_text()
     assert "license: mit\n" in card and "apache-2.0" not in card
     assert "pretty_name: Step traces of a sample run\n" in card and "\n# Step traces of a sample run\n" in card
-    assert "**Framework**: SkyRL; **task source**: terminal-bench 2" in card
+    assert "- **Framework**: SkyRL; **Trained model**: `Qwen/Qwen3-30B-A3B`\n" in card
+    assert "- **Task source**: terminal-bench 2\n" in card
 
 
 def test_unknown_export_choices_are_refused(tmp_path):
