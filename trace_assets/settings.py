@@ -354,7 +354,7 @@ class PipelineSettings(BaseModel):
         metavar="TITLE",
         default_text="`<run> step <N> traces of <model>`",
         description="the card's title; by default the step when the scope has one, the trained model "
-        "(`--card-model`), else the one served model",
+        "(`--card-model`), else the one served model; a shared root's card: `Harbor traces of <model>`",
     )
     card_language: str = setting(
         "en", env="TRACE_ASSETS_CARD_LANGUAGE", group=Group.CARD, description="the card's languages, comma-separated"
@@ -522,9 +522,17 @@ class HubRepoSettings(BaseModel):
     repo_id_template: str = setting(
         env="TRACE_ASSETS_HUB_REPO_ID",
         group=Group.HUB,
-        description="one repo per scope instead of a shared `hf://` root, e.g. `{org}/traces-{run_id}`; repo ids "
-        "follow `huggingface_hub`'s rules (1-96 characters of `A-Za-z0-9._-`, no leading or trailing `-` or `.`, "
-        "no `--` or `..`, no `.git` ending)",
+        description="one repo per scope (the Hub's other layout: an `hf://` publish root is one repo per sweep), "
+        "named from this template: `{org}` (the Hub org setting, as given), `{run}` (the run id), `{step}` (25 for "
+        "`step-25`), `{run_id}` (the scope's key, `/` as `-`), `{date}` (the run id's date stamp, e.g. "
+        "`20260730_053956`), `{model}` (`--card-model` after its owner: `Qwen3-30B-A3B`), `{framework}`, "
+        "`{task_source}`, `{license}`, `{pretty_name}` (the card settings); each value but `{org}` made a valid "
+        "name part (other characters as `-`), a name past 96 characters cut with 8 hex characters of its sha256. "
+        "Refused at start (the CLI, `dagster dev`, `dg check defs`): an unknown placeholder, one whose setting is "
+        "empty, no `{run}`/`{run_id}`/`{date}`, no `{step}`/`{run_id}` under step scopes, or an id the Hub "
+        "refuses (1-96 characters of `A-Za-z0-9._-` a part, no leading or trailing `-` or `.`, no `--` or `..`, "
+        "no `.git` ending). A scope with no step folder (or date stamp) for `{step}` (`{date}`) fails its "
+        "pre-flight saying so. E.g. `{org}/terminal_bench_2_tasktrove_dq_stack_pytest_step{step}_30b_a3b_{date}`",
     )
     org: str = setting(env="TRACE_ASSETS_HUB_ORG", group=Group.HUB, description="fills `{org}` in the repo id template")
     public: bool = setting(

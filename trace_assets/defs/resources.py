@@ -15,9 +15,10 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
-from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target, publishes_to_hub
+from trace_assets.publishing.hub.naming import check_repo_id_template
+from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target, naming_fields, publishes_to_hub
 from trace_assets.scope import RunScope, ScopeUnit
-from trace_assets.settings import ConfigError, HubRepoSettings, PipelineSettings, ProcessSettings, load
+from trace_assets.settings import ConfigError, HubRepoSettings, PipelineSettings, ProcessSettings, env_name, load
 from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.steps.staging_mirror import StagingMirror, staging_scratch
@@ -134,12 +135,34 @@ class TraceAssetsConfig(dg.ConfigurableResource, PipelineSettings):
         return SessionWriter(staged_sessions(staging), self.session_harness) if self.sessions else None
 
     def publish_target(self, storage: ObjectStorage, hub: HuggingFaceHub) -> PublishTarget:
+        self.check_hub_names(hub)
         return choose_target(
-            self.publish_root, storage.storage_options(self.publish_root), hub.settings(), self.publish_concurrency
+            self.publish_root,
+            storage.storage_options(self.publish_root),
+            hub.settings(),
+            self.publish_concurrency,
+            self.card_settings(),
         )
 
     def publishes_to_hub(self, hub: HuggingFaceHub) -> bool:
+        self.check_hub_names(hub)  # where the definitions are built: `dagster dev` and `dg check defs` refuse it
         return publishes_to_hub(self.publish_root, hub.repo_id_template)
+
+    def check_hub_names(self, hub: HuggingFaceHub) -> None:
+        """A repo id template no scope's repo could be named from is refused at start (see `hub.naming`)."""
+        if not hub.repo_id_template:
+            return
+        try:
+            check_repo_id_template(
+                hub.repo_id_template,
+                hub.org,
+                naming_fields(self.card_settings()),
+                steps=self.scope_unit == ScopeUnit.STEP,
+            )
+        except ValueError as error:
+            why = str(error).removeprefix(f"repo id template {hub.repo_id_template!r}").lstrip(": ")
+            variable = env_name(HubRepoSettings, "repo_id_template")
+            raise ConfigError(f"{variable}={hub.repo_id_template!r}: {why}") from None
 
 
 def config_from_env(
@@ -168,7 +191,11 @@ class HuggingFaceHub(dg.ConfigurableResource):
 
     token: str | None = Field(default=None, description="Hub token (set from the HF_TOKEN environment variable)")
     endpoint: str | None = Field(default=None, description="Hub URL; HF_ENDPOINT, else huggingface.co")
-    repo_id_template: str = Field(default="", description="One repo per run, e.g. '{org}/traces-{run_id}'")
+    repo_id_template: str = Field(
+        default="",
+        description="One repo per scope, named from {org} {run} {step} {run_id} {date} {model} {framework}"
+        " {task_source} {license} {pretty_name}, e.g. '{org}/traces-{run_id}'",
+    )
     org: str = Field(default="", description="Fills {org} in repo_id_template")
     private: bool = Field(default=True, description="Create repos private")
     revision: str = Field(default="main", description="Branch to commit to")

@@ -1,30 +1,45 @@
 """The root card of a publish root (a folder, a bucket prefix or a shared Hub repo) holding many
-scopes: one `config_name` per scope, its data files under the scope's folder, so
-`datasets.load_dataset(root, name=<config>)` loads exactly that scope and the Hub viewer lists them.
+scopes: a dataset card of the whole sweep, which is what the Hub shows on the repo's page.
 
-A scope's configs are its own card's configs, renamed and re-rooted: `default` becomes the scope's
+It is written from the files each scope published, never from a run's memory, so it is right after
+a crash or a partial sweep: every update re-reads every scope folder under the root (its card's
+configs, `coverage.json`, `versions.json`, `secret_scan.json`; the scope being published from its
+new files). A scope folder is one holding `secret_scan.json`; one holding nothing else is a scope
+the secret scan blocked, listed with its verdict and no config.
+
+The card: the YAML header the Hub validates (`license`, `pretty_name`, `language`,
+`task_categories` from the card settings, `size_categories` of all rows, `configs`, tags), the
+sweep's provenance, a table of every scope (trial folders, scored, exported, ratio, mean reward,
+verdict, published version, a link to its card) with a total row, and how to load each config.
+
+Configs: a scope's are its own card's configs, renamed and re-rooted: `default` becomes the scope's
 config name (its key with `/` as `--`: `run/step-25` -> `run--step-25`, a run without step folders
 its run id), any other (`trials`, a subagent kind) `<scope config>--<name>`, and every path gets
-the scope's key in front, so the root card names the same `data/<version>/` the scope's card does.
-All are Parquet, as `datasets` reads every config of a card with one builder: a scope's session
-files are a dataset of their own in `<scope>/sessions/` (see `publishing.sessions_card`), and the
-`<scope config>--sessions` configs (JSON Lines) earlier versions declared are dropped at the next merge.
+the scope's key in front. A run published as step scopes also gets configs spanning its steps:
+`<run config>` (and `<run config>--<name>`) whose data files are all its published steps' files of
+that config. All are Parquet, as `datasets` reads every config of a card with one builder: a scope's
+session files are a dataset of their own in `<scope>/sessions/` (see `publishing.sessions_card`).
 
 The root card is shared by every scope under the root, so it is updated read-modify-write with a
 compare-and-swap: on object storage a conditional PUT (`If-Match` the ETag read, or
-`If-None-Match: *` when there was none), retried on a conflict; on a local disk under an flock,
-then an atomic rename; on the Hub in the scope's own commit, whose parent commit the Hub checks.
-A config belongs to the scope whose folder all its data files lie in (scopes never nest), so a
-concurrent publish of another scope never loses this one's configs, nor this one theirs.
+`If-None-Match: *` when there was none), retried on a conflict, the scope folders read again on each
+try; on a local disk under an flock, then an atomic rename; on the Hub in the scope's own commit,
+whose parent commit the Hub checks, the scope folders read at that parent. The header's keys this
+module does not write (an owner's `homepage`, say) and an owner's tags are kept.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import json
+import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from glob import has_magic
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +48,24 @@ import yaml
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.atomic_files import replaced_atomically
-from trace_assets.scope import CONFIG_SEPARATOR, RunScope
+from trace_assets.publishing.card import CardSettings
+from trace_assets.publishing.card_facts import size_category
+from trace_assets.scope import CONFIG_SEPARATOR, InvalidScopeKey, RunScope
 
 ROOT_CARD = "README.md"
 ROOT_LOCK = ".root-card.lock"  # hidden: never a scope's folder (segments start with a letter or digit)
 CAS_ATTEMPTS = 20
+LIST_WORKERS = 16  # folder listings in flight while the scope folders are found
 ROOT_TAGS = ["harbor", "agent-traces", "reinforcement-learning"]
+# The files of a scope's folder the root card is written from (`publishing.dataset_folder`'s names).
+SCOPE_CARD, COVERAGE, VERSIONS, SCAN_REPORT = "README.md", "coverage.json", "versions.json", "secret_scan.json"
+SCOPE_FILES = (SCOPE_CARD, COVERAGE, VERSIONS, SCAN_REPORT)
+# The header keys the root card writes; any other an owner added is kept.
+OUR_KEYS = ("license", "pretty_name", "language", "task_categories", "size_categories", "configs", "tags")
+UNKNOWN = "-"
+
+# A scope folder's file by name, as bytes, or None when it has none.
+ScopeReader = Callable[[RunScope, str], bytes | None]
 
 
 class ConfigNameClash(ValueError):
@@ -56,6 +83,95 @@ def card_header(text: str | None) -> dict[str, Any]:
     return RepoCard(text.removeprefix("\ufeff")).data.to_dict()
 
 
+@dataclass(frozen=True)
+class ScopeFiles:
+    """What one scope's published folder holds, as read back: its card and three JSON files (None
+    where missing or unreadable: a reader of the root card gets '-', never a failed publish)."""
+
+    scope: RunScope
+    card: str | None = None
+    coverage: dict[str, Any] | None = None
+    versions: dict[str, Any] | None = None
+    scan: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, scope: RunScope, read: ScopeReader) -> ScopeFiles:
+        def json_of(name: str) -> dict[str, Any] | None:
+            data = read(scope, name)
+            try:
+                value = json.loads(data) if data is not None else None
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+
+        card = read(scope, SCOPE_CARD)
+        return cls(
+            scope,
+            card.decode("utf-8", "replace") if card is not None else None,
+            json_of(COVERAGE),
+            json_of(VERSIONS),
+            json_of(SCAN_REPORT),
+        )
+
+    @classmethod
+    def of_folder(cls, scope: RunScope, folder: Path) -> ScopeFiles:
+        """The files a publish is about to put in place (a local build folder)."""
+        return cls.read(scope, lambda _, name: (folder / name).read_bytes() if (folder / name).is_file() else None)
+
+    @property
+    def blocked(self) -> bool:
+        """The folder holds the scan report and no card: the scan blocked the scope's publishing."""
+        return self.card is None and self.scan is not None
+
+    @property
+    def last_version(self) -> dict[str, Any]:
+        entries = (self.versions or {}).get("versions")
+        last = entries[-1] if isinstance(entries, list) and entries else None
+        return last if isinstance(last, dict) else {}
+
+
+def readable_header(text: str | None) -> dict[str, Any]:
+    """`card_header`, or {} for a card whose header does not parse (an editor's slip, a torn write):
+    the root card is then written from the scope folders alone."""
+    try:
+        return card_header(text)
+    except (ValueError, yaml.YAMLError):
+        return {}
+
+
+def scope_configs(scope: RunScope, scope_card: str) -> list[dict[str, Any]]:
+    """The scope card's configs as the root card names them (see the module's docstring); a config
+    without a name or data files is left out."""
+    configs = []
+    for config in readable_header(scope_card).get("configs", []):
+        if not isinstance(config, dict) or not config.get("config_name") or not config.get("data_files"):
+            continue
+        if _declares_sessions(config):
+            continue
+        name = config["config_name"]
+        files = config["data_files"] if isinstance(config["data_files"], list) else [config["data_files"]]
+        configs.append(
+            {
+                "config_name": _suffixed(scope.config_name, name),
+                "data_files": [
+                    {**entry, "path": _rooted(scope, entry["path"])}
+                    if isinstance(entry, dict)
+                    else _rooted(scope, entry)
+                    for entry in files
+                ],
+            }
+        )
+    return configs
+
+
+def _suffixed(base: str, name: str) -> str:
+    return base if name == "default" else f"{base}{CONFIG_SEPARATOR}{name}"
+
+
+def _rooted(scope: RunScope, path: Any) -> Any:
+    return [f"{scope.key}/{p}" for p in path] if isinstance(path, list) else f"{scope.key}/{path}"
+
+
 def _paths(config: dict[str, Any]) -> list[str]:
     files = config.get("data_files") or []
     files = files if isinstance(files, list) else [files]
@@ -66,37 +182,86 @@ def _paths(config: dict[str, Any]) -> list[str]:
     return [str(p) for p in paths if p]
 
 
-def _owned_by(config: dict[str, Any], scope: RunScope) -> bool:
-    paths = _paths(config)
-    return bool(paths) and all(path.startswith(scope.key + "/") for path in paths)
-
-
-def scope_configs(scope: RunScope, scope_card: str) -> list[dict[str, Any]]:
-    """The scope card's configs as the root card names them (see the module's docstring)."""
-    configs = []
-    for config in card_header(scope_card).get("configs", []):
-        name = config["config_name"]
-        files = config["data_files"] if isinstance(config["data_files"], list) else [config["data_files"]]
-        configs.append(
-            {
-                "config_name": scope.config_name
-                if name == "default"
-                else f"{scope.config_name}{CONFIG_SEPARATOR}{name}",
-                "data_files": [
-                    {**entry, "path": f"{scope.key}/{entry['path']}"}
-                    if isinstance(entry, dict)
-                    else f"{scope.key}/{entry}"
-                    for entry in files
-                ],
-            }
-        )
-    return configs
-
-
 def _declares_sessions(config: dict[str, Any]) -> bool:
-    """A config of session files (JSON Lines): no reader of this card could load it, nor, since
-    its builder is the first config's, any other config once it came first."""
+    """A config of session files (JSON Lines), which earlier versions declared: no reader of the
+    card could load it, nor, since its builder is the first config's, any other config once it came first."""
     return any(path.endswith(".jsonl") for path in _paths(config))
+
+
+def run_configs(scope_configs_by_scope: Mapping[RunScope, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """For each run published as step scopes, a config per config name its steps share, whose
+    `train` split is every step's files of it: `load_dataset(root, "<run>")` loads all its steps."""
+    spans: dict[str, dict[str, list[str]]] = {}
+    for scope, configs in sorted(scope_configs_by_scope.items(), key=lambda item: _order(item[0])):
+        if scope.step is None:
+            continue
+        run_config = RunScope(scope.run_id).config_name
+        for config in configs:
+            suffix = config["config_name"].removeprefix(scope.config_name)
+            spans.setdefault(run_config + suffix, {}).setdefault("paths", []).extend(_paths(config))
+    return [
+        {"config_name": name, "data_files": [{"split": "train", "path": span["paths"]}]} for name, span in spans.items()
+    ]
+
+
+def _order(scope: RunScope) -> tuple[str, int, str]:
+    step = int(scope.step.removeprefix("step-")) if scope.step else -1
+    return scope.run_id, step, scope.key
+
+
+def root_card(
+    scopes: Iterable[ScopeFiles], settings: CardSettings | None = None, existing: str | None = None, this: str = ""
+) -> str:
+    """The root card of a root holding `scopes` (see the module's docstring). `existing`: the card
+    now there, whose other header keys and tags are kept; `this`: the scope being published, whose
+    config names must not clash with another scope's (another pair that clashes keeps the first)."""
+    settings = settings or CardSettings()
+    files = sorted(scopes, key=lambda f: _order(f.scope))
+    by_scope: dict[RunScope, list[dict[str, Any]]] = {}
+    owner: dict[str, str] = {}
+    for scope_files in sorted(files, key=lambda f: f.scope.key != this):  # this scope claims its names first
+        if scope_files.card is None:
+            continue
+        configs = scope_configs(scope_files.scope, scope_files.card)
+        taken = {c["config_name"]: owner[c["config_name"]] for c in configs if c["config_name"] in owner}
+        if taken and this in taken.values():
+            raise ConfigNameClash(
+                f"scope {this!r}: config name(s) {', '.join(sorted(taken))} already name scope"
+                f" {scope_files.scope.key!r}'s data in the root card (config names are scope keys with '/' as '--')"
+            )
+        if taken:
+            continue
+        owner.update({c["config_name"]: scope_files.scope.key for c in configs})
+        by_scope[scope_files.scope] = configs
+    spans = [c for c in run_configs(by_scope) if c["config_name"] not in owner]  # a scope's name wins
+    configs = sorted([*(c for cs in by_scope.values() for c in cs), *spans], key=lambda c: c["config_name"])
+    header = readable_header(existing)
+    rows = sum(_int(f.coverage, "rows") for f in files if f.card is not None)
+    ours: dict[str, Any] = {
+        "license": settings.license,
+        "pretty_name": _title(settings),
+        "language": list(settings.language),
+        "task_categories": list(settings.task_categories),
+        "size_categories": [size_category(rows)],
+        "configs": configs,
+        "tags": _tags(header),
+    }
+    theirs = {key: value for key, value in header.items() if key not in OUR_KEYS}
+    yaml_header = yaml.safe_dump({**ours, **theirs}, sort_keys=False, allow_unicode=True)
+    return (
+        f"---\n{yaml_header}---\n\n# {_title(settings)}\n\n"
+        + (f"{settings.intro.strip()}\n\n" if settings.intro.strip() else "")
+        + _description(files, by_scope)
+        + _provenance(settings)
+        + _table(files, by_scope)
+        + _configs_prose(configs, spans)
+    )
+
+
+def _title(settings: CardSettings) -> str:
+    """`card_pretty_name` on one line, else "Harbor traces of <model>" (the scope cards' words)."""
+    title, model = " ".join(settings.pretty_name.split()), " ".join(settings.model.split())
+    return title or (f"Harbor traces of {model}" if model else "Harbor traces")
 
 
 def _tags(header: dict[str, Any]) -> list[str]:
@@ -105,44 +270,221 @@ def _tags(header: dict[str, Any]) -> list[str]:
     return [*ROOT_TAGS, *(tag for tag in (theirs if isinstance(theirs, list) else [theirs]) if tag not in ROOT_TAGS)]
 
 
-def merged_root_card(existing: str | None, scope: RunScope, scope_card: str) -> str:
-    """The root card with the scope's configs replaced by those of its current card; the header's
-    other keys (a license, a pretty name an owner added) and tags are kept."""
-    header = card_header(existing)
-    others = [c for c in header.get("configs", []) if not _owned_by(c, scope) and not _declares_sessions(c)]
-    ours = scope_configs(scope, scope_card)
-    clash = {c["config_name"] for c in others} & {c["config_name"] for c in ours}
-    if clash:
-        raise ConfigNameClash(
-            f"scope {scope.key!r}: config name(s) {', '.join(sorted(clash))} already name another scope's data "
-            "in the root card (config names are scope keys with '/' as '--')"
-        )
-    configs = sorted([*others, *ours], key=lambda c: c["config_name"])
-    yaml_header = yaml.safe_dump({**header, "configs": configs, "tags": _tags(header)}, sort_keys=False)
-    table = "\n".join(f"| `{c['config_name']}` | `{_paths(c)[0].rsplit('/', 1)[0]}/` |" for c in configs)
+def _int(values: dict[str, Any] | None, key: str) -> int:
+    value = (values or {}).get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _plural(n: int, word: str, words: str = "") -> str:
+    return f"{n:,} {word if n == 1 else words or word + 's'}"
+
+
+def _description(files: list[ScopeFiles], by_scope: Mapping[RunScope, Any]) -> str:
+    runs = {f.scope.run_id for f in files}
+    blocked = sum(f.blocked for f in files)
+    told = f"{_plural(len(files), 'scope')} of {_plural(len(runs), 'run')}"
+    states = f"{len(by_scope):,} published" + (f", {blocked:,} blocked by the secret scan" if blocked else "")
     return (
-        f"---\n{yaml_header}---\n\n# Harbor traces\n\n"
-        "One config per scope (a run, or a run's step: `run/step-N` is config `run--step-N`); each scope's "
-        "own card, coverage and `trials.parquet` are in its folder. Load one with "
-        "`datasets.load_dataset(<this repo or folder>, name=<config>)`. A scope's session files (whole "
-        "trajectories for the Hub's trace viewer) are a dataset of their own in `<scope>/sessions/`, declared "
-        "by the card there; the scope's card says how to load them.\n\n"
-        f"| config | files |\n|---|---|\n{table}\n"
+        "Agent traces of reinforcement-learning runs, exported from Harbor's trial folders by trace_assets: one "
+        "row per scored trial, its last episode as an OpenAI-style `conversations` list, with the task, the "
+        f"verifier's reward and result. This root holds {told} ({states}); a scope is a run, or one training "
+        "step of a run, each in a folder of its own with its card, `coverage.json`, `trials.parquet` (every "
+        "trial folder, exported or excluded, and why) and `secret_scan.json`.\n\n"
     )
 
 
-def update_folder_root_card(root_url: str, storage_options: dict[str, Any], scope: RunScope, scope_card: str) -> None:
-    """Merge the scope's configs into `<root_url>/README.md` with a compare-and-swap (see above)."""
+def _provenance(settings: CardSettings) -> str:
+    facts = [
+        ("Training framework", settings.framework),
+        ("Task source", settings.task_source),
+        ("Trained model", f"`{settings.model}`" if settings.model else ""),
+    ]
+    lines = [f"- {what}: {value}" for what, value in facts if value]
+    lines.append("- Rewards: the task verifier's, as Harbor recorded them in each trial's `result.json`")
+    return "## Provenance\n\n" + "\n".join(lines) + "\n\n"
+
+
+def _ratio(exported: int, scored: int) -> str:
+    return f"{exported / scored:.1%}" if scored else UNKNOWN
+
+
+def _reward(mean: Any) -> str:
+    if not isinstance(mean, (int, float)) or isinstance(mean, bool) or not math.isfinite(mean):
+        return UNKNOWN
+    return f"{mean:.3f}" if abs(mean) < 1e6 else f"{mean:g}"
+
+
+def _cell(text: Any) -> str:
+    """Text from a file in a table cell: one line, no pipe to split it."""
+    return " ".join(str(text).split()).replace("|", "\\|")[:80] or UNKNOWN
+
+
+def _table(files: list[ScopeFiles], by_scope: Mapping[RunScope, Any]) -> str:
+    header = (
+        "| scope | trial folders | scored | exported | ratio | mean reward | verdict | published | card |\n"
+        "|---|--:|--:|--:|--:|--:|---|---|---|\n"
+    )
+    lines = []
+    totals = {"trial_dirs": 0, "scored": 0, "exported": 0, "rows": 0}
+    weighed, rewards = 0.0, 0
+    for f in files:
+        verdict = _cell((f.scan or {}).get("verdict", UNKNOWN))
+        if f.blocked:
+            lines.append(
+                f"| `{f.scope.key}` | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | "
+                f"blocked: {verdict} | not published | [scan report]({f.scope.key}/{SCAN_REPORT}) |"
+            )
+            continue
+        if f.scope not in by_scope:
+            continue  # a folder without a card that holds no scan report, or a clashing one: no row
+        figures = {key: _int(f.coverage, key) for key in totals}
+        for key, value in figures.items():
+            totals[key] += value
+        last = f.last_version
+        mean, count = last.get("mean_reward"), _int(last, "rewards")
+        if isinstance(mean, (int, float)) and _reward(mean) != UNKNOWN and count:
+            weighed, rewards = weighed + mean * count, rewards + count
+        published = " ".join(
+            _cell(part)
+            for part in (f"`{last['version']}`" if last.get("version") else "", last.get("published_at") or "")
+            if part
+        )
+        lines.append(
+            f"| `{f.scope.key}` | {figures['trial_dirs']:,} | {figures['scored']:,} | {figures['exported']:,} | "
+            f"{_ratio(figures['exported'], figures['scored'])} | {_reward(mean)} | {verdict} | "
+            f"{published or UNKNOWN} | [card]({f.scope.key}/{SCOPE_CARD}) |"
+        )
+    total = (
+        f"| **total** | {totals['trial_dirs']:,} | {totals['scored']:,} | {totals['exported']:,} | "
+        f"{_ratio(totals['exported'], totals['scored'])} | {_reward(weighed / rewards) if rewards else UNKNOWN} | | "
+        f"{_plural(len(by_scope), 'scope')} | |"
+    )
+    return (
+        "## Scopes\n\nEach scope's figures from its own `coverage.json`, `versions.json` and `secret_scan.json` "
+        "(ratio: exported of scored; mean reward: of exported trials with a finite, valid reward; the total's "
+        "weighed by those trials). A blocked scope's folder holds its scan report only.\n\n"
+        + header
+        + "\n".join([*lines, total])
+        + "\n\n"
+    )
+
+
+def _configs_prose(configs: list[dict[str, Any]], spans: list[dict[str, Any]]) -> str:
+    if not configs:
+        return "## Configs\n\nNo scope is published yet.\n"
+    run_names = ", ".join(f"`{c['config_name']}`" for c in spans if CONFIG_SEPARATOR not in c["config_name"])
+    first = configs[0]["config_name"]
+    return (
+        "## Configs\n\n"
+        "One config per scope (a run, or a run's step: `run/step-N` is config `run--step-N`), and "
+        "`<config>--trials` for its `trials.parquet`"
+        + (f"; a run's steps together: {run_names}" if run_names else "")
+        + ". Load one with:\n\n"
+        f'```python\nfrom datasets import load_dataset\n\nrows = load_dataset("<this repo or folder>", "{first}", '
+        'split="train")\n```\n\n'
+        "A scope's session files (whole trajectories for the Hub's trace viewer) are a dataset of their own in "
+        "`<scope>/sessions/`, declared by the card there; the scope's card says how to load them.\n"
+    )
+
+
+def scope_keys(paths: Iterable[str], prefix: str = "") -> list[RunScope]:
+    """The scopes whose folders `paths` (relative to a repo, below `prefix`) show: every valid scope
+    key holding `secret_scan.json` and lying in no other such folder."""
+    start = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
+    scopes = set()
+    for path in paths:
+        if not path.startswith(start) or not path.endswith("/" + SCAN_REPORT):
+            continue
+        key = path[len(start) : -len(SCAN_REPORT) - 1]
+        try:
+            scopes.add(RunScope.from_key(key))
+        except InvalidScopeKey:
+            continue
+    keys = {scope.key for scope in scopes}
+    parts = {s: s.key.split("/") for s in scopes}
+    outer = [s for s in scopes if not any("/".join(parts[s][:n]) in keys for n in range(1, len(parts[s])))]
+    return sorted(outer, key=_order)
+
+
+def gathered(scopes: Iterable[RunScope], read: ScopeReader, this: ScopeFiles) -> list[ScopeFiles]:
+    """Every scope's files through `read`, the scope being published from its own new files."""
+    return [this, *(ScopeFiles.read(scope, read) for scope in scopes if scope != this.scope)]
+
+
+def update_folder_root_card(
+    root_url: str, storage_options: dict[str, Any], this: ScopeFiles, settings: CardSettings | None = None
+) -> None:
+    """Rewrite `<root_url>/README.md` from the scope folders under it, with a compare-and-swap (see above)."""
     fs, root = fsspec.core.url_to_fs(root_url, **storage_options)
-    path = f"{root.rstrip('/')}/{ROOT_CARD}"
+    root = root.rstrip("/")
+    path = f"{root}/{ROOT_CARD}"
+
+    def merge(existing: str | None) -> str:
+        fs.invalidate_cache()  # another publish's folders, not a listing cached before it
+        scopes = [scope for scope in scope_folders(fs, root) if scope != this.scope]
+        read = _folder_reader(fs, root, scopes)
+        return root_card(gathered(scopes, read, this), settings, existing, this.scope.key)
+
     if isinstance(fs, LocalFileSystem):
         Path(root).mkdir(parents=True, exist_ok=True)
         with _flock(Path(root) / ROOT_LOCK):
             existing = Path(path).read_text() if Path(path).exists() else None
             with replaced_atomically(Path(path), durable=True) as temp:  # fsynced: a flip
-                temp.write_text(merged_root_card(existing, scope, scope_card))
+                temp.write_text(merge(existing))
         return
-    _compare_and_swap(fs, path, lambda existing: merged_root_card(existing, scope, scope_card).encode())
+    _compare_and_swap(fs, path, lambda existing: merge(existing).encode())
+
+
+def scope_folders(fs: Any, root: str) -> list[RunScope]:
+    """The scope folders under `root`: a folder holding `secret_scan.json` is one (and is not looked
+    into further); any other is looked into while its path could still be a scope key. One listing a
+    folder, so never a scope's data or session files; a level's folders listed `LIST_WORKERS` at a time."""
+
+    def listing(relative: str) -> dict[str, dict[str, Any]]:
+        try:
+            entries = fs.ls(f"{root}/{relative}".rstrip("/"), detail=True)
+        except FileNotFoundError:
+            return {}
+        return {entry["name"].rstrip("/").rsplit("/", 1)[-1]: entry for entry in entries}
+
+    found, level = [], [""]
+    with ThreadPoolExecutor(LIST_WORKERS) as pool:
+        while level:
+            below = []
+            for relative, names in zip(level, pool.map(listing, level)):
+                if relative and SCAN_REPORT in names:
+                    found.append(RunScope.from_key(relative))  # `_could_be_scope` let it in
+                    continue
+                for name, entry in names.items():
+                    key = f"{relative}/{name}" if relative else name
+                    if entry.get("type") == "directory" and not name.startswith(".") and _could_be_scope(key):
+                        below.append(key)
+            level = below
+    return sorted(found, key=_order)
+
+
+def _could_be_scope(key: str) -> bool:
+    try:
+        RunScope.from_key(key)
+    except InvalidScopeKey:
+        return False
+    return True
+
+
+def _folder_reader(fs: Any, root: str, scopes: list[RunScope]) -> ScopeReader:
+    """The scopes' files, fetched at once (fsspec's `cat` of a list: concurrent on object storage),
+    or one by one under a root whose name holds glob characters, which `cat` would expand."""
+    paths = [f"{root}/{scope.key}/{name}" for scope in scopes for name in SCOPE_FILES]
+    if has_magic(root):
+        files = {}
+        for path in paths:
+            try:
+                files[path] = fs.cat_file(path)
+            except FileNotFoundError:
+                continue
+    else:
+        files = fs.cat(paths, on_error="omit") if paths else {}
+    return lambda scope, name: files.get(f"{root}/{scope.key}/{name}")
 
 
 def _compare_and_swap(fs: Any, path: str, merge: Callable[[str | None], bytes]) -> None:

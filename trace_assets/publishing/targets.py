@@ -10,7 +10,7 @@ go up `publish_concurrency` at a time, then the other files likewise, each phase
 next; the cards one PUT each; the stale files in bulk deletes. Readers that load through the card see the old version or the new
 one, whole, during a publish and after a kill at any point; the folder is never missing; what a
 killed publish left is removed by the next. A Hub target makes one commit per scope (see
-`publishing.hub`).
+`publishing.hub`), to a repo per scope or a repo per sweep (`HubTarget`).
 """
 
 from __future__ import annotations
@@ -43,9 +43,13 @@ from trace_assets.atomic_files import (
 )
 from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.progress import FileTransfer, Progress, quiet, terminal
+from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
 from trace_assets.publishing.hub import (
     PUBLISH_ROOT_PREFIX,
+    HeadFiles,
+    HubPublishError,
+    RepoIdTemplateError,
     SharedFile,
     check_hub_access,
     parse_publish_root,
@@ -53,7 +57,15 @@ from trace_assets.publishing.hub import (
     read_published_json,
     render_repo_id,
 )
-from trace_assets.publishing.root_card import ROOT_CARD, merged_root_card, update_folder_root_card
+from trace_assets.publishing.root_card import (
+    ROOT_CARD,
+    SCOPE_FILES,
+    ScopeFiles,
+    gathered,
+    root_card,
+    scope_keys,
+    update_folder_root_card,
+)
 from trace_assets.publishing.sessions_card import SESSIONS_CARD
 from trace_assets.publishing.shards import DATA_DIR
 from trace_assets.scope import RunScope
@@ -63,6 +75,8 @@ from trace_assets.scope import RunScope
 VERSIONED_DIRS = (f"{DATA_DIR}/", f"{SESSIONS_DIR}/")
 # Object-storage PUTs in flight at once while a phase's files go up (the publish_concurrency setting).
 DEFAULT_PUBLISH_CONCURRENCY = 64
+# Tries of a blocked scope's commit, which is outside the Hub commit pool and so may meet another's.
+BLOCKED_COMMIT_ATTEMPTS = 5
 # The cards, put last in this order, each once every file it names is there: the flips.
 CARDS = (CARD_FILE, SESSIONS_CARD)
 
@@ -103,20 +117,21 @@ class FolderTarget:
     root_url: str
     storage_options: dict[str, Any] = field(default_factory=dict)
     publish_concurrency: int = DEFAULT_PUBLISH_CONCURRENCY  # object-storage PUTs in flight
+    card: CardSettings = field(default_factory=CardSettings)  # the root card's license, title, provenance
 
     def location(self, scope: RunScope) -> str:
         return scope.publish_url(self.root_url)
 
     def publish(self, local_dir: Path, scope: RunScope, progress: Progress = quiet) -> str:
         """The scope's folder, then, after its card is flipped and before its old shards go, the
-        root card (one config per scope, see `publishing.root_card`)."""
+        root card (the sweep's card, written from every scope's folder, see `publishing.root_card`)."""
         target = self.location(scope)
-        card = (local_dir / CARD_FILE).read_text() if (local_dir / CARD_FILE).exists() else ""
+        this = ScopeFiles.of_folder(scope, local_dir)
         replace_folder(
             local_dir,
             target,
             self.storage_options,
-            after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, scope, card),
+            after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, this, self.card),
             progress=progress,
             concurrency=self.publish_concurrency,
         )
@@ -149,11 +164,12 @@ class FolderTarget:
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
         with tempfile.TemporaryDirectory() as folder:
             shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
+            this = ScopeFiles.of_folder(scope, Path(folder))
             replace_folder(
                 Path(folder),
                 self.location(scope),
                 self.storage_options,
-                after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, scope, ""),
+                after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, this, self.card),
                 concurrency=self.publish_concurrency,
             )
 
@@ -174,30 +190,46 @@ class HubSettings:
 
     token: str | None = field(default=None, repr=False)
     endpoint: str | None = None
-    repo_id_template: str = ""  # one repo per scope, e.g. "{org}/traces-{run_id}"
+    repo_id_template: str = ""  # one repo per scope, e.g. "{org}/traces-{run_id}" (see `hub.naming`)
     org: str = ""
     private: bool = True
     revision: str = "main"
 
 
+def naming_fields(card: CardSettings) -> dict[str, str]:
+    """The card's settings a repo id template's placeholders name (see `hub.naming.PLACEHOLDERS`)."""
+    fields = ("model", "framework", "task_source", "license", "pretty_name")
+    return {name: getattr(card, name) for name in fields}
+
+
 @dataclass(frozen=True)
 class HubTarget:
-    """A Hub dataset repo per scope (from a name template), or one repo holding scopes as folders."""
+    """The Hub, in one of two layouts: a repo per scope, named from `repo_id_template` (its card the
+    scope's own), or one repo per sweep (an `hf://datasets/<org>/<name>` root) holding scopes as
+    folders, whose root card is the sweep's card (see `publishing.root_card`)."""
 
     settings: HubSettings
     shared_repo: str = ""  # set for `hf://datasets/<org>/<name>` publish roots
     shared_revision: str = "main"
     shared_path: str = ""
+    card: CardSettings = field(default_factory=CardSettings)  # the root card's, and the template's fields
 
     def _place(self, scope: RunScope) -> tuple[str, str, str]:
         """(repo id, revision, path in repo) for the scope."""
         if self.settings.repo_id_template:
-            repo_id = render_repo_id(self.settings.repo_id_template, scope.key, org=self.settings.org)
+            repo_id = render_repo_id(
+                self.settings.repo_id_template, scope.key, org=self.settings.org, fields=naming_fields(self.card)
+            )
             return repo_id, self.settings.revision, ""
         return self.shared_repo, self.shared_revision, scope.hub_path(self.shared_path)
 
     def location(self, scope: RunScope) -> str:
-        repo_id, revision, path = self._place(scope)
+        """The scope's `hf://` URL; the template itself for a scope it cannot name (for the message
+        saying why, which publishing it raises)."""
+        try:
+            repo_id, revision, path = self._place(scope)
+        except RepoIdTemplateError:
+            return f"{PUBLISH_ROOT_PREFIX}{self.settings.repo_id_template}"
         return f"{PUBLISH_ROOT_PREFIX}{repo_id}@{revision}" + (f"/{path}" if path else "")
 
     def publish(self, local_dir: Path, scope: RunScope, progress: Progress = quiet) -> str:
@@ -216,10 +248,18 @@ class HubTarget:
         ).commit_url
 
     def _root_card(self, local_dir: Path, scope: RunScope) -> SharedFile:
-        """The shared repo's root card, merged with the scope's configs in the scope's own commit."""
-        card = (local_dir / CARD_FILE).read_text()
-        path = "/".join(part for part in (self.shared_path, ROOT_CARD) if part)
-        return SharedFile(path, lambda existing: merged_root_card(existing, scope, card))
+        """The shared repo's root card, written in the scope's own commit from every scope folder at
+        the head that commit is planned against, this scope's from `local_dir`."""
+        this = ScopeFiles.of_folder(scope, local_dir)
+        prefix = self.shared_path
+
+        def merge(existing: str | None, head: HeadFiles) -> str:
+            scopes = [s for s in scope_keys(head.paths, prefix) if s != scope]
+            files = head.read([_in_repo(prefix, f"{s.key}/{name}") for s in scopes for name in SCOPE_FILES])
+            read = lambda s, name: files.get(_in_repo(prefix, f"{s.key}/{name}"))  # noqa: E731
+            return root_card(gathered(scopes, read, this), self.card, existing, scope.key)
+
+        return SharedFile(_in_repo(prefix, ROOT_CARD), merge)
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
         return self.published_json(scope, COVERAGE_FILE)
@@ -239,7 +279,35 @@ class HubTarget:
         check_hub_access(repo_id, token=self.settings.token, endpoint=self.settings.endpoint)
 
     def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
-        """Nothing is committed for a blocked scope: its report stays in the staging folder."""
+        """In a repo per sweep, as in a folder: the scope's folder keeps its scan report and nothing
+        else, and the root card lists it as blocked, in one commit. A repo per scope gets nothing:
+        its report stays in the staging folder."""
+        if self.settings.repo_id_template:
+            return
+        repo_id, revision, path = self._place(scope)
+        with tempfile.TemporaryDirectory() as folder:
+            shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
+            for attempt in range(BLOCKED_COMMIT_ATTEMPTS):
+                try:
+                    self._commit_blocked(Path(folder), scope, repo_id, revision, path)
+                    return
+                except HubPublishError as error:  # outside the Hub commit pool: another scope's commit
+                    if error.status != 412 or attempt == BLOCKED_COMMIT_ATTEMPTS - 1:  # landed first
+                        raise
+
+    def _commit_blocked(self, folder: Path, scope: RunScope, repo_id: str, revision: str, path: str) -> None:
+        publish_run_folder(
+            folder,
+            repo_id,
+            token=self.settings.token,
+            revision=revision,
+            private=self.settings.private,
+            path_in_repo=path,
+            commit_message=f"Blocked by the secret scan: {scope.key} (its scan report only)",
+            endpoint=self.settings.endpoint,
+            shared_file=self._root_card(folder, scope),
+            whole_folder=True,
+        )
 
     def publish_root_file(self, local_file: Path) -> str | None:
         """Skipped: a commit per refresh would double the commits of a sweep and queue behind the
@@ -257,14 +325,21 @@ def choose_target(
     storage_options: dict[str, Any],
     hub: HubSettings,
     publish_concurrency: int = DEFAULT_PUBLISH_CONCURRENCY,
+    card: CardSettings | None = None,
 ) -> PublishTarget:
-    """A Hub target when a repo template is set or the root is `hf://datasets/...`, else a folder."""
+    """The Hub's repo per scope when a repo template is set, its repo per sweep when the root is
+    `hf://datasets/...`, else a folder; `card`: the root card's settings (and the template's fields)."""
+    card = card or CardSettings()
     if hub.repo_id_template:
-        return HubTarget(hub)
+        return HubTarget(hub, card=card)
     if publishes_to_hub(publish_root, hub.repo_id_template):
         root = parse_publish_root(publish_root)
-        return HubTarget(hub, root.repo_id, root.revision, root.path_in_repo)
-    return FolderTarget(publish_root, storage_options, publish_concurrency)
+        return HubTarget(hub, root.repo_id, root.revision, root.path_in_repo, card)
+    return FolderTarget(publish_root, storage_options, publish_concurrency, card)
+
+
+def _in_repo(prefix: str, path: str) -> str:
+    return "/".join(part for part in (prefix, path) if part)
 
 
 def replace_folder(

@@ -28,6 +28,9 @@ def version_entry(
         "scored": coverage.scored,
         "exported": coverage.exported,
         "rows": coverage.rows,
+        # the mean finite, valid reward and how many it averages: what a root card's table weighs
+        "mean_reward": round(facts.reward_stats.mean, 6) if facts.rewards else None,
+        "rewards": len(facts.rewards),
         "objects": facts.objects,
         "bytes": facts.bytes,
         "options": options.harbor_flags(),
@@ -71,7 +74,7 @@ def history(earlier: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[s
     """The earlier entries then this one, each with its `why` against the one before. Republishing
     the same shards under the same options keeps the history as it was (and the card's bytes)."""
     if earlier and all(earlier[-1].get(k) == entry[k] for k in ("version", "options", *FIGURES)):
-        return earlier
+        return [*earlier[:-1], {**entry, **earlier[-1]}]  # figures added since (the mean reward) filled in
     entries = [*earlier, entry]
     entries[-1] = {**entry, "why": why_changed(earlier[-1] if earlier else None, entry)}
     return entries

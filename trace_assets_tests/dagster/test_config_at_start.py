@@ -45,6 +45,12 @@ REFUSED = [
         "0123456789abcde",
         "allowlist entry '0123456789abcde' is not a fingerprint: 16 to 64 hex digits",
     ),
+    (
+        "TRACE_ASSETS_HUB_REPO_ID",
+        "{org}/traces-{run_idd}",
+        "TRACE_ASSETS_HUB_REPO_ID='{org}/traces-{run_idd}': unknown placeholder {run_idd}; known: {org}, {run}, "
+        "{step}, {run_id}, {date}, {model}",
+    ),
     # an unset root: no default, never a folder inside the installed package
     ("TRACE_ASSETS_PUBLISH_ROOT", "", "TRACE_ASSETS_PUBLISH_ROOT (nor --publish-root) is not set, and has no default"),
     ("TRACE_ASSETS_TRACES_ROOT", "", "TRACE_ASSETS_TRACES_ROOT (nor --traces-root) is not set, and has no default"),
@@ -56,6 +62,7 @@ IDS = [
     "pattern-lookaround",
     "allowlist-word",
     "allowlist-short",
+    "hub-repo-template",
     "publish-root-unset",
     "traces-root-unset",
 ]

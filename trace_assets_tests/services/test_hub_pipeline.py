@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import dagster as dg
 import pyarrow.parquet as pq
@@ -67,3 +68,28 @@ def test_publishing_to_the_hub_is_one_commit_that_replaces_the_runs_shards(hub_s
         ):
             records = instance.fetch_materializations(dg.AssetKey(asset), limit=10).records
             assert records and all(STAND_IN_TOKEN not in str(r.event_log_entry) for r in records)
+
+
+def test_a_blocked_run_leaves_its_scan_report_and_a_row_in_the_sweeps_repo(hub_server, tmp_path, monkeypatch):
+    """The sample's planted live keys under on_secret=block: no rows go up, the scope's folder holds
+    the scan report (fingerprints, never the strings) and the root card lists it as blocked."""
+    monkeypatch.setenv("HF_TOKEN", STAND_IN_TOKEN)
+    trace_config = config_from_env(
+        {},
+        traces_root=str(SAMPLE_TRACES),
+        publish_root=f"hf://datasets/{REPO}",
+        staging_root=str(tmp_path / "staging"),
+        on_secret="block",
+    )
+    hub = hub_from_env({"HF_TOKEN": "set", "HF_ENDPOINT": hub_server.url})
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(trace_runs.name, [SAMPLE_RUN])
+        job = build_definitions(trace_config, hub=hub).resolve_job_def(export_trace_run.name)
+        result = job.execute_in_process(instance=instance, partition_key=SAMPLE_RUN, raise_on_error=False)
+    assert not result.success
+    files = hub_server.files(REPO)
+    assert sorted(f for f in files if f.startswith(f"{SAMPLE_RUN}/")) == [f"{SAMPLE_RUN}/secret_scan.json"]
+    assert json.loads(files[f"{SAMPLE_RUN}/secret_scan.json"])["verdict"] == "live"
+    card = files["README.md"].decode()
+    assert f"| `{SAMPLE_RUN}` | - | - | - | - | - | blocked: live | not published |" in card
+    assert "configs: []" in card

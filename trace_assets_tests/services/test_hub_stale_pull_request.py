@@ -46,7 +46,9 @@ def write_version(root: Path, name: str, shards: int) -> Path:
 
 def root_card(scope: str) -> SharedFile:
     """A shared card listing one line per scope, merged like the root card's configs."""
-    return SharedFile("README.md", lambda existing: "".join(sorted({*(existing or "").splitlines(True), f"{scope}\n"})))
+    return SharedFile(
+        "README.md", lambda existing, _head: "".join(sorted({*(existing or "").splitlines(True), f"{scope}\n"}))
+    )
 
 
 def publish(hub: HubStandIn, folder: Path, scope: str = "") -> PublishedCommit:

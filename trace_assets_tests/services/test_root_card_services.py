@@ -12,6 +12,7 @@ import pytest
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.root_card import card_header
 from trace_assets.publishing.targets import FolderTarget, HubSettings, HubTarget
+from trace_assets.scope import RunScope
 from trace_assets_tests.support.declared_configs import (
     card_sessions_rows,
     check_root_folder,
@@ -28,8 +29,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload ra
 
 
 def _configs(built) -> set[str]:
-    """Each scope's rows, and its `trials` config (every folder with its reason), as `<scope>--trials`."""
-    return {s.config_name for s in built} | {f"{s.config_name}--trials" for s in built}
+    """Each scope's rows, and its `trials` config (every folder with its reason), as `<scope>--trials`;
+    the same for a run's steps together."""
+    runs = {RunScope(s.run_id).config_name for s in built if s.step}
+    names = {s.config_name for s in built} | runs
+    return names | {f"{name}--trials" for name in names}
 
 
 def test_an_s3_root_of_scopes_loads_per_scope(tmp_path, s3_bucket, s3_endpoint):

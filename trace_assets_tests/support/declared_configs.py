@@ -4,7 +4,8 @@ against the figures the cards and coverage.json state (issue 20: "every declared
 A card declares configs in its YAML `configs`; a scope's card figures its row configs in
 `dataset_info`, `trials` is one row per trial folder (coverage.json's `trial_dirs`), and the session
 files are one row per file (coverage.json's `sessions`) wherever a card declares them. A root card's
-configs are its scopes', named `<scope config>` and `<scope config>--<name>`.
+configs are its scopes', named `<scope config>` and `<scope config>--<name>`, and its runs', spanning
+a run's steps, named `<run config>` and `<run config>--<name>`.
 """
 
 from __future__ import annotations
@@ -39,12 +40,23 @@ def scope_figures(card: str, coverage: dict[str, Any]) -> dict[str, int]:
 
 
 def root_figures(figures_by_scope: dict[RunScope, dict[str, int]]) -> dict[str, int]:
-    """The scopes' figures under the names the root card gives their configs."""
-    return {
-        scope.config_name if name == "default" else f"{scope.config_name}{CONFIG_SEPARATOR}{name}": count
-        for scope, figures in figures_by_scope.items()
-        for name, count in figures.items()
+    """The scopes' figures under the names the root card gives their configs, and a run's steps'
+    summed under its run's (the configs spanning its steps)."""
+
+    def named(base: str, name: str) -> str:
+        return base if name == "default" else f"{base}{CONFIG_SEPARATOR}{name}"
+
+    figures = {
+        named(scope.config_name, name): count
+        for scope, scope_figures in figures_by_scope.items()
+        for name, count in scope_figures.items()
     }
+    for scope, scope_figures in figures_by_scope.items():
+        if scope.step is not None:
+            for name, count in scope_figures.items():
+                run = named(RunScope(scope.run_id).config_name, name)
+                figures[run] = figures.get(run, 0) + count
+    return figures
 
 
 def load_every_config(card: str, figures: dict[str, int], load: Loader, cache: Path) -> dict[str, int]:

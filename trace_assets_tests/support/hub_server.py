@@ -4,7 +4,8 @@ Tests drive the real `huggingface_hub` client against it, so the request and res
 follow that client's source (hf_api.py, _commit_api.py, lfs.py, file_download.py of
 huggingface_hub 2.4.0) rather than the docs. Supported: repo creation and info, branches and refs,
 tree listing, a revision's commit history (newest first, 50 a page behind a `Link` header, as the
-Hub pages it), README metadata validation, preupload, the Git LFS batch API with single-part
+Hub pages it), README metadata validation (`DatasetCard.validate`: the YAML, and for a dataset the
+schema's rules for the keys this project writes, see `dataset_metadata_errors`), preupload, the Git LFS batch API with single-part
 "basic" uploads, NDJSON commits, `/resolve` downloads, and pull requests (create, list, details,
 publish a draft, close, merge; commits to `refs/pr/N`). A pull request's ref starts at `main`'s
 head when it is created, so its history holds its base, as on the Hub.
@@ -56,6 +57,45 @@ MAX_REGULAR_FILE_SIZE = 10 * 1024 * 1024
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
 
 _REPO = r"(?P<repo_id>[^/]+/[^/]+)"
+# The Hub's `size_categories` values (its dataset metadata schema).
+SIZE_CATEGORIES = (
+    "n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B",
+    "1B<n<10B", "10B<n<100B", "100B<n<1T", "n>1T",
+)  # fmt: skip
+
+
+def dataset_metadata_errors(metadata: dict[str, Any]) -> list[str]:
+    """What the Hub's dataset card schema refuses, for the keys this project writes: strings and
+    lists of strings where it wants them, a known size category, and configs each with a unique
+    name (no '/') and data files as a path, a list of paths, or a list of {split, path}."""
+
+    def strings(value: Any) -> bool:
+        return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+    errors = []
+    for key in ("license", "language", "task_categories", "tags", "pretty_name"):
+        if key in metadata and not strings(metadata[key]):
+            errors.append(f'"{key}" must be a string or a list of strings')
+    if isinstance(metadata.get("pretty_name"), list):
+        errors.append('"pretty_name" must be a string')
+    for category in metadata.get("size_categories") or []:
+        if category not in SIZE_CATEGORIES:
+            errors.append(f'"size_categories" has an unknown value {category!r}')
+    names = []
+    for config in metadata.get("configs") or []:
+        name = config.get("config_name") if isinstance(config, dict) else None
+        if not isinstance(name, str) or not name or "/" in name:
+            errors.append(f'"configs": config_name {name!r} must be a non-empty string without "/"')
+        names.append(name)
+        files = config.get("data_files") if isinstance(config, dict) else None
+        entries = files if isinstance(files, list) else [files]
+        for entry in entries:
+            path = entry.get("path") if isinstance(entry, dict) else entry
+            if not strings(path) or (isinstance(entry, dict) and not isinstance(entry.get("split"), str)):
+                errors.append(f'"configs": {name!r} data_files must be paths, or splits with paths')
+    if len(names) != len(set(names)):
+        errors.append('"configs": config names must be unique')
+    return errors
 
 
 @dataclass(frozen=True)
@@ -424,6 +464,8 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
             else:
                 if metadata is not None and not isinstance(metadata, dict):
                     errors.append({"message": "The YAML header must be a mapping"})
+                elif metadata and self._json_body().get("repoType") == "dataset":
+                    errors += [{"message": message} for message in dataset_metadata_errors(metadata)]
         self._send_json(400 if errors else 200, {"errors": errors, "warnings": []})
 
     def _whoami(self) -> None:

@@ -23,15 +23,17 @@ def build_scope_folders(
     sessions: bool = False,
     options: Callable[[RunScope], ExportOptions] | None = None,
     card: Callable[[RunScope], CardContext] | None = None,
+    runs: tuple[str, str] = ("stepped", "flat"),
 ) -> dict[RunScope, tuple[Path, int]]:
-    """Two step scopes and one run without steps, each laid out as a dataset folder; with
-    `sessions`, each with its session files; `options` and `card` per scope."""
+    """Two step scopes and one run without steps (`runs` names the two runs), each laid out as a
+    dataset folder; with `sessions`, each with its session files; `options` and `card` per scope."""
     traces = tmp_path / "traces"
-    generate_run(traces, "stepped", trials=8, seed=3, nested_steps=2)
-    generate_run(traces, "flat", trials=5, seed=4)
+    stepped, flat = runs
+    generate_run(traces, stepped, trials=8, seed=3, nested_steps=2)
+    generate_run(traces, flat, trials=5, seed=4)
     store = TraceStore(str(traces), walk_workers=1)
     built = {}
-    for scope in [*store.scopes("stepped"), *store.scopes("flat")]:
+    for scope in [*store.scopes(stepped), *store.scopes(flat)]:
         scope_options = options(scope) if options else None
         run_steps(store, scope.key, tmp_path / "staging", options=scope_options, sessions=sessions)
         staging = RunStaging(tmp_path / "staging", scope)

@@ -4,7 +4,8 @@ the deliberate additions since: the session files (`sessions/`), their card sect
 card (`sessions/README.md`: `datasets` reads one card's configs with one builder, so the JSON Lines
 are no config of the Parquet rows' card), and
 the session counts in `coverage.json` (sessions not written, by reason, since), and the full card (issue 15: provenance, fields, usage,
-rewards and turns, the `trials` config, `versions.json` and the two SVG plots)."""
+rewards and turns, the `trials` config, `versions.json` and the two SVG plots), and each version's
+mean reward and its count in `versions.json` (issue 24: a root card's table reads them from there)."""
 
 from __future__ import annotations
 

@@ -1,112 +1,274 @@
-"""Many scopes in one publish root: a root card with a config per scope, loaded per scope."""
+"""Many scopes in one publish root: the root card is the sweep's dataset card, written from the files
+each scope folder holds, with a config per scope and per run, loaded per scope and per run."""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import threading
 
 import pytest
+from huggingface_hub import DatasetCard, DatasetCardData
 
 from trace_assets.accounting import Coverage
+from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.publishing.root_card import ConfigNameClash, card_header, merged_root_card
-from trace_assets.publishing.targets import FolderTarget
+from trace_assets.publishing.root_card import ConfigNameClash, ScopeFiles, card_header, root_card, scope_keys
+from trace_assets.publishing.targets import FolderTarget, replace_folder
 from trace_assets.scope import RunScope
 from trace_assets.steps.staging import RunStaging
 from trace_assets_tests.support.helpers import load_published
 from trace_assets_tests.support.scopes import build_scope_folders
 
+SETTINGS = CardSettings(
+    license="apache-2.0",
+    pretty_name="Terminal-Bench 2 traces",
+    framework="SkyRL",
+    task_source="terminal-bench 2 (tasktrove)",
+    model="Qwen/Qwen3-30B-A3B",
+)
 
-def test_a_folder_of_scopes_loads_per_scope(tmp_path):
+
+def _names(card: str) -> list[str]:
+    return [c["config_name"] for c in card_header(card)["configs"]]
+
+
+def _table_row(card: str, scope: str) -> list[str]:
+    [line] = [line for line in card.splitlines() if line.startswith(f"| `{scope}` |")]
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip("|"))]  # escaped pipes stay
+
+
+def test_a_folder_of_scopes_loads_per_scope_and_per_run(tmp_path):
     built = build_scope_folders(tmp_path)
-    target = FolderTarget(str(tmp_path / "published"))
+    target = FolderTarget(str(tmp_path / "published"), card=SETTINGS)
     threads = [threading.Thread(target=target.publish, args=(folder, scope)) for scope, (folder, _) in built.items()]
     for thread in threads:  # concurrent publishes into one root lose no scope's config
         thread.start()
     for thread in threads:
         thread.join()
     card = (tmp_path / "published" / "README.md").read_text()
-    names = [c["config_name"] for c in card_header(card)["configs"]]
-    assert {"stepped--step-1", "stepped--step-2", "flat"} <= set(names)
+    names = _names(card)
+    assert {"stepped--step-1", "stepped--step-2", "flat", "stepped", "stepped--trials", "flat--trials"} <= set(names)
     for scope, (_, rows) in built.items():
         loaded = load_published(tmp_path / "published", tmp_path / "cache" / scope.config_name, scope.config_name)
         assert len(loaded) == rows
         assert {row["run_id"] for row in loaded} == {scope.run_id}
+    steps = {scope: rows for scope, (_, rows) in built.items() if scope.run_id == "stepped"}
+    whole_run = load_published(tmp_path / "published", tmp_path / "cache" / "stepped", "stepped")
+    assert len(whole_run) == sum(steps.values()) and len(steps) == 2  # the run's config spans its steps
+    trials = load_published(tmp_path / "published", tmp_path / "cache" / "stepped--trials", "stepped--trials")
+    assert set(trials["step"]) == {"step-1", "step-2"}
+
+    for scope in built:  # each row, from the scope's own coverage.json
+        coverage = json.loads((tmp_path / "published" / scope.key / "coverage.json").read_text())
+        row = _table_row(card, scope.key)
+        assert row[1:4] == [str(coverage["trial_dirs"]), str(coverage["scored"]), str(coverage["exported"])]
+        assert row[6] == "clean" and row[8] == f"[card]({scope.key}/README.md)"
+    assert "| **total** |" in card and "3 scopes" in card
 
     # republishing one scope with other rows points the root card at its new version only
     scope = RunScope.from_key("stepped/step-1")
     folder = built[scope][0]
-    version_before = card_header(card)["configs"][names.index("stepped--step-1")]["data_files"][0]["path"]
+    version_before = next(c for c in card_header(card)["configs"] if c["config_name"] == "stepped--step-1")
     staging = RunStaging(tmp_path / "staging", scope)
     coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
     build_run_folder(folder, staging.require_rows(), staging.statuses, coverage, {"verdict": "clean"}, 2, step="step-1")
     target.publish(folder, scope)
     after = card_header((tmp_path / "published" / "README.md").read_text())["configs"]
     path = next(c for c in after if c["config_name"] == "stepped--step-1")["data_files"][0]["path"]
-    assert path != version_before and (tmp_path / "published" / path.rsplit("/", 1)[0]).is_dir()
+    assert path != version_before["data_files"][0]["path"]
+    assert (tmp_path / "published" / path.rsplit("/", 1)[0]).is_dir()
     assert len(after) == len(names)
 
 
+def test_the_root_card_passes_the_hubs_card_checks(tmp_path):
+    """What `huggingface_hub` checks of a card without the network: the header parses into
+    DatasetCardData with every field the Hub reads, and the card round-trips."""
+    built = build_scope_folders(tmp_path)
+    target = FolderTarget(str(tmp_path / "published"), card=SETTINGS)
+    for scope, (folder, _) in built.items():
+        target.publish(folder, scope)
+    text = (tmp_path / "published" / "README.md").read_text()
+    card = DatasetCard(text)
+    assert isinstance(card.data, DatasetCardData)
+    assert (card.data.license, card.data.pretty_name) == ("apache-2.0", "Terminal-Bench 2 traces")
+    assert card.data.language == ["en"] and card.data.task_categories == ["text-generation"]
+    assert card.data.size_categories == ["n<1K"]
+    assert DatasetCard(str(card)).data.to_dict() == card.data.to_dict()
+    assert "- Training framework: SkyRL" in text and "- Trained model: `Qwen/Qwen3-30B-A3B`" in text
+    assert "- Task source: terminal-bench 2 (tasktrove)" in text
+
+
+def test_a_scope_published_before_a_crash_is_in_the_next_root_card(tmp_path):
+    """A publish killed after its folder went in place and before the root card was rewritten: the
+    next publish of any scope writes the card from the folders, so the killed one's row is there."""
+    built = build_scope_folders(tmp_path)
+    root = tmp_path / "published"
+    target = FolderTarget(str(root), card=SETTINGS)
+    first, second, third = built
+    target.publish(built[first][0], first)
+    coverage = json.loads((built[second][0] / "coverage.json").read_text())
+    replace_folder(built[second][0], target.location(second))  # no root card update: the kill
+    assert second.config_name not in _names((root / "README.md").read_text())
+    (root / "README.md").write_text("---\nconfigs: [\n---\n")  # and a card left unreadable, say
+
+    target.publish(built[third][0], third)
+    card = (root / "README.md").read_text()
+    assert {first.config_name, second.config_name, third.config_name} <= set(_names(card))
+    assert _table_row(card, second.key)[1] == str(coverage["trial_dirs"])
+
+
+def test_a_blocked_scope_is_a_row_with_its_verdict_and_no_config(tmp_path):
+    built = build_scope_folders(tmp_path)
+    root = tmp_path / "published"
+    target = FolderTarget(str(root), card=SETTINGS)
+    scopes = list(built)
+    for scope in scopes[:2]:
+        target.publish(built[scope][0], scope)
+    blocked = scopes[2]
+    report = tmp_path / "secret_scan.json"
+    report.write_text(json.dumps({"verdict": "live", "kinds": {"hf_token": 1}}))
+    target.publish_blocked(report, blocked)
+
+    card = (root / "README.md").read_text()
+    assert blocked.config_name not in _names(card)
+    row = _table_row(card, blocked.key)
+    assert row[6] == "blocked: live" and row[7] == "not published"
+    assert "1 blocked by the secret scan" in card
+
+
+def _scope(key: str, data: str = "data/v/train-*", **figures: int) -> ScopeFiles:
+    card = f"---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: {data}\n---\n"
+    return ScopeFiles(RunScope.from_key(key), card, {"rows": 1, **figures}, None, {"verdict": "clean"})
+
+
 def test_config_names_that_clash_are_refused():
-    card = "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/v/train-*\n---\n"
-    root = merged_root_card(None, RunScope.from_key("a--b/step-1"), card)
     with pytest.raises(ConfigNameClash, match="a--b--step-1"):
-        merged_root_card(root, RunScope.from_key("a/b--step-1"), card)
+        root_card([_scope("a--b/step-1"), _scope("a/b--step-1")], this="a/b--step-1")
+    with pytest.raises(ConfigNameClash, match="a--b--step-1"):
+        root_card([_scope("a--b/step-1"), _scope("a/b--step-1")], this="a--b/step-1")
+    # two other scopes that clash: the first keeps the name, the publish goes on
+    assert _names(root_card([_scope("a--b/step-1"), _scope("a/b--step-1"), _scope("c")], this="c")) == [
+        "a--b",
+        "a--b--step-1",
+        "c",
+    ]
 
 
 def test_session_configs_an_earlier_version_declared_leave_the_root_card():
-    """JSON Lines beside the Parquet configs made every config of the root unloadable: the next merge
-    drops them, whichever scope they name, and keeps the rest."""
-    card = "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/v/train-*\n---\n"
-    old = (
-        "---\nconfigs:\n"
-        "- config_name: other\n  data_files:\n  - split: train\n    path: other/data/v/train-*\n"
-        "- config_name: other--sessions\n  data_files:\n  - split: train\n    path: other/sessions/v/*/*.jsonl\n"
-        "---\n"
-    )
-    merged = merged_root_card(old, RunScope.from_key("run"), card)
-    assert [c["config_name"] for c in card_header(merged)["configs"]] == ["other", "run"]
+    """JSON Lines beside the Parquet configs made every config of the root unloadable."""
+    sessions = "- config_name: sessions\n  data_files:\n  - split: train\n    path: sessions/v/*/*.jsonl\n---\n"
+    old = _scope("other")
+    old = ScopeFiles(old.scope, str(old.card).removesuffix("---\n") + sessions, old.coverage, None, old.scan)
+    assert _names(root_card([old, _scope("run")])) == ["other", "run"]
 
 
-SCOPE_CARD = "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/v2/train-*\n---\n"
-
-
-def _two_scopes() -> str:
-    """A root card naming scopes `a` and `b`, as publishing both left it."""
-    return merged_root_card(
-        merged_root_card(None, RunScope.from_key("a"), SCOPE_CARD), RunScope.from_key("b"), SCOPE_CARD
-    )
-
-
-def _merged_names(existing: str) -> list[str]:
-    merged = merged_root_card(existing, RunScope.from_key("c"), SCOPE_CARD)
-    return [c["config_name"] for c in card_header(merged)["configs"]]
-
-
-def test_a_root_card_with_crlf_line_endings_keeps_every_scopes_configs():
-    """An editor (or a Windows checkout) rewrote the card with CRLF line endings."""
-    assert _merged_names(_two_scopes().replace("\n", "\r\n")) == ["a", "b", "c"]
-
-
-def test_a_root_card_with_a_byte_order_mark_keeps_every_scopes_configs():
-    assert _merged_names("\ufeff" + _two_scopes()) == ["a", "b", "c"]
-
-
-def test_a_root_card_with_extra_metadata_keeps_every_scopes_configs_and_the_metadata():
-    """An owner added a license, a pretty name and a tag of their own to the shared card."""
-    ours = "tags:\n- harbor\n- agent-traces\n- reinforcement-learning\n"
-    card = _two_scopes().replace(ours, "tags:\n- team-x\n- harbor\n").replace("---\n", "---\nlicense: mit\n", 1)
-    card = card.replace("configs:\n", "pretty_name: Our sweep\nconfigs:\n", 1)
-    merged = card_header(merged_root_card(card, RunScope.from_key("c"), SCOPE_CARD))
-    assert [c["config_name"] for c in merged["configs"]] == ["a", "b", "c"]
-    assert list(merged) == ["license", "pretty_name", "configs", "tags"]  # the owner's order kept
-    assert (merged["license"], merged["pretty_name"]) == ("mit", "Our sweep")
+def test_an_owners_keys_and_tags_are_kept_and_the_settings_written():
+    """An owner added a homepage and a tag of their own to the shared card."""
+    existing = "---\nlicense: mit\nhomepage: https://example.org\ntags:\n- team-x\n- harbor\n---\n# ours\n"
+    merged = card_header(root_card([_scope("a"), _scope("b")], SETTINGS, existing))
+    assert _names(root_card([_scope("a"), _scope("b")], SETTINGS, existing)) == ["a", "b"]
+    assert merged["license"] == "apache-2.0" and merged["homepage"] == "https://example.org"
     assert merged["tags"] == ["harbor", "agent-traces", "reinforcement-learning", "team-x"]
 
 
-def test_a_root_card_of_our_own_is_written_as_before():
-    """Merging into a card this project wrote gives the same header bytes: our keys, our order."""
-    card = _two_scopes()
-    assert card.startswith("---\nconfigs:\n- config_name: a\n")
-    assert "\ntags:\n- harbor\n- agent-traces\n- reinforcement-learning\n---\n" in card
-    assert merged_root_card(card, RunScope.from_key("b"), SCOPE_CARD) == card
+@pytest.mark.parametrize("framing", ["crlf", "bom"])
+def test_an_existing_card_an_editor_rewrote_keeps_the_owners_keys(framing):
+    existing = "---\nhomepage: https://example.org\n---\n# ours\n"
+    existing = existing.replace("\n", "\r\n") if framing == "crlf" else "\ufeff" + existing
+    assert card_header(root_card([_scope("a")], SETTINGS, existing))["homepage"] == "https://example.org"
+
+
+def test_the_same_folders_give_the_same_card():
+    scopes = [_scope("a"), _scope("r/step-1"), _scope("r/step-2")]
+    card = root_card(scopes, SETTINGS)
+    assert root_card(list(reversed(scopes)), SETTINGS, card) == card
+    assert card.startswith("---\nlicense: apache-2.0\npretty_name: Terminal-Bench 2 traces\n")
+    run = next(c for c in card_header(card)["configs"] if c["config_name"] == "r")
+    assert run["data_files"] == [{"split": "train", "path": ["r/step-1/data/v/train-*", "r/step-2/data/v/train-*"]}]
+
+
+def test_figures_and_mean_rewards_come_from_the_scopes_files():
+    def versions(mean: float | None, rewards: int) -> dict:
+        return {
+            "versions": [
+                {"version": "abc123", "published_at": "2026-07-30 05:39 UTC", "mean_reward": mean, "rewards": rewards}
+            ]
+        }
+
+    a = ScopeFiles(
+        RunScope("a"),
+        _scope("a").card,
+        {"trial_dirs": 10, "scored": 8, "exported": 6, "rows": 6},
+        versions(0.5, 6),
+        {"verdict": "redacted"},
+    )
+    b = ScopeFiles(
+        RunScope("b"),
+        _scope("b").card,
+        {"trial_dirs": 4, "scored": 4, "exported": 2, "rows": 2},
+        versions(1.0, 2),
+        {"verdict": "clean"},
+    )
+    card = root_card([a, b])
+    assert _table_row(card, "a") == [
+        "`a`",
+        "10",
+        "8",
+        "6",
+        "75.0%",
+        "0.500",
+        "redacted",
+        "`abc123` 2026-07-30 05:39 UTC",
+        "[card](a/README.md)",
+    ]
+    [total] = [line for line in card.splitlines() if line.startswith("| **total** |")]
+    assert "| 14 | 12 | 8 | 66.7% | 0.625 |" in total  # (0.5 * 6 + 1.0 * 2) / 8
+
+
+def test_hostile_values_in_a_scopes_files_give_dashes_not_a_failure():
+    odd = ScopeFiles(
+        RunScope("odd"),
+        _scope("odd").card,
+        {"trial_dirs": "many", "scored": True},
+        {"versions": ["x"]},
+        {"verdict": "a | b\nc"},
+    )
+    card = root_card([odd])
+    assert _table_row(card, "odd")[1:8] == ["0", "0", "0", "-", "-", "a \\| b c", "-"]
+
+
+def test_a_missing_scope_folder_leaves_the_card(tmp_path):
+    """`forget` (or an operator) removed a scope's folder: the next card has no row nor config of it."""
+    built = build_scope_folders(tmp_path)
+    root = tmp_path / "published"
+    target = FolderTarget(str(root))
+    first, second, third = built
+    for scope in (first, second):
+        target.publish(built[scope][0], scope)
+    shutil.rmtree(root / first.key)
+    target.publish(built[third][0], third)
+    card = (root / "README.md").read_text()
+    assert first.config_name not in _names(card) and f"`{first.key}`" not in card
+    assert {second.config_name, third.config_name} <= set(_names(card))
+
+
+def test_scope_folders_in_a_repos_file_list_are_those_holding_a_scan_report():
+    """On the Hub the scopes are read off the repo's file list at the commit's parent, below the
+    root's path; a path that is no scope key (a data file's, another root's) is passed over."""
+    paths = [
+        "README.md",
+        "sub/README.md",
+        "sub/run-a/step-1/secret_scan.json",
+        "sub/run-a/step-1/data/v/train-00000-of-00001.parquet",
+        "sub/run-a/step-2/secret_scan.json",
+        "sub/flat/secret_scan.json",
+        "sub/.hidden/secret_scan.json",
+        "sub/bad name/secret_scan.json",
+        "sub/secret_scan.json",
+        "other/run-b/secret_scan.json",
+        "sub/run-a/step-1/sessions/v/ab/secret_scan.json.jsonl",
+    ]
+    assert [scope.key for scope in scope_keys(paths, "sub")] == ["flat", "run-a/step-1", "run-a/step-2"]
+    assert [scope.key for scope in scope_keys(paths, "")] == ["other/run-b", "sub"]  # never a scope's inside

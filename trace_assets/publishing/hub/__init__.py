@@ -1,6 +1,7 @@
 """Publishing to a Hugging Face Hub dataset repo, split along its seams:
 
-- `naming`: repo ids, `hf://datasets/...` publish roots and paths in a repo (no network);
+- `naming`: repo ids (a scope's from the repo id template), `hf://datasets/...` publish roots and
+  paths in a repo (no network);
 - `commit`: a version in one commit pinned to the head it was planned against;
 - `batched`: a version too large for one commit, in batches on a pull request merged in one step;
 - `reads`: the token and repo checked before any work, a published file read back;
@@ -16,11 +17,14 @@ The names the rest of the project uses are re-exported here.
 
 from trace_assets.publishing.hub.base import HubPublishError, PublishedCommit
 from trace_assets.publishing.hub.batched import RetryPolicy
-from trace_assets.publishing.hub.commit import SharedFile, publish_run_folder
+from trace_assets.publishing.hub.commit import HeadFiles, SharedFile, publish_run_folder
 from trace_assets.publishing.hub.naming import (
     DEFAULT_REVISION,
+    PLACEHOLDERS,
     PUBLISH_ROOT_PREFIX,
     PublishRoot,
+    RepoIdTemplateError,
+    check_repo_id_template,
     normalize_path_in_repo,
     parse_publish_root,
     render_repo_id,
@@ -32,12 +36,16 @@ from trace_assets.publishing.hub.reads import check_hub_access, read_published_j
 __all__ = [
     "DEFAULT_REVISION",
     "PUBLISH_ROOT_PREFIX",
+    "PLACEHOLDERS",
+    "HeadFiles",
     "HubPublishError",
     "PublishRoot",
     "PublishedCommit",
+    "RepoIdTemplateError",
     "RetryPolicy",
     "SharedFile",
     "check_hub_access",
+    "check_repo_id_template",
     "normalize_path_in_repo",
     "parse_publish_root",
     "publish_run_folder",

@@ -16,7 +16,12 @@ REPO_TYPE = "dataset"
 
 
 class HubPublishError(RuntimeError):
-    """The Hub refused or failed a publish step; the message is safe to log (it never holds the token)."""
+    """The Hub refused or failed a publish step; the message is safe to log (it never holds the token).
+    `status`: the Hub's HTTP status, when it answered one (412: the branch moved while planning)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)

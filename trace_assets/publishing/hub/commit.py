@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -40,12 +42,20 @@ UPLOAD_GROUP_FILES = 32
 UPLOAD_GROUP_BYTES = 64 * 2**20
 
 
+class HeadFiles(NamedTuple):
+    """The repo at the head a commit is planned against: every file's path, and a reader of many
+    files at once (those missing left out), for a shared file written from the others."""
+
+    paths: list[str]
+    read: Callable[[list[str]], dict[str, bytes]]
+
+
 class SharedFile(NamedTuple):
     """A file many publishes to one repo each change a part of: its path, and the merge of one
-    publish's part into the text at the head (None when there is none)."""
+    publish's part into the text at the head (None when there is none), which may read the head's files."""
 
     path: str
-    merge: Callable[[str | None], str]
+    merge: Callable[[str | None, HeadFiles], str]
 
 
 def publish_run_folder(
@@ -61,6 +71,7 @@ def publish_run_folder(
     max_files_per_commit: int = MAX_FILES_PER_COMMIT,
     retry: RetryPolicy | None = None,
     shared_file: SharedFile | None = None,
+    whole_folder: bool = False,
     progress: Progress = quiet,
 ) -> PublishedCommit:
     """Upload every file of `local_dir` to a dataset repo and drop stale shards, all in one commit.
@@ -81,6 +92,10 @@ def publish_run_folder(
     planned against and its merge goes into the same commit, so the Hub's parent-commit check keeps
     a concurrent publish of another scope from losing either's change.
 
+    `whole_folder` (a scope the secret scan blocked, whose folder keeps its scan report only): every
+    file under `path_in_repo` that `local_dir` lacks is deleted, not only stale shards; it needs a
+    `path_in_repo`, and `local_dir` needs no shards.
+
     `token=None` lets `huggingface_hub` find a token itself (HF_TOKEN, then the login cache);
     `endpoint=None` means `HF_ENDPOINT`, else https://huggingface.co. `progress` gets the upload's
     bytes and files done/total, rate and ETA.
@@ -89,8 +104,12 @@ def publish_run_folder(
     prefix = normalize_path_in_repo(path_in_repo)
     uploads = {_join(prefix, relative): source for relative, source in _files_to_publish(Path(local_dir)).items()}
     shard_folder = _join(prefix, SHARD_DIR) + "/"
-    stale_folders = (shard_folder, _join(prefix, SESSIONS_DIR) + "/")
-    if not any(path.startswith(shard_folder) for path in uploads):
+    stale_folders: tuple[str, ...] = (shard_folder, _join(prefix, SESSIONS_DIR) + "/")
+    if whole_folder:
+        if not prefix:
+            raise ValueError(f"refusing to replace the whole of {repo_id}: whole_folder needs a path in the repo")
+        stale_folders = (prefix + "/",)
+    elif not any(path.startswith(shard_folder) for path in uploads):
         raise ValueError(
             f"{local_dir} has no files under {SHARD_DIR}/; refusing to publish since it would delete every shard"
             f" under {shard_folder} in {repo_id}"
@@ -116,10 +135,10 @@ def publish_run_folder(
                 progress,
             )
     except HfHubHTTPError as error:
-        failure = describe_hub_failure(error, repo_id, revision, token)
+        failure, status = describe_hub_failure(error, repo_id, revision, token), error.response.status_code
     # Raised outside the except block so the Hub error, whose request still carries the
     # Authorization header, is not chained onto ours.
-    raise HubPublishError(failure)
+    raise HubPublishError(failure, status)
 
 
 def _publish(
@@ -136,21 +155,18 @@ def _publish(
     progress: Progress = quiet,
 ) -> PublishedCommit:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-    from huggingface_hub.errors import EntryNotFoundError, RemoteEntryNotFoundError
 
     head = _prepare_revision(api, repo_id, revision, private)
-    if shared:
-        (shared_file, scratch), existing = shared, None
-        try:
-            existing = Path(
-                api.hf_hub_download(repo_id, shared_file.path, repo_type=REPO_TYPE, revision=head, cache_dir=scratch)
-            ).read_text()
-        except (EntryNotFoundError, RemoteEntryNotFoundError):
-            pass
-        merged = scratch / "shared-file"
-        merged.write_text(shared_file.merge(existing))
-        uploads = {**uploads, shared_file.path: merged}
     remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head)
+    if shared:
+        shared_file, scratch = shared
+        read = partial(_read_at, api, repo_id, head, scratch, set(remote_files))
+        existing = read([shared_file.path]).get(shared_file.path)
+        merged = scratch / "shared-file"
+        merged.write_text(
+            shared_file.merge(existing.decode() if existing is not None else None, HeadFiles(remote_files, read))
+        )
+        uploads = {**uploads, shared_file.path: merged}
     stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
     if len(uploads) + len(stale_shards) > max_files_per_commit:
         batches = BatchedPublish(
@@ -191,6 +207,23 @@ def _publish(
         files_added=tuple(sorted(uploads)),
         files_deleted=tuple(stale_shards),
     )
+
+
+READ_WORKERS = 8  # files of the head read at once for a shared file's merge
+
+
+def _read_at(
+    api: HfApi, repo_id: str, head: str, scratch: Path, present: set[str], paths: list[str]
+) -> dict[str, bytes]:
+    """The files of `paths` the head holds, downloaded `READ_WORKERS` at a time."""
+    wanted = [path for path in dict.fromkeys(paths) if path in present]
+
+    def one(path: str) -> bytes:
+        local = api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE, revision=head, cache_dir=scratch)
+        return Path(local).read_bytes()
+
+    with ThreadPoolExecutor(READ_WORKERS) as pool:
+        return dict(zip(wanted, pool.map(one, wanted)))
 
 
 def _upload_groups(additions: list[CommitOperationAdd]) -> Iterator[list[CommitOperationAdd]]:

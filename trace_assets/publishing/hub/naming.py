@@ -1,11 +1,17 @@
-"""The Hub's names: repo ids (validated before any network call, a run id made usable in one),
+"""The Hub's names: repo ids (validated before any network call), a scope's repo id from the
+repo id template (`HubRepoSettings.repo_id_template`, checked at start-up, see `check_repo_id_template`),
 `hf://datasets/<org>/<name>[@revision][/path]` publish roots, and paths inside a repo."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+import string
+from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import unquote
+
+from trace_assets.settings import HubRepoSettings, PipelineSettings, env_name
 
 DEFAULT_REVISION = "main"
 PUBLISH_ROOT_PREFIX = "hf://datasets/"
@@ -59,16 +65,137 @@ def sanitize_repo_name_part(value: str) -> str:
     return sanitized
 
 
-def render_repo_id(template: str, run_id: str, **fields: str) -> str:
-    """Fill a template such as `"{org}/traces-{run_id}"` and validate the resulting repo id.
+# The repo id template's placeholders: what each stands for, and the setting that gives it a
+# value (none: the scope's key gives it). The card's settings are named as the card reads them.
+PLACEHOLDERS: dict[str, tuple[str, str]] = {
+    "org": ("the Hub namespace, as given (never rewritten)", env_name(HubRepoSettings, "org")),
+    "run": ("the run id", ""),
+    "step": ("the step number (25 for step-25)", ""),
+    "run_id": ("the scope's key (run, or run/step-N with '/' as '-')", ""),
+    "date": ("the run id's date stamp, e.g. 20260730_053956", ""),
+    "model": ("the trained model's name, its id after the owner", env_name(PipelineSettings, "card_model")),
+    "framework": ("the training framework", env_name(PipelineSettings, "card_framework")),
+    "task_source": ("where the tasks came from", env_name(PipelineSettings, "card_task_source")),
+    "license": ("the card's license id", env_name(PipelineSettings, "card_license")),
+    "pretty_name": ("the card's title", env_name(PipelineSettings, "card_pretty_name")),
+}
+MAX_NAME_LENGTH = 96  # the Hub's limit on each part of a repo id
+DIGEST_LENGTH = 8  # hex characters of sha256 that stand for what a long name's cut dropped
+# A date stamp in a run id: 20260730_053956, 20260730-053956, 2026-07-30T05-39-56, or a date alone.
+_DATE_STAMPS = (
+    re.compile(r"(?<![0-9])(20[0-9]{2})([01][0-9])([0-3][0-9])[_T-]?([0-2][0-9])([0-5][0-9])([0-5][0-9])(?![0-9])"),
+    re.compile(r"(?<![0-9])(20[0-9]{2})-([01][0-9])-([0-3][0-9])[_T-]([0-2][0-9])[.-]([0-5][0-9])[.-]([0-5][0-9])"),
+    re.compile(r"(?<![0-9])(20[0-9]{2})-?([01][0-9])-?([0-3][0-9])(?![0-9])"),
+)
 
-    Only `run_id` is sanitised: it comes from the run and may hold any character, whereas the
-    other fields are configuration and should fail loudly when wrong.
-    """
+
+class RepoIdTemplateError(ValueError):
+    """A repo id template no scope could be published under; the message names the placeholder."""
+
+
+def template_placeholders(template: str) -> list[str]:
+    """The placeholders a template names, in order; refused when one is unknown or is not a plain
+    `{name}` (an index, attribute, conversion or format spec would be Python's, not ours)."""
+    known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
     try:
-        repo_id = template.format(run_id=sanitize_repo_name_part(run_id), **fields)
-    except KeyError as missing:
-        raise ValueError(f"Repo id template {template!r} needs a value for {missing}") from None
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as error:
+        raise RepoIdTemplateError(f"repo id template {template!r} is not a template: {error}") from None
+    names = []
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS or spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise RepoIdTemplateError(f"repo id template {template!r}: unknown placeholder {shown}; known: {known}")
+        names.append(name)
+    return names
+
+
+def check_repo_id_template(template: str, org: str, fields: Mapping[str, str], steps: bool) -> None:
+    """Refuse, before any work, a template that could not name every scope's repo, or would name
+    two scopes' repos alike: an unknown placeholder, a setting it needs left empty, no placeholder
+    telling runs apart ({run}, {run_id} or {date}), or under step scopes none telling steps apart
+    ({step} or {run_id}); then a sample scope's id must be one the Hub accepts. `fields` are the
+    card's settings (`model`, `framework`, ...); `steps`: scopes may be a run's steps."""
+    names = set(template_placeholders(template))
+    for name in sorted(names):
+        _, setting = PLACEHOLDERS[name]
+        value = org if name == "org" else fields.get(name, "")
+        if setting and not value.strip():
+            raise RepoIdTemplateError(f"repo id template {template!r} uses {{{name}}}, but {setting} is empty")
+    if not names & {"run", "run_id", "date"}:
+        raise RepoIdTemplateError(
+            f"repo id template {template!r} names no run ({{run}}, {{run_id}} or {{date}}): every run would"
+            " publish to one repo"
+        )
+    if steps and not names & {"step", "run_id"}:
+        raise RepoIdTemplateError(
+            f"repo id template {template!r} names no step ({{step}} or {{run_id}}): a run's steps would publish"
+            f" to one repo (or set {env_name(PipelineSettings, 'scope_unit')}=run)"
+        )
+    if not steps and "step" in names:
+        raise RepoIdTemplateError(f"repo id template {template!r} uses {{step}}, but scopes are whole runs")
+    render_repo_id(template, "run-20260101_000000/step-1" if steps else "run-20260101_000000", org=org, fields=fields)
+
+
+def _date_stamp(run_id: str) -> str | None:
+    """The run id's last date stamp as `YYYYMMDD_HHMMSS` (or `YYYYMMDD` for a date alone)."""
+    for pattern in _DATE_STAMPS:
+        found = list(pattern.finditer(run_id))
+        if found:
+            parts = found[-1].groups()
+            return "".join(parts[:3]) + ("_" + "".join(parts[3:]) if len(parts) > 3 else "")
+    return None
+
+
+def _values(scope_key: str, org: str, fields: Mapping[str, str], names: set[str]) -> dict[str, str]:
+    """Each placeholder the template names, sanitised into a repo name part ({org} kept as given:
+    a rewritten namespace would publish into someone else's)."""
+    from trace_assets.scope import RunScope
+
+    scope = RunScope.from_key(scope_key)
+    raw: dict[str, str | None] = {
+        "run": scope.run_id,
+        "step": scope.step.removeprefix("step-") if scope.step else None,
+        "run_id": scope.key,
+        "date": _date_stamp(scope.run_id),
+        "model": fields.get("model", "").rsplit("/", 1)[-1],
+        **{name: fields.get(name, "") for name in ("framework", "task_source", "license", "pretty_name")},
+    }
+    values = {"org": org}
+    for name in (n for n in PLACEHOLDERS if n in names and n != "org"):  # a stable first complaint
+        value = raw[name]
+        if value is None:
+            what = "step folder" if name == "step" else "date stamp (e.g. 20260730_053956)"
+            raise RepoIdTemplateError(f"scope {scope_key!r} has no {what} to fill {{{name}}}")
+        try:
+            values[name] = sanitize_repo_name_part(value)
+        except ValueError as error:
+            raise RepoIdTemplateError(f"{{{name}}}: {error}") from None
+    return values
+
+
+def _fit(name: str) -> str:
+    """A repo name cut to the Hub's 96 characters, ending in a digest of the whole name so two long
+    names that share their first 87 characters still differ."""
+    if len(name) <= MAX_NAME_LENGTH:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:DIGEST_LENGTH]
+    kept = _REPEATED_SEPARATORS.sub(lambda m: m.group()[0], name[: MAX_NAME_LENGTH - DIGEST_LENGTH - 1]).rstrip("-.")
+    return f"{kept}-{digest}"
+
+
+def render_repo_id(template: str, scope_key: str, *, org: str = "", fields: Mapping[str, str] | None = None) -> str:
+    """The repo id of one scope: `template`'s placeholders (see `PLACEHOLDERS`) filled from the scope's
+    key, `org` and the card's settings, each sanitised; a name past 96 characters cut with a digest;
+    then validated as the Hub would. E.g. `{org}/tb2_step{step}_{date}` for `run_20260730_053956/step-25`
+    is `<org>/tb2_step25_20260730_053956`."""
+    names = set(template_placeholders(template))
+    repo_id = template.format(**_values(scope_key, org, fields or {}, names))
+    namespace, slash, name = repo_id.partition("/")
+    if slash and "/" not in name:
+        repo_id = f"{namespace}/{_fit(name)}"
     return validate_repo_id(repo_id, f"repo id template {template!r}")
 
 

@@ -1,0 +1,148 @@
+"""The Hub's two layouts against the stand-in, read back as a reader would, with `datasets`:
+
+- a repo per sweep (an `hf://datasets/<org>/<name>` root): the root card is the sweep's dataset card,
+  passes the Hub's card checks, lists every scope (a blocked one too), and every config it declares
+  (per scope and per run) loads;
+- a repo per scope, named from TRACE_ASSETS_HUB_REPO_ID: the seeds' names, each repo loading alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import datasets
+import huggingface_hub.constants
+import pytest
+from huggingface_hub import DatasetCard
+
+from trace_assets.publishing.card import CardContext, CardSettings
+from trace_assets.publishing.hub import publish_run_folder
+from trace_assets.publishing.root_card import card_header
+from trace_assets.publishing.targets import HubSettings, HubTarget
+from trace_assets.scope import RunScope
+from trace_assets_tests.support.declared_configs import load_every_config, root_figures, scope_figures
+from trace_assets_tests.support.hub_server import STAND_IN_TOKEN, HubStandIn
+from trace_assets_tests.support.scopes import build_scope_folders
+
+pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
+
+SWEEP = "acme/sweep"
+SETTINGS = CardSettings(
+    license="apache-2.0",
+    pretty_name="Terminal-Bench 2 traces",
+    framework="SkyRL",
+    task_source="terminal-bench 2 (tasktrove)",
+    model="Qwen/Qwen3-30B-A3B",
+)
+SEED_RUN = "tb2_qwen3_30b_a3b_20260730_053956"
+
+
+@pytest.fixture
+def through_the_stand_in(hub_server: HubStandIn, monkeypatch: pytest.MonkeyPatch) -> HubStandIn:
+    """`datasets` and the card checks read the Hub at the endpoint both read at import."""
+    monkeypatch.setenv("HF_TOKEN", STAND_IN_TOKEN)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", hub_server.url)
+    monkeypatch.setattr(datasets.config, "HF_ENDPOINT", hub_server.url)
+    return hub_server
+
+
+def _row(card: str, scope: str) -> list[str]:
+    [line] = [line for line in card.splitlines() if line.startswith(f"| `{scope}` |")]
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip("|"))]
+
+
+def test_a_repo_per_sweep_shows_the_sweeps_card_and_loads_every_config(through_the_stand_in, tmp_path):
+    hub = through_the_stand_in
+    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), SWEEP, "main", "", SETTINGS)
+    built = build_scope_folders(tmp_path, card=lambda scope: CardContext(SETTINGS, location=target.location(scope)))
+    for scope, (folder, _) in built.items():
+        target.publish(folder, scope)
+    blocked = RunScope("flat")
+    report = tmp_path / "secret_scan.json"
+    report.write_text(json.dumps({"verdict": "live", "kinds": {"hf_token": {"live": 1}}}))
+    target.publish_blocked(report, blocked)  # published first, then blocked: its folder keeps the report only
+
+    files = hub.files(SWEEP)
+    assert len(hub.commits(SWEEP)) == 1 + len(built) + 1  # each scope's commit held the root card
+    assert sorted(path for path in files if path.startswith("flat/")) == ["flat/secret_scan.json"]
+    text = files["README.md"].decode()
+    card = DatasetCard(text)
+    card.validate(repo_type="dataset")  # the Hub's card checks (the stand-in's schema rules)
+    with pytest.raises(ValueError, match="size_categories"):  # which do refuse what the Hub refuses
+        DatasetCard(text.replace("- n<1K", "- lots", 1)).validate(repo_type="dataset")
+    assert (card.data.license, card.data.pretty_name) == ("apache-2.0", "Terminal-Bench 2 traces")
+    assert card.data.language == ["en"] and card.data.task_categories == ["text-generation"]
+    for fact in ("Training framework: SkyRL", "Task source: terminal-bench 2 (tasktrove)", "`Qwen/Qwen3-30B-A3B`"):
+        assert fact in text
+    assert _row(text, "flat")[6:8] == ["blocked: live", "not published"]
+    published = {scope: folder for scope, (folder, _) in built.items() if scope != blocked}
+    for scope in published:
+        coverage = json.loads(files[f"{scope.key}/coverage.json"])
+        assert _row(text, scope.key)[1:4] == [str(coverage[k]) for k in ("trial_dirs", "scored", "exported")]
+        assert _row(text, scope.key)[8] == f"[card]({scope.key}/README.md)"
+
+    figures = {
+        scope: scope_figures(files[f"{scope.key}/README.md"].decode(), json.loads(files[f"{scope.key}/coverage.json"]))
+        for scope in published
+    }
+
+    def through_the_hub(name: str, cache: Path) -> int:
+        return datasets.load_dataset(SWEEP, name, split="train", cache_dir=str(cache)).num_rows
+
+    expected = {name: count for name, count in root_figures(figures).items() if not name.endswith("--sessions")}
+    loaded = load_every_config(text, expected, through_the_hub, tmp_path / "every")
+    assert loaded["stepped"] == sum(built[scope][1] for scope in published) > 0  # the run spans its steps
+    assert {"stepped", "stepped--trials", "stepped--step-1", "stepped--step-2"} <= set(loaded)
+    assert not any(name.startswith("flat") for name in loaded)
+
+
+def test_the_root_card_is_written_from_the_repos_files_after_a_lost_update(through_the_stand_in, tmp_path):
+    """A scope committed without the root card (a publish by an older version, or one killed
+    between): the next scope's commit reads every scope folder at its parent and lists it."""
+    hub = through_the_stand_in
+    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), SWEEP, "main", "", SETTINGS)
+    built = build_scope_folders(tmp_path)
+    first, second, third = built
+    target.publish(built[first][0], first)
+    publish_run_folder(
+        built[second][0],
+        SWEEP,
+        token=STAND_IN_TOKEN,
+        endpoint=hub.url,
+        path_in_repo=second.key,
+        commit_message="no root card",
+    )
+    assert second.config_name not in [
+        c["config_name"] for c in card_header(hub.files(SWEEP)["README.md"].decode())["configs"]
+    ]
+
+    target.publish(built[third][0], third)
+    text = hub.files(SWEEP)["README.md"].decode()
+    names = {c["config_name"] for c in card_header(text)["configs"]}
+    assert {first.config_name, second.config_name, third.config_name, "stepped"} <= names
+    coverage = json.loads((built[second][0] / "coverage.json").read_text())
+    assert _row(text, second.key)[1] == str(coverage["trial_dirs"])
+
+
+def test_a_repo_per_scope_is_named_from_the_template_and_loads_alone(through_the_stand_in, tmp_path):
+    """The seeds' naming as one setting: each step of the run its own repo, its card the scope's."""
+    hub = through_the_stand_in
+    template = "{org}/terminal_bench_2_tasktrove_dq_stack_pytest_step{step}_30b_a3b_{date}"
+    settings = HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url, repo_id_template=template, org="acme")
+    target = HubTarget(settings, card=SETTINGS)
+    built = build_scope_folders(tmp_path, runs=(SEED_RUN, "flat"))
+    steps = {scope: built[scope] for scope in built if scope.step}
+    for scope, (folder, _) in steps.items():
+        target.publish(folder, scope)
+    for scope, (folder, rows) in steps.items():
+        repo = f"acme/terminal_bench_2_tasktrove_dq_stack_pytest_step{scope.step.removeprefix('step-')}_30b_a3b_20260730_053956"
+        assert target.location(scope) == f"hf://datasets/{repo}@main"
+        files = hub.files(repo)
+        assert files["README.md"] == (folder / "README.md").read_bytes()  # the scope's own card
+        loaded = datasets.load_dataset(repo, split="train", cache_dir=str(tmp_path / "c" / scope.step))
+        assert loaded.num_rows == rows and {row["run_id"] for row in loaded} == {SEED_RUN}
+    with pytest.raises(ValueError, match=r"scope 'flat' has no step folder to fill \{step\}"):
+        target.check_writable(RunScope("flat"))  # the pre-flight's: that run fails, saying so
+    assert target.location(RunScope("flat")) == f"hf://datasets/{template}"
