@@ -43,6 +43,10 @@ lint: $(BIN)/trace-assets
 	$(BIN)/mypy
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg check defs
 
+# The roots have no defaults in the package: the UI and the definitions check use the bundled sample's.
+dev lint: export TRACE_ASSETS_TRACES_ROOT ?= $(CURDIR)/sample_traces
+dev lint: export TRACE_ASSETS_PUBLISH_ROOT ?= $(CURDIR)/published
+
 dev: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg dev
 

@@ -3,8 +3,9 @@ to launch one (the Python classes behind it are `dagster._core` internals that b
 
 GraphQL needs a webserver: a given URL (the team's, or `make dev`'s), else a private
 `dagster-webserver` on 127.0.0.1 for the command's duration, stopped with its process group.
-A webserver behind an authenticating proxy gets extra HTTP headers on every call, from
-`TRACE_ASSETS_DAGSTER_HEADERS` (`Authorization=Bearer x;X-Other=y`) and the caller's `headers`.
+A webserver behind an authenticating proxy gets extra HTTP headers on every call, from the
+headers setting (`ProcessSettings.dagster_headers`: `Authorization=Bearer x;X-Other=y`) and the
+caller's `headers`.
 
 `query` is the one way this project (and its tests) talk GraphQL: a POST of the document and its
 variables with `requests`, which the rest of the project already uses. dagster-graphql's client
@@ -31,8 +32,10 @@ from typing import Any
 import requests
 from requests.structures import CaseInsensitiveDict
 
+from trace_assets.settings import ProcessSettings, env_name, load
+
 START_SECONDS = 180.0
-HEADERS_ENV = "TRACE_ASSETS_DAGSTER_HEADERS"
+HEADERS_ENV = env_name(ProcessSettings, "dagster_headers")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP field name (RFC 9110's token)
 
 LAUNCH = """
@@ -117,8 +120,10 @@ def parse_headers(text: str, setting: str = HEADERS_ENV) -> dict[str, str]:
 
 
 def request_headers(headers: Mapping[str, str] | None = None) -> CaseInsensitiveDict[str]:
-    """`TRACE_ASSETS_DAGSTER_HEADERS`'s headers, overridden by name by the caller's (a CLI option)."""
-    merged: CaseInsensitiveDict[str] = CaseInsensitiveDict(parse_headers(os.environ.get(HEADERS_ENV, "")))
+    """The environment's headers (`ProcessSettings.dagster_headers`), overridden by name by the caller's (a CLI option)."""
+    merged: CaseInsensitiveDict[str] = CaseInsensitiveDict(
+        parse_headers(load(ProcessSettings, os.environ).dagster_headers)
+    )
     merged.update(headers or {})
     return merged
 
@@ -228,7 +233,7 @@ def failure_reason(url: str, run_id: str, headers: Mapping[str, str] | None = No
 def webserver(url: str | None, workspace: Path, say: Any) -> Iterator[str]:
     """`url` as given, or a private `dagster-webserver` on the workspace (same environment and
     DAGSTER_HOME as this process) until the block ends."""
-    request_headers()  # a malformed TRACE_ASSETS_DAGSTER_HEADERS fails here, before a webserver starts
+    request_headers()  # a malformed headers variable fails here, before a webserver starts
     if url:
         yield url.rstrip("/")
         return

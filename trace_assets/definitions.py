@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import dagster as dg
 
 from trace_assets.defs.assets import published_shards_asset
@@ -17,6 +19,7 @@ from trace_assets.defs.recheck import recheck_scopes
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
 from trace_assets.defs.sensors import new_trace_runs_sensor
 from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
+from trace_assets.settings import ConfigError, ProcessSettings, load
 
 CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets, raw_tree_secrets]
 __all__ = ["build_definitions", "defs", "export_trace_run", "trace_runs"]
@@ -27,6 +30,7 @@ def build_definitions(
     object_storage: ObjectStorage | None = None,
     hub: HuggingFaceHub | None = None,
     loggers: dict[str, dg.LoggerDefinition] | None = None,
+    process: ProcessSettings | None = None,
 ) -> dg.Definitions:
     """The code location; `loggers` lets the CLI print one line per message instead of Dagster's.
     Publishing takes the `hub_commits` pool only when the configured target is the Hub."""
@@ -36,7 +40,10 @@ def build_definitions(
         assets=[*EXPORT_ASSETS, publish, sweep_coverage],
         asset_checks=CHECKS,
         jobs=[export_trace_run, refresh_sweep_coverage, recheck_scopes],
-        sensors=[new_trace_runs_sensor, sweep_coverage_after_export],
+        sensors=[
+            new_trace_runs_sensor((process or ProcessSettings()).sensor_interval_seconds),
+            sweep_coverage_after_export,
+        ],
         resources={
             "trace_config": trace_config,
             "object_storage": object_storage or ObjectStorage(),
@@ -47,4 +54,11 @@ def build_definitions(
     )
 
 
-defs = build_definitions(config_from_env())
+@dg.definitions
+def defs() -> dg.Definitions:
+    """The code location, from the environment; a refused setting stops it loading with one line
+    naming the variable (`settings.py`), before any sensor tick or run, and no stack trace."""
+    try:
+        return build_definitions(config_from_env(), process=load(ProcessSettings, os.environ))
+    except ConfigError as error:
+        raise SystemExit(f"trace-assets: {error}") from None

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from trace_assets.cli.config import config_from_args
 from trace_assets.cli.console import say
 from trace_assets.cli.instance import finished_statuses, get_instance
-from trace_assets.cli.parser import URL_ENV
 from trace_assets.cli.scopes import expand_scopes, listed_scopes, why_missing, why_no_runs
 from trace_assets.run_tags import PARTITION_TAG, SWEEP_TAG
 from trace_assets.scope import RunScope, validate_scope_keys
+from trace_assets.settings import ProcessSettings, load
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -28,9 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from trace_assets.backfill_api import parse_headers, request_headers
 
     headers: dict[str, str] = {}
-    for given in args.webserver_headers:
+    for given in args.dagster_headers or []:
         headers.update(parse_headers(given, "--webserver-header"))
-    request_headers(headers)  # a malformed TRACE_ASSETS_DAGSTER_HEADERS too: refused before anything is registered
+    request_headers(headers)  # a malformed variable's too: refused before anything is registered
     trace_config = config_from_args(args)
     run_ids = (
         listed_scopes(trace_config) if args.all else expand_scopes(validate_scope_keys(args.run_ids), trace_config)
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     missing = {key: why_missing(trace_config, RunScope.from_key(key)) for key in run_ids}
     if any(missing.values()):
         raise ValueError("; ".join(f"{key}: {why}" for key, why in missing.items() if why))
-    url = args.webserver or os.environ.get(URL_ENV)
+    url = args.dagster_url or load(ProcessSettings, os.environ).dagster_url or None
     return backfill_runs(
         run_ids, _as_run_config(trace_config), args.wait, url, trace_config.sweep_name(), headers=headers
     )
@@ -64,7 +64,7 @@ def backfill_runs(
     headers: dict[str, str] | None = None,
 ) -> int:
     """Launch the backfill (its runs tagged with the `sweep`); with `wait`, one line per run (status,
-    reason, coverage). `headers` go with every GraphQL request, over `TRACE_ASSETS_DAGSTER_HEADERS`'s."""
+    reason, coverage). `headers` go with every GraphQL request, over the environment's (`ProcessSettings.dagster_headers`)."""
     from trace_assets.backfill_api import BackfillStatus, backfill_status, launch_backfill, webserver
     from trace_assets.defs.jobs import ASSETS, STORE_READ_TAG
     from trace_assets.defs.partitions import register_scopes

@@ -1,40 +1,31 @@
-"""The configuration a command runs with: the environment's (`TRACE_ASSETS_*`), then the options
-the command takes; an option the command does not take, or one left unset, keeps the environment's."""
+"""The configuration a command runs with: the declared environment variables (`settings.py`),
+then the options the command takes; an option the command does not take, or one left unset,
+keeps the environment's."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from trace_assets.harbor.options import export_overrides
+from trace_assets.settings import PipelineSettings, env_name
 
 if TYPE_CHECKING:
     from trace_assets.defs.resources import TraceAssetsConfig
 
-# option dest -> TraceAssetsConfig field, for the options beside Harbor's export flags
-OPTION_FIELDS = {
-    "traces_root": "traces_root",
-    "publish_root": "publish_root",
-    "scope": "scope_unit",
-    "on_secret": "on_secret",
-    "on_unverified": "on_unverified",
-    "on_private": "on_private",
-    "raw_scan": "raw_scan",
-    "allow_shrink": "allow_shrink",
-}
+ROOTS = ("traces_root", "publish_root")
 
 
 def config_from_args(args: argparse.Namespace) -> TraceAssetsConfig:
     """Every setting is read and checked here, also those the command does not use: a bad one is
-    refused at start, whichever command runs (as `dagster dev` refuses it)."""
+    refused at start, whichever command runs (as the code location refuses it). The roots the
+    command takes an option for must be set."""
     from trace_assets.defs.resources import config_from_env
 
     given = vars(args)
-    overrides = {field: given.get(dest) for dest, field in OPTION_FIELDS.items()}
-    if "episodes" in given:  # a command with Harbor's export flags
-        overrides.update(export_overrides(args))
-    if given.get("scrub_literal"):  # added to the environment's: an operator value is never dropped
-        listed = os.environ.get("TRACE_ASSETS_SCRUB_LITERALS", "")
-        overrides["scrub_literals"] = ",".join(value for value in [listed, *given["scrub_literal"]] if value)
-    return config_from_env(os.environ, **overrides)
+    options: dict[str, Any] = {name: given[name] for name in PipelineSettings.model_fields if name in given}
+    if options.get("scrub_literals"):  # added to the environment's: an operator value is never dropped
+        listed = os.environ.get(env_name(PipelineSettings, "scrub_literals"), "")
+        options["scrub_literals"] = ",".join(value for value in [listed, *options["scrub_literals"]] if value)
+    require = tuple(root for root in ROOTS if root in given)
+    return config_from_env(os.environ, require, **options)

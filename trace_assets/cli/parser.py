@@ -12,13 +12,21 @@ import argparse
 import textwrap
 from collections.abc import Callable
 from enum import StrEnum
+from typing import Any
 
-from trace_assets.harbor.options import add_export_arguments
-from trace_assets.scope import ScopeUnit
-from trace_assets.secret_scan.policy import ON_SECRET_CHOICES, ON_UNVERIFIED_CHOICES
-from trace_assets.secret_scan.privacy import ON_PRIVATE_CHOICES
+from pydantic import BaseModel
 
-URL_ENV, HEADERS_ENV = "TRACE_ASSETS_DAGSTER_URL", "TRACE_ASSETS_DAGSTER_HEADERS"
+from trace_assets.settings import (
+    Group,
+    PipelineSettings,
+    ProcessSettings,
+    choices,
+    declared,
+    default_text,
+    meta,
+    plain,
+)
+
 WIDTH = 78  # argparse's own on an 80-column terminal
 
 
@@ -72,76 +80,42 @@ def _env(variable: str, default: str) -> str:
     return f" (env {variable}; default: {default})"
 
 
+def _setting(parser: argparse._ActionsContainer, model: type[BaseModel], name: str) -> None:
+    """A setting's option, as declared: an unset option leaves the environment's value (None)."""
+    field = model.model_fields[name]
+    found = meta(field)
+    kwargs: dict[str, Any] = {"dest": name, "help": plain(field.description or "")}
+    kwargs["help"] += _env(found.env, plain(default_text(field)))
+    if field.annotation is bool:
+        kwargs.update(action="store_false" if field.default else "store_true", default=None)
+    elif found.repeatable:
+        kwargs.update(action="append", metavar=found.metavar)
+    else:
+        kwargs["choices" if choices(field) else "metavar"] = choices(field) or found.metavar or None
+        if found.bare_value:
+            kwargs.update(nargs="?", const=found.bare_value)
+    parser.add_argument(found.flag, **kwargs)
+
+
 def _traces_root(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--traces-root",
-        metavar="URL",
-        help="folder or fsspec URL (s3://bucket/prefix) holding one folder per run"
-        + _env("TRACE_ASSETS_TRACES_ROOT", "the bundled sample_traces/"),
-    )
+    _setting(parser, PipelineSettings, "traces_root")
 
 
 def _scope(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--scope",
-        choices=[unit.value for unit in ScopeUnit],
-        help="a dataset per step folder of a run whose trace_jobs/ holds only step folders, or one per run"
-        + _env("TRACE_ASSETS_SCOPE", ScopeUnit.STEP.value),
-    )
+    _traces_root(parser)
+    _setting(parser, PipelineSettings, "scope_unit")
 
 
 def _publishing(parser: argparse.ArgumentParser) -> None:
-    """What `materialize` and `backfill` publish, where, and what stops them: every export option."""
-    _traces_root(parser)
-    parser.add_argument(
-        "--publish-root",
-        metavar="URL",
-        help="folder, fsspec URL or hf://datasets/ORG/NAME to publish under"
-        + _env("TRACE_ASSETS_PUBLISH_ROOT", "published/ in the project folder"),
-    )
-    _scope(parser)
-    parser.add_argument(
-        "--allow-shrink",
-        action="store_true",
-        default=None,
-        help="publish even a scope with 0 rows or one that shrank past the threshold"
-        + _env("TRACE_ASSETS_ALLOW_SHRINK=1", "off"),
-    )
-    secrets = parser.add_argument_group("secret scan options")
-    secrets.add_argument(
-        "--on-secret",
-        choices=ON_SECRET_CHOICES,
-        help="on live findings (a credential's exact format): publish only the scan report, redact them, "
-        "or publish them as they are" + _env("TRACE_ASSETS_ON_SECRET", "block"),
-    )
-    secrets.add_argument(
-        "--on-unverified",
-        choices=ON_UNVERIFIED_CHOICES,
-        help="on unverified findings (only a credential's rough shape): publish them, redact them, or "
-        "publish only the scan report" + _env("TRACE_ASSETS_ON_UNVERIFIED", "redact"),
-    )
-    secrets.add_argument(
-        "--on-private",
-        choices=ON_PRIVATE_CHOICES,
-        help="on private values (e-mails, private IPs, internal hosts and URLs, home paths): report them, "
-        "replace them with stable tokens ([EMAIL-1]), or publish only the scan report; operator values "
-        "are replaced whatever this says" + _env("TRACE_ASSETS_ON_PRIVATE", "keep"),
-    )
-    secrets.add_argument(
-        "--scrub-literal",
-        action="append",
-        metavar="VALUE",
-        help="a value of the collection environment always replaced, like the bucket, host and user "
-        "name (repeat for more; added to TRACE_ASSETS_SCRUB_LITERALS, comma-separated)",
-    )
-    secrets.add_argument(
-        "--raw-scan",
-        action="store_true",
-        default=None,
-        help="also scan every object under each scope's prefix, as the raw_tree_secrets check"
-        + _env("TRACE_ASSETS_RAW_SCAN=1", "off"),
-    )
-    add_export_arguments(parser)
+    """What `materialize` and `backfill` publish, where, and what stops them: every pipeline
+    setting that has an option, a group of options per group of settings."""
+    groups: dict[Group, argparse._ActionsContainer] = {Group.ROOTS: parser}
+    for model, name, field in declared():
+        found = meta(field)
+        if model is PipelineSettings and found.flag:
+            if found.group not in groups:
+                groups[found.group] = parser.add_argument_group(f"{found.group.value} options")
+            _setting(groups[found.group], model, name)
 
 
 def _command(
@@ -180,10 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
-    def runs_options(runs: argparse.ArgumentParser) -> None:
-        _traces_root(runs)
-        _scope(runs)
-
     _command(
         commands,
         Command.RUNS,
@@ -194,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         itself. Folders whose names cannot be run ids are named on stderr and skipped.
         """,
         ["trace-assets runs", "trace-assets runs --traces-root s3://bucket/traces --scope run"],
-        runs_options,
+        _scope,
     )
 
     materialize = _command(
@@ -255,20 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="wait until every run has finished; one line per run, exit 1 if any failed (default: off)",
     )
-    daemon.add_argument(
-        "--webserver",
-        metavar="URL",
-        help="a running Dagster webserver, for its GraphQL API" + _env(URL_ENV, "start a private one on 127.0.0.1"),
-    )
-    daemon.add_argument(
-        "--webserver-header",
-        metavar="NAME=VALUE",
-        dest="webserver_headers",
-        action="append",
-        default=[],
-        help="an HTTP header for every GraphQL request (a proxy's token); repeat for more, the env's "
-        "given as NAME=VALUE;NAME2=VALUE2, a flag's NAME wins" + _env(HEADERS_ENV, "none"),
-    )
+    _setting(daemon, ProcessSettings, "dagster_url")
+    _setting(daemon, ProcessSettings, "dagster_headers")
 
     _command(
         commands,

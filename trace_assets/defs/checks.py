@@ -12,6 +12,7 @@ from trace_assets.defs.metadata import counts_text, percent_text, size_text
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.secret_scan.verdicts import Verdict
+from trace_assets.settings import PipelineSettings, env_name
 from trace_assets.steps.raw_scan import RAW_SCAN_REPORT, raw_scan
 from trace_assets.steps.staging import write_json_atomically
 
@@ -111,7 +112,7 @@ def raw_tree_secrets(
     Dagster shows it skipped (planned, its run done without it) rather than a pass it never made."""
     if not trace_config.raw_scan:
         context.log.info(
-            f"{RAW_TREE_SECRETS.name} skipped: the raw-tree scan is off (TRACE_ASSETS_RAW_SCAN=1 or --raw-scan turns it on)"
+            f"{RAW_TREE_SECRETS.name} skipped: the raw-tree scan is off ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan turns it on)"
         )
         return
     scope = scope_of(context)

@@ -18,7 +18,7 @@ import dagster as dg
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import PUBLISHED, recheck_requests
-from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig, sensor_interval
+from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.defs.sweep import latest_export_run
 from trace_assets.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick, tick_summary
 from trace_assets.queue_events import EventQueue, bucket_and_prefix, read_messages
@@ -26,19 +26,34 @@ from trace_assets.run_tags import SWEEP_TAG
 from trace_assets.scope import RunScope, is_scope_key
 
 SKIPS_SHOWN = 20  # scopes named in a tick's summary; the debug log names them all
-INTERVAL = sensor_interval()
-# Long enough that the next tick deletes a message before it shows again (else it is read twice).
-QUEUE_VISIBILITY_SECONDS = max(300, 5 * INTERVAL)
 
 
-@dg.sensor(
-    job=export_trace_run,
-    minimum_interval_seconds=INTERVAL,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Adds a partition for each new run or step; exports it once its listing settles",
-)
-def new_trace_runs_sensor(
-    context: dg.SensorEvaluationContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+def new_trace_runs_sensor(interval_seconds: int) -> dg.SensorDefinition:
+    """The sensor, ticking every `interval_seconds` (the declared setting, read when the code
+    location loads: Dagster fixes it on the definition)."""
+    # Long enough that the next tick deletes a message before it shows again (else it is read twice).
+    visibility_seconds = max(300, 5 * interval_seconds)
+
+    @dg.sensor(
+        name="new_trace_runs_sensor",
+        job=export_trace_run,
+        minimum_interval_seconds=interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Adds a partition for each new run or step; exports it once its listing settles",
+    )
+    def sensor(
+        context: dg.SensorEvaluationContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+    ) -> dg.SensorResult:
+        return _tick(context, trace_config, object_storage, visibility_seconds)
+
+    return sensor
+
+
+def _tick(
+    context: dg.SensorEvaluationContext,
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage,
+    visibility_seconds: int,
 ) -> dg.SensorResult:
     store = trace_config.store(object_storage)
     instance = context.instance
@@ -80,7 +95,7 @@ def new_trace_runs_sensor(
         queue = EventQueue(queue_url, *object_storage.aws_session_options(), max_attempts=object_storage.max_attempts)
         for failure in queue.delete(extra.get("acks", [])):
             context.log.warning(failure)
-        bodies, handles = queue.receive(QUEUE_VISIBILITY_SECONDS)
+        bodies, handles = queue.receive(visibility_seconds)
         reading = read_messages(bodies, *bucket_and_prefix(trace_config.traces_root))
         for reason, detail in reading.ignored:
             context.log.warning(f"queue message ignored ({reason.value}): {detail}")

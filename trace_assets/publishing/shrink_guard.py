@@ -11,9 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from trace_assets.accounting import Coverage
+from trace_assets.settings import PipelineSettings, env_name
 
 DEFAULT_SHRINK_THRESHOLD = 0.1
-OVERRIDE_HINT = "pass --allow-shrink (or set TRACE_ASSETS_ALLOW_SHRINK=1 / allow_shrink) to publish it anyway"
+OVERRIDE_HINT = (
+    f"pass --allow-shrink (or set {env_name(PipelineSettings, 'allow_shrink')}=1 / allow_shrink) to publish it anyway"
+)
 
 
 class ShrinkRefused(RuntimeError):

@@ -73,7 +73,7 @@ from trace_assets.scope import RunScope
 # Folders whose files are named by their content version (shards, session files): uploaded first,
 # kept when already there, and their old versions removed only after the card names the new one.
 VERSIONED_DIRS = (f"{DATA_DIR}/", f"{SESSIONS_DIR}/")
-# Object-storage PUTs in flight at once while a phase's files go up (TRACE_ASSETS_PUBLISH_CONCURRENCY).
+# Object-storage PUTs in flight at once while a phase's files go up (the publish_concurrency setting).
 DEFAULT_PUBLISH_CONCURRENCY = 64
 # Tries of a blocked scope's commit, which is outside the Hub commit pool and so may meet another's.
 BLOCKED_COMMIT_ATTEMPTS = 5

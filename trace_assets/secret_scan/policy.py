@@ -3,36 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-from trace_assets.secret_scan.privacy import OnPrivate, PrivateCategory, found_values
+from trace_assets.secret_scan.privacy import PrivateCategory, found_values
 from trace_assets.secret_scan.verdicts import Verdict
+from trace_assets.settings import OnPrivate, OnSecret, OnUnverified
 
-# The operator's decision on live credentials in a run's rows: `block` publishes nothing but the
-# scan report, `redact` replaces live matches, `allow` publishes rows as they are.
-OnSecret = Literal["block", "redact", "allow"]
-ON_SECRET_CHOICES: tuple[OnSecret, ...] = get_args(OnSecret)
-# The decision on `unverified` matches (the rough shape of a credential): redacted by default.
-OnUnverified = Literal["keep", "redact", "block"]
-ON_UNVERIFIED_CHOICES: tuple[OnUnverified, ...] = get_args(OnUnverified)
-
-
-def _parse(value: str, name: str, choices: tuple[str, ...]) -> Any:
-    if value in choices:
-        return value
-    raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-
-
-def parse_on_secret(value: str) -> OnSecret:
-    """`value` as an `OnSecret`, or a ValueError naming the allowed values."""
-    parsed: OnSecret = _parse(value, "on_secret", ON_SECRET_CHOICES)
-    return parsed
-
-
-def parse_on_unverified(value: str) -> OnUnverified:
-    """`value` as an `OnUnverified`, or a ValueError naming the allowed values."""
-    parsed: OnUnverified = _parse(value, "on_unverified", ON_UNVERIFIED_CHOICES)
-    return parsed
+# The operator's decisions (declared with the settings): on live credentials in a run's rows,
+# `block` publishes nothing but the scan report, `redact` replaces live matches, `allow` publishes
+# rows as they are; on `unverified` matches (the rough shape of a credential), the same choices.
 
 
 @dataclass(frozen=True)

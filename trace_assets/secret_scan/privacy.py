@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, get_args
+from typing import Any
 
 import polars as pl
 
@@ -36,10 +36,9 @@ class PrivateCategory(StrEnum):
     OPERATOR = "operator"  # always replaced, whatever `on_private` says
 
 
-# What publishing does about the categories but `operator`: `keep` (found, counted, reported,
-# published as read), `redact` (replaced by tokens), `block` (nothing but the reports published).
-OnPrivate = Literal["keep", "redact", "block"]
-ON_PRIVATE_CHOICES: tuple[OnPrivate, ...] = get_args(OnPrivate)
+# What publishing does about the categories but `operator` (`settings.OnPrivate`): `keep` (found,
+# counted, reported, published as read), `redact` (replaced by tokens), `block` (nothing but the
+# reports published).
 
 TOKEN_NAMES = {
     PrivateCategory.EMAIL: "EMAIL",
@@ -106,12 +105,6 @@ _AFTER = {
 }
 # One vectorised test for "holds anything of any category".
 _CANDIDATE = rf"@{_LABEL}\.[A-Za-z]|\b{_PRIVATE_IP}|\.(?:internal|local|lan|corp|home\.arpa)\b|/home/|/Users/"
-
-
-def parse_on_private(value: str) -> OnPrivate:
-    if value in ON_PRIVATE_CHOICES:
-        return value
-    raise ValueError(f"on_private must be one of {', '.join(ON_PRIVATE_CHOICES)}, not {value!r}")
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import difflib
 
 from trace_assets.scope import STEP_FOLDER, TRACE_JOBS, RunScope
+from trace_assets.settings import PipelineSettings, env_name, flag_of
 from trace_assets.store.trace_store import TraceStore
 
-ROOT_SOURCE = "TRACE_ASSETS_TRACES_ROOT, --traces-root"
+ROOT_SOURCE = f"{env_name(PipelineSettings, 'traces_root')}, {flag_of(PipelineSettings, 'traces_root')}"
 SUGGESTIONS = 3  # closest run ids named
 RUNS_NAMED = 5  # runs named when none is close
 

@@ -22,7 +22,8 @@ def _run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedPro
     home.mkdir(exist_ok=True)
     shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
-    environment.update(DAGSTER_HOME=str(home), TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"), **env)
+    environment.update(DAGSTER_HOME=str(home), TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"))
+    environment.update({"TRACE_ASSETS_PUBLISH_ROOT": str(tmp_path / "published"), **env})
     return subprocess.run([CLI, *args], capture_output=True, text=True, env=environment, timeout=600)
 
 
@@ -96,17 +97,40 @@ def test_materialize_takes_harbors_export_flags(tmp_path):
     assert "verifier_output" not in card.split("## Coverage")[0]
 
 
+def test_card_flags_reach_the_published_card(tmp_path):
+    """Each `--card-*` flag overrides its environment variable (TRACE_ASSETS_CARD_LICENSE here)."""
+    out = tmp_path / "out"
+    flags = ["--card-framework", "SkyRL", "--card-task-source", "terminal-bench 2", "--card-license", "mit"]
+    flags += ["--card-pretty-name", "Step traces of a sample run", "--card-model", "Qwen/Qwen3-30B-A3B"]
+    done = _run(
+        ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(out), *flags],
+        tmp_path,
+        TRACE_ASSETS_ON_SECRET="allow",
+        TRACE_ASSETS_CARD_LICENSE="apache-2.0",
+    )
+    assert done.returncode == 0, done.stderr
+    card = (out / SAMPLE_RUN / "README.md").read_text()
+    assert "license: mit\n" in card and "apache-2.0" not in card
+    assert "pretty_name: Step traces of a sample run\n" in card and "\n# Step traces of a sample run\n" in card
+    assert "- **Framework**: SkyRL; **Trained model**: `Qwen/Qwen3-30B-A3B`\n" in card
+    assert "- **Task source**: terminal-bench 2\n" in card
+
+
 def test_unknown_export_choices_are_refused(tmp_path):
     done = _run(["runs", "--traces-root", str(SAMPLE_TRACES)], tmp_path, TRACE_ASSETS_EPISODES="first")
     assert done.returncode == 2
-    assert "episodes must be one of last, all, not 'first'" in done.stderr
+    assert "TRACE_ASSETS_EPISODES='first': must be one of last, all" in done.stderr
     done = _run(["materialize", SAMPLE_RUN, "--episodes", "first"], tmp_path)
     assert done.returncode == 2 and "invalid choice: 'first'" in done.stderr
 
 
 def test_dry_run_prints_what_would_be_published_and_publishes_nothing(tmp_path):
     out = tmp_path / "out"
-    done = _run(["materialize", "--dry-run", SAMPLE_RUN, "--publish-root", str(out)], tmp_path)
+    done = _run(
+        ["materialize", "--dry-run", SAMPLE_RUN, "--publish-root", str(out)],
+        tmp_path,
+        TRACE_ASSETS_TRACES_ROOT=str(SAMPLE_TRACES),
+    )
     assert done.returncode == 1, done.stderr  # the sample's live keys would block it, as the real run
     [line] = [json.loads(line) for line in done.stdout.splitlines()]
     assert (line["status"], line["verdict"], line["exported"]) == ("dry_run", "live", 28)
@@ -114,7 +138,11 @@ def test_dry_run_prints_what_would_be_published_and_publishes_nothing(tmp_path):
     assert "would publish to" in done.stderr
     assert not out.exists()
 
-    done = _run(["materialize", "--dry-run", SAMPLE_RUN, "--publish-root", str(out), "--on-secret", "allow"], tmp_path)
+    done = _run(
+        ["materialize", "--dry-run", SAMPLE_RUN, "--publish-root", str(out), "--on-secret", "allow"],
+        tmp_path,
+        TRACE_ASSETS_TRACES_ROOT=str(SAMPLE_TRACES),
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["would_publish"] == {"to": str(out / SAMPLE_RUN), "rows": 28, "shards": 1}
     assert not out.exists()

@@ -29,6 +29,11 @@ EXPORT = {
     "--no-instruction-metadata",
     "--no-verifier-metadata",
     "--subagents",
+    "--card-framework",
+    "--card-task-source",
+    "--card-model",
+    "--card-license",
+    "--card-pretty-name",
 }
 OPTIONS = {
     "runs": {"--traces-root", "--scope"},
@@ -75,15 +80,16 @@ def test_each_command_shows_only_its_options_a_description_and_examples(tmp_path
 def test_options_name_their_environment_variable_and_default(tmp_path):
     flat = _flat(_help(tmp_path, "backfill"))
     for stated in (
-        "(env TRACE_ASSETS_TRACES_ROOT; default: the bundled sample_traces/)",
+        "(env TRACE_ASSETS_TRACES_ROOT; default: none, required)",
         "(env TRACE_ASSETS_SCOPE; default: step)",
         "(env TRACE_ASSETS_ON_SECRET; default: block)",
         "(env TRACE_ASSETS_ON_UNVERIFIED; default: redact)",
-        "(env TRACE_ASSETS_RAW_SCAN=1; default: off)",
+        "(env TRACE_ASSETS_RAW_SCAN; default: off)",
         "(env TRACE_ASSETS_EPISODES; default: last)",
         "(env TRACE_ASSETS_SUBAGENTS; default: none)",
         "(env TRACE_ASSETS_DAGSTER_URL; default: start a private one on 127.0.0.1)",
-        "(env TRACE_ASSETS_DAGSTER_HEADERS; default: none)",
+        "(env TRACE_ASSETS_DAGSTER_HEADERS; default: empty)",
+        "(env TRACE_ASSETS_CARD_MODEL; default: empty)",
     ):
         assert stated in flat, stated
 

@@ -18,17 +18,10 @@ from trace_assets_tests.support.cli_processes import cli_env, run_cli
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
 FINGERPRINT = "0123456789ABCDEF"  # 16 hex digits: how secret_scan.json names a finding (any case)
+INTERVAL = "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS"
 REFUSED = [
-    (
-        "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS",
-        "1m",
-        "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS='1m': must be a positive number of whole seconds, e.g. 60",
-    ),
-    (
-        "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS",
-        "-5",
-        "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS='-5': must be a positive number of whole seconds, e.g. 60",
-    ),
+    (INTERVAL, "1m", f"{INTERVAL}='1m': must be a whole number above 0"),
+    (INTERVAL, "-5", f"{INTERVAL}='-5': must be a whole number above 0"),
     (
         "TRACE_ASSETS_SECRET_PATTERNS",
         r"ok_key=ok_[0-9]{8};proxy_key=pxk_([0-9a-f]{32}",
@@ -58,6 +51,9 @@ REFUSED = [
         "TRACE_ASSETS_HUB_REPO_ID='{org}/traces-{run_idd}': unknown placeholder {run_idd}; known: {org}, {run}, "
         "{step}, {run_id}, {date}, {model}",
     ),
+    # an unset root: no default, never a folder inside the installed package
+    ("TRACE_ASSETS_PUBLISH_ROOT", "", "TRACE_ASSETS_PUBLISH_ROOT (nor --publish-root) is not set, and has no default"),
+    ("TRACE_ASSETS_TRACES_ROOT", "", "TRACE_ASSETS_TRACES_ROOT (nor --traces-root) is not set, and has no default"),
 ]
 IDS = [
     "interval-1m",
@@ -67,13 +63,23 @@ IDS = [
     "allowlist-word",
     "allowlist-short",
     "hub-repo-template",
+    "publish-root-unset",
+    "traces-root-unset",
 ]
+
+
+def _roots(tmp_path: Path, variable: str, value: str) -> dict[str, str]:
+    """Both roots set in the environment, bar the one a case leaves unset; then the case's value."""
+    return {
+        "TRACE_ASSETS_TRACES_ROOT": str(SAMPLE_TRACES),
+        "TRACE_ASSETS_PUBLISH_ROOT": str(tmp_path / "o"),
+        variable: value,
+    }
 
 
 @pytest.mark.parametrize(("variable", "value", "message"), REFUSED, ids=IDS)
 def test_the_cli_refuses_it_in_one_line_before_anything_is_written(tmp_path, variable, value, message):
-    command = ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--publish-root", str(tmp_path / "o")]
-    done = run_cli(command, tmp_path, **{variable: value})
+    done = run_cli(["materialize", SAMPLE_RUN], tmp_path, **_roots(tmp_path, variable, value))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("trace-assets: ") and done.stderr.count("\n") == 1, done.stderr
     assert message in done.stderr
@@ -83,22 +89,25 @@ def test_the_cli_refuses_it_in_one_line_before_anything_is_written(tmp_path, var
 
 @pytest.mark.parametrize(("variable", "value", "message"), REFUSED, ids=IDS)
 def test_the_code_location_does_not_load(tmp_path, variable, value, message):
-    """What `dagster dev` and `dagster definitions validate` do first: import the definitions."""
+    """What `dagster dev`, `dg check defs` and `dagster definitions validate` do first: load the
+    definitions. They stop with the CLI's line and no stack trace."""
     done = subprocess.run(
-        [sys.executable, "-c", "import trace_assets.definitions"],
+        [str(Path(sys.executable).with_name("dagster")), "definitions", "validate", "-m", "trace_assets.definitions"],
         capture_output=True,
         text=True,
-        env=cli_env(tmp_path, **{variable: value}),
-        timeout=120,
+        env=cli_env(tmp_path, **_roots(tmp_path, variable, value)),
+        timeout=300,
     )
     assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
     last_line = done.stderr.strip().splitlines()[-1]
-    assert last_line.startswith("trace_assets.defs.resources.ConfigError: ") and message in last_line
+    assert last_line.startswith("trace-assets: ") and message in last_line
+    assert not (tmp_path / "staging").exists() and not (tmp_path / "o").exists()
 
 
 def test_good_values_are_taken(tmp_path):
     done = run_cli(
-        ["runs", "--traces-root", str(SAMPLE_TRACES)],
+        ["runs", "--traces-root", str(SAMPLE_TRACES)],  # a command without a publish root needs none
         tmp_path,
         TRACE_ASSETS_SENSOR_INTERVAL_SECONDS="30",
         TRACE_ASSETS_SECRET_PATTERNS=r"ok_key=ok_[0-9]{8}",
@@ -113,6 +122,7 @@ def test_good_values_are_taken(tmp_path):
     [
         ("secret_patterns", "bad_key=bk_(", "secret pattern 'bad_key': 'bk_(' is not a valid regex"),
         ("secret_allowlist", "deadbeef", "allowlist entry 'deadbeef' is not a fingerprint"),
+        ("publish_root", "", "TRACE_ASSETS_PUBLISH_ROOT (nor --publish-root) is not set, and has no default"),
     ],
 )
 def test_a_launchpad_override_fails_the_run_before_its_first_step(tmp_path, field, value, message):

@@ -46,4 +46,4 @@ def test_cli_refuses_an_unknown_on_secret(tmp_path):
     assert "invalid choice: 'blokc' (choose from 'block', 'redact', 'allow')" in option.stderr
     environment = _cli(tmp_path, TRACE_ASSETS_ON_SECRET=TYPO)
     assert environment.returncode == 2
-    assert "on_secret must be one of block, redact, allow, not 'blokc'" in environment.stderr
+    assert "TRACE_ASSETS_ON_SECRET='blokc': must be one of block, redact, allow" in environment.stderr

@@ -51,7 +51,7 @@ def test_bad_run_ids_and_roots_are_refused_before_anything_is_written(tmp_path):
     assert done.returncode == 2 and "overlaps publish_root" in _one_line_error(done)
     done = run_cli(["materialize", SAMPLE_RUN, *roots], tmp_path, TRACE_ASSETS_MAX_ROWS_PER_SHARD="0")
     assert done.returncode == 2
-    assert "TRACE_ASSETS_MAX_ROWS_PER_SHARD=0: Input should be greater than 0" in _one_line_error(done)
+    assert "TRACE_ASSETS_MAX_ROWS_PER_SHARD='0': must be a whole number above 0" in _one_line_error(done)
 
     assert (_snapshot(traces), _snapshot(published)) == before
     assert not (tmp_path / "staging").exists()

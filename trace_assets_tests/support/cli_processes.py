@@ -21,7 +21,9 @@ def cli_env(tmp_path: Path, fresh_home: bool = False, **env: str) -> dict[str, s
     if not fresh_home or not (home / "dagster.yaml").exists():
         shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
-    environment.update(DAGSTER_HOME=str(home), TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"), **env)
+    # the roots have no defaults: a test's own publish root unless it passes one (or "" for unset)
+    environment.update(DAGSTER_HOME=str(home), TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"))
+    environment.update({"TRACE_ASSETS_PUBLISH_ROOT": str(tmp_path / "published"), **env})
     return environment
 
 

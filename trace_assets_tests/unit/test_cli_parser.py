@@ -8,17 +8,7 @@ import re
 
 from trace_assets.cli.parser import Command, build_parser
 from trace_assets.defs.resources import config_from_env
-
-# option dest -> the configuration field whose default its help states
-STATED = {
-    "scope": "scope_unit",
-    "on_secret": "on_secret",
-    "on_unverified": "on_unverified",
-    "on_private": "on_private",
-    "episodes": "episodes",
-    "filter": "success_filter",
-    "subagents": "subagents",
-}
+from trace_assets.settings import PipelineSettings
 
 
 def _command_parsers() -> dict[str, argparse.ArgumentParser]:
@@ -31,20 +21,30 @@ def test_every_command_has_a_parser():
 
 
 def test_the_stated_defaults_are_the_configurations(tmp_path):
-    config = config_from_env({"DAGSTER_HOME": str(tmp_path)})
+    """Each closed choice's help states the default the configuration takes (an option's dest is
+    its setting's field)."""
+    config = config_from_env({"DAGSTER_HOME": str(tmp_path)}, ())
     checked = set()
     for parser in _command_parsers().values():
         for action in parser._actions:
-            if action.dest in STATED:
+            if action.choices and action.dest in PipelineSettings.model_fields:
                 [stated] = re.findall(r"default: (\w+)\)", action.help or "")
-                assert stated == str(getattr(config, STATED[action.dest])), action.dest
+                assert stated == str(getattr(config, action.dest)), action.dest
                 checked.add(action.dest)
-    assert checked == set(STATED)
+    assert checked == {
+        "scope_unit",
+        "on_secret",
+        "on_unverified",
+        "on_private",
+        "episodes",
+        "success_filter",
+        "subagents",
+    }
 
 
 def test_the_header_flag_repeats():
     args = build_parser().parse_args(
         ["backfill", "--all", "--webserver-header", "Authorization=Bearer a=b", "--webserver-header", "X-Team=t"]
     )
-    assert args.webserver_headers == ["Authorization=Bearer a=b", "X-Team=t"]
-    assert build_parser().parse_args(["backfill", "--all"]).webserver_headers == []
+    assert args.dagster_headers == ["Authorization=Bearer a=b", "X-Team=t"]
+    assert build_parser().parse_args(["backfill", "--all"]).dagster_headers is None

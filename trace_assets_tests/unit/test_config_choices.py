@@ -17,8 +17,8 @@ def test_resource_refuses_an_unknown_on_secret(tmp_path):
 
 
 def test_environment_refuses_an_unknown_on_secret():
-    with pytest.raises(ValueError, match=f"on_secret must be one of block, redact, allow, not '{TYPO}'"):
-        config_from_env({"TRACE_ASSETS_ON_SECRET": TYPO})
+    with pytest.raises(ConfigError, match=f"TRACE_ASSETS_ON_SECRET='{TYPO}': must be one of block, redact, allow"):
+        config_from_env({"TRACE_ASSETS_ON_SECRET": TYPO}, ())
 
 
 def test_the_queue_is_refused_for_a_local_root(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from trace_assets.definitions import build_definitions, defs
+from trace_assets.definitions import build_definitions
 from trace_assets.defs.assets import HUB_COMMIT_POOL
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.resources import HuggingFaceHub, config_from_env
@@ -15,7 +15,8 @@ from trace_assets.defs.resources import HuggingFaceHub, config_from_env
 def test_every_job_runs_its_steps_in_one_process():
     """Backfills and the UI's Materialize run Dagster's implicit asset job, not export_trace_run; it
     takes the definitions' executor (the multiprocess default made a backfill's run 4.8x the CLI's)."""
-    executors = {job.name: job.executor_def for job in defs.resolve_all_job_defs()}
+    located = build_definitions(config_from_env({}, traces_root="/data/traces", publish_root="/data/published"))
+    executors = {job.name: job.executor_def for job in located.resolve_all_job_defs()}
     assert {"__ASSET_JOB", export_trace_run.name} <= executors.keys()
     assert all(executor is dg.in_process_executor for executor in executors.values()), executors
 

@@ -7,15 +7,16 @@ JobResult with stats above its trials, fx, fx-dev and opencode-v2 trials among t
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from trace_assets.accounting import Reason
-from trace_assets.harbor.options import ExportOptions, add_export_arguments, export_env, export_overrides
+from trace_assets.cli.parser import build_parser
+from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
+from trace_assets.settings import ConfigError, PipelineSettings, load
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.golden_trials import make_golden_trials, make_job_trials
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, comparable, run_steps
@@ -23,9 +24,12 @@ from trace_assets_tests.support.make_harbor_goldens import COMBOS, TREES, read_g
 
 
 def options_from_flags(flags: list[str]) -> ExportOptions:
-    parser = argparse.ArgumentParser()
-    add_export_arguments(parser)
-    return ExportOptions(**export_overrides(parser.parse_args(flags)))
+    """The options `materialize`'s Harbor flags give (the environment's when a flag is not given)."""
+    given = vars(build_parser().parse_args(["materialize", "run", "--traces-root", "t", "--publish-root", "p", *flags]))
+    settings = PipelineSettings(
+        **{name: value for name, value in given.items() if name in PipelineSettings.model_fields and value is not None}
+    )
+    return settings.export_options()
 
 
 def by_dataset(rows: list[dict[str, Any]], options: ExportOptions) -> dict[str, list[dict[str, Any]]]:
@@ -119,16 +123,16 @@ def test_the_defaults_are_this_projects_published_shape():
 def test_unknown_choices_are_refused_with_the_allowed_values():
     with pytest.raises(ValueError, match="episodes must be one of last, all, not 'first'"):
         ExportOptions(episodes="first")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="filter must be one of all, success, failure"):
-        export_env({"TRACE_ASSETS_FILTER": "passed"})
-    with pytest.raises(ValueError, match="TRACE_ASSETS_SHAREGPT must be one of"):
-        export_env({"TRACE_ASSETS_SHAREGPT": "maybe"})
+    with pytest.raises(ConfigError, match="TRACE_ASSETS_FILTER='passed': must be one of all, success, failure"):
+        load(PipelineSettings, {"TRACE_ASSETS_FILTER": "passed"})
+    with pytest.raises(ConfigError, match="TRACE_ASSETS_SHAREGPT='maybe': must be 1/true/yes/on or"):
+        load(PipelineSettings, {"TRACE_ASSETS_SHAREGPT": "maybe"})
     with pytest.raises(SystemExit):
         options_from_flags(["--subagents", "split"])
-    assert export_env({"TRACE_ASSETS_SUBAGENTS": "1", "TRACE_ASSETS_VERIFIER_METADATA": "off"}) == {
-        "subagents": "merged",
-        "verifier_metadata": False,
-    }
+    environment = {"TRACE_ASSETS_SUBAGENTS": "1", "TRACE_ASSETS_VERIFIER_METADATA": "off"}
+    assert load(PipelineSettings, environment).export_options() == ExportOptions(
+        subagents="merged", verifier_metadata=False
+    )
 
 
 def test_separate_subagents_publish_a_config_per_kind_equal_to_harbors_datasets(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import trace_assets
@@ -106,6 +107,8 @@ def test_the_definitions_load_without_the_hub_client():
     import subprocess
     import sys
 
-    code = "import sys, trace_assets.definitions; print('huggingface_hub' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    code = "import sys, trace_assets.definitions as d; d.defs(); print('huggingface_hub' in sys.modules)"
+    roots = {"TRACE_ASSETS_TRACES_ROOT": "/data/traces", "TRACE_ASSETS_PUBLISH_ROOT": "/data/published"}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}, **roots}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.strip() == "False"

@@ -118,13 +118,13 @@ def test_operator_literals_and_config(monkeypatch):
     )
     assert "alice" in operator_literals(None, "", "localhost", "alice", [])
     env = {"TRACE_ASSETS_ON_PRIVATE": "redact", "TRACE_ASSETS_SCRUB_LITERALS": "acme-lab, bench-9"}
-    config = config_from_env(env)
+    config = config_from_env(env, ())
     assert config.scan_policy().on_private == "redact"
     assert {"acme-lab", "bench-9"} <= set(config.scan_options().privacy.literals)
     with pytest.raises(ConfigError, match="TRACE_ASSETS_ON_PRIVATE"):
-        config_from_env({"TRACE_ASSETS_ON_PRIVATE": "scrub"})
+        config_from_env({"TRACE_ASSETS_ON_PRIVATE": "scrub"}, ())
     with pytest.raises(ConfigError):
-        config_from_env({"TRACE_ASSETS_SCRUB_LITERALS": "ab"})
+        config_from_env({"TRACE_ASSETS_SCRUB_LITERALS": "ab"}, ())
     assert set(PrivateCategory) == {PrivateCategory(c) for c in [*PRIVATE, "operator"]}
 
 

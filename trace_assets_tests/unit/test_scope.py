@@ -86,14 +86,14 @@ def test_roots_must_be_disjoint(tmp_path):
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"TRACE_ASSETS_MAX_ROWS_PER_SHARD": "0"}, "TRACE_ASSETS_MAX_ROWS_PER_SHARD=0: Input should be greater than 0"),
-        ({"TRACE_ASSETS_BATCH_SIZE": "ten"}, "TRACE_ASSETS_BATCH_SIZE='ten': must be a whole number"),
-        ({"TRACE_ASSETS_MIN_EXPORT_RATIO": "1.5"}, "TRACE_ASSETS_MIN_EXPORT_RATIO=1.5: Input should be less than"),
         (
-            {"TRACE_ASSETS_SUBAGENTS": "maybe"},
-            "TRACE_ASSETS_SUBAGENTS must be one of none, merged, separate, not 'maybe'",
+            {"TRACE_ASSETS_MAX_ROWS_PER_SHARD": "0"},
+            "TRACE_ASSETS_MAX_ROWS_PER_SHARD='0': must be a whole number above 0",
         ),
-        ({"TRACE_ASSETS_ON_SECRET": "blokc"}, "on_secret must be one of block, redact, allow, not 'blokc'"),
+        ({"TRACE_ASSETS_BATCH_SIZE": "ten"}, "TRACE_ASSETS_BATCH_SIZE='ten': must be a whole number"),
+        ({"TRACE_ASSETS_MIN_EXPORT_RATIO": "1.5"}, "TRACE_ASSETS_MIN_EXPORT_RATIO='1.5': must be a number from 0 to 1"),
+        ({"TRACE_ASSETS_SUBAGENTS": "maybe"}, "TRACE_ASSETS_SUBAGENTS='maybe': must be one of none, merged, separate"),
+        ({"TRACE_ASSETS_ON_SECRET": "blokc"}, "TRACE_ASSETS_ON_SECRET='blokc': must be one of block, redact, allow"),
         (  # a staging URL is fine, but not inside the traces root
             {"TRACE_ASSETS_TRACES_ROOT": "s3://b/traces", "TRACE_ASSETS_STAGING_ROOT": "s3://b/traces/staging"},
             "overlaps staging_root='s3://b/traces/staging'",
@@ -104,7 +104,8 @@ def test_roots_must_be_disjoint(tmp_path):
 )
 def test_config_errors_name_the_option_the_value_and_what_is_allowed(tmp_path, env, message):
     traces = str(tmp_path / "traces")
-    base = {"TRACE_ASSETS_TRACES_ROOT": traces, "DAGSTER_HOME": str(tmp_path / "home")}
+    base = {"TRACE_ASSETS_TRACES_ROOT": traces, "TRACE_ASSETS_PUBLISH_ROOT": str(tmp_path / "out")}
+    base["DAGSTER_HOME"] = str(tmp_path / "home")
     with pytest.raises(ConfigError) as refused:
         config_from_env({**base, **{k: v.format(traces=traces) for k, v in env.items()}})
     assert message in str(refused.value)

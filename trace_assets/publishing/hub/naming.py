@@ -1,5 +1,5 @@
 """The Hub's names: repo ids (validated before any network call), a scope's repo id from the
-`TRACE_ASSETS_HUB_REPO_ID` template (checked at start-up, see `check_repo_id_template`),
+repo id template (`HubRepoSettings.repo_id_template`, checked at start-up, see `check_repo_id_template`),
 `hf://datasets/<org>/<name>[@revision][/path]` publish roots, and paths inside a repo."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import string
 from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import unquote
+
+from trace_assets.settings import HubRepoSettings, PipelineSettings, env_name
 
 DEFAULT_REVISION = "main"
 PUBLISH_ROOT_PREFIX = "hf://datasets/"
@@ -63,19 +65,19 @@ def sanitize_repo_name_part(value: str) -> str:
     return sanitized
 
 
-# TRACE_ASSETS_HUB_REPO_ID's placeholders: what each stands for, and the setting that gives it a
+# The repo id template's placeholders: what each stands for, and the setting that gives it a
 # value (none: the scope's key gives it). The card's settings are named as the card reads them.
 PLACEHOLDERS: dict[str, tuple[str, str]] = {
-    "org": ("the Hub namespace, as given (never rewritten)", "TRACE_ASSETS_HUB_ORG"),
+    "org": ("the Hub namespace, as given (never rewritten)", env_name(HubRepoSettings, "org")),
     "run": ("the run id", ""),
     "step": ("the step number (25 for step-25)", ""),
     "run_id": ("the scope's key (run, or run/step-N with '/' as '-')", ""),
     "date": ("the run id's date stamp, e.g. 20260730_053956", ""),
-    "model": ("the trained model's name, its id after the owner", "TRACE_ASSETS_CARD_MODEL"),
-    "framework": ("the training framework", "TRACE_ASSETS_CARD_FRAMEWORK"),
-    "task_source": ("where the tasks came from", "TRACE_ASSETS_CARD_TASK_SOURCE"),
-    "license": ("the card's license id", "TRACE_ASSETS_CARD_LICENSE"),
-    "pretty_name": ("the card's title", "TRACE_ASSETS_CARD_PRETTY_NAME"),
+    "model": ("the trained model's name, its id after the owner", env_name(PipelineSettings, "card_model")),
+    "framework": ("the training framework", env_name(PipelineSettings, "card_framework")),
+    "task_source": ("where the tasks came from", env_name(PipelineSettings, "card_task_source")),
+    "license": ("the card's license id", env_name(PipelineSettings, "card_license")),
+    "pretty_name": ("the card's title", env_name(PipelineSettings, "card_pretty_name")),
 }
 MAX_NAME_LENGTH = 96  # the Hub's limit on each part of a repo id
 DIGEST_LENGTH = 8  # hex characters of sha256 that stand for what a long name's cut dropped
@@ -130,7 +132,7 @@ def check_repo_id_template(template: str, org: str, fields: Mapping[str, str], s
     if steps and not names & {"step", "run_id"}:
         raise RepoIdTemplateError(
             f"repo id template {template!r} names no step ({{step}} or {{run_id}}): a run's steps would publish"
-            " to one repo (or set TRACE_ASSETS_SCOPE=run)"
+            f" to one repo (or set {env_name(PipelineSettings, 'scope_unit')}=run)"
         )
     if not steps and "step" in names:
         raise RepoIdTemplateError(f"repo id template {template!r} uses {{step}}, but scopes are whole runs")

@@ -1,0 +1,147 @@
+"""The declaration of every setting (`trace_assets/settings.py`) is the only one: the docs' table,
+the environment loader, the CLI's options and the package's mentions of the variables follow it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from trace_assets.cli.parser import build_parser
+from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
+from trace_assets.settings import (
+    ConfigError,
+    HubRepoSettings,
+    PipelineSettings,
+    ProcessSettings,
+    declared,
+    load,
+    meta,
+    with_table,
+)
+from trace_assets_tests.support.helpers import PROJECT_DIR
+
+DOCS = PROJECT_DIR / "docs" / "configuration.md"
+ROOTS = {"traces_root": "/data/traces", "publish_root": "/data/published"}
+
+
+def test_the_docs_table_is_the_declarations():
+    assert DOCS.read_text() == with_table(DOCS.read_text()), "run `python -m trace_assets.settings`"
+
+
+def test_each_variable_is_named_once_in_the_package():
+    """`grep -rn TRACE_ASSETS_ trace_assets/`: every variable's name only in its declaration (a
+    family's wildcard, `TRACE_ASSETS_*` in prose, names none)."""
+    package = PROJECT_DIR / "trace_assets"
+    places: dict[str, list[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for name in re.findall(r"TRACE_ASSETS_[A-Z0-9_]*[A-Z0-9](?![A-Z0-9_]*\*)", line):
+                places.setdefault(name, []).append(f"{path.relative_to(package)}:{number}")
+    names = {meta(field).env for _, _, field in declared()}
+    assert len(names) == len(list(declared())), "a variable declared twice"
+    assert {name: where for name, where in places.items() if len(where) != 1} == {}
+    assert {where[0].split(":")[0] for where in places.values()} == {"settings.py"}
+    assert set(places) == names
+
+
+def test_the_resource_is_the_declared_settings():
+    assert list(TraceAssetsConfig.model_fields) == list(PipelineSettings.model_fields)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("TRACE_ASSETS_SENSOR_INTERVAL_SECONDS", "1m", "='1m': must be a whole number above 0"),
+        ("TRACE_ASSETS_SENSOR_INTERVAL_SECONDS", "-5", "='-5': must be a whole number above 0"),
+        ("TRACE_ASSETS_BATCH_SIZE", "0", "TRACE_ASSETS_BATCH_SIZE='0': must be a whole number above 0"),
+        ("TRACE_ASSETS_MIN_EXPORT_RATIO", "1.5", "TRACE_ASSETS_MIN_EXPORT_RATIO='1.5': must be a number from 0 to 1"),
+        ("TRACE_ASSETS_SETTLE_SECONDS", "ten", "TRACE_ASSETS_SETTLE_SECONDS='ten': must be a number, 0 or more"),
+        ("TRACE_ASSETS_RAW_SCAN", "maybe", "TRACE_ASSETS_RAW_SCAN='maybe': must be 1/true/yes/on or 0/false/no/off"),
+        ("TRACE_ASSETS_HUB_PUBLIC", "sure", "TRACE_ASSETS_HUB_PUBLIC='sure': must be 1/true/yes/on or 0/false/no/off"),
+        ("TRACE_ASSETS_ON_SECRET", "blokc", "TRACE_ASSETS_ON_SECRET='blokc': must be one of block, redact, allow"),
+        ("TRACE_ASSETS_FILTER", "passed", "TRACE_ASSETS_FILTER='passed': must be one of all, success, failure"),
+        ("TRACE_ASSETS_SCOPE", "steps", "TRACE_ASSETS_SCOPE='steps': must be one of step, run"),
+        ("TRACE_ASSETS_SWEEP", "lr 3e-4", "TRACE_ASSETS_SWEEP='lr 3e-4': String should match pattern"),
+        ("TRACE_ASSETS_SECRET_PATTERNS", "k=(", "TRACE_ASSETS_SECRET_PATTERNS='k=(': secret pattern 'k'"),
+        ("TRACE_ASSETS_SECRET_ALLOWLIST", "abc", "TRACE_ASSETS_SECRET_ALLOWLIST='abc': allowlist entry 'abc'"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_the_variable_and_what_is_allowed(variable, value, message):
+    with pytest.raises(ConfigError) as refused:
+        config_from_env({variable: value}, **ROOTS)
+        load(HubRepoSettings, {variable: value})
+    assert message in str(refused.value)
+
+
+def test_each_type_has_one_parser_and_empty_is_unset():
+    env = {
+        "TRACE_ASSETS_SUBAGENTS": "1",  # a true flag word means merged, as before the choice existed
+        "TRACE_ASSETS_VERIFIER_METADATA": "off",
+        "TRACE_ASSETS_BATCH_BYTES": "1024",
+        "TRACE_ASSETS_MIN_EXPORT_RATIO": "0.5",
+        "TRACE_ASSETS_ON_PRIVATE": "redact",
+        "TRACE_ASSETS_CARD_MODEL": "",
+    }
+    config = config_from_env(env, **ROOTS)
+    assert (config.subagents, config.verifier_metadata, config.batch_bytes) == ("merged", False, 1024)
+    assert (config.min_export_ratio, config.on_private, config.card_model) == (0.5, "redact", "")
+    assert load(ProcessSettings, {"TRACE_ASSETS_SENSOR_INTERVAL_SECONDS": "30"}).sensor_interval_seconds == 30
+    assert load(HubRepoSettings, {"TRACE_ASSETS_HUB_PUBLIC": "yes"}).public
+
+
+@pytest.mark.parametrize("root", ["traces_root", "publish_root"])
+def test_a_root_has_no_default(root):
+    others = {name: value for name, value in ROOTS.items() if name != root}
+    with pytest.raises(
+        ConfigError, match=rf"^TRACE_ASSETS_{root.upper()} \(nor --{root.replace('_', '-')}\) is not set"
+    ):
+        config_from_env({}, **others)
+
+
+def test_the_declared_defaults_are_the_domains():
+    """The domain's own defaults (for callers without settings) are the declared ones."""
+    from trace_assets.harbor.options import ExportOptions
+    from trace_assets.publishing.shrink_guard import DEFAULT_SHRINK_THRESHOLD
+    from trace_assets.publishing.targets import DEFAULT_PUBLISH_CONCURRENCY
+    from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
+    from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
+    from trace_assets.steps.staging_mirror import DEFAULT_LEASE_SECONDS
+    from trace_assets.store.trace_store import DEFAULT_BATCH_BYTES, DEFAULT_FETCH_AHEAD
+
+    declared_default = {name: field.default for name, field in PipelineSettings.model_fields.items()}
+    assert PipelineSettings(**ROOTS).export_options() == ExportOptions()
+    assert declared_default["shrink_threshold"] == DEFAULT_SHRINK_THRESHOLD
+    assert declared_default["publish_concurrency"] == DEFAULT_PUBLISH_CONCURRENCY
+    assert declared_default["secret_wrap_width"] == DEFAULT_WRAP_WIDTH
+    assert declared_default["max_rows_per_shard"] == DEFAULT_ROWS_PER_SHARD
+    assert declared_default["staging_lease_seconds"] == DEFAULT_LEASE_SECONDS
+    assert declared_default["batch_bytes"] == DEFAULT_BATCH_BYTES
+    assert declared_default["fetch_ahead"] == DEFAULT_FETCH_AHEAD
+
+
+def test_every_declared_option_is_on_the_commands_that_publish():
+    parser = build_parser()
+    for command in ("materialize", "backfill"):
+        sub = parser._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+        options = {option for action in sub._actions for option in action.option_strings}
+        flags = {meta(field).flag for model, _, field in declared() if meta(field).flag and model is PipelineSettings}
+        assert flags <= options, command
+    help_text = re.sub(r"\s+", " ", parser._subparsers._group_actions[0].choices["materialize"].format_help())  # type: ignore[union-attr]
+    assert (
+        "--card-model ID provenance: the trained model's id, e.g. Qwen/Qwen3-30B-A3B (env TRACE_ASSETS_CARD_MODEL"
+        in help_text
+    )
+
+
+def test_cli_options_override_the_environment():
+    args = build_parser().parse_args(
+        ["materialize", "r", "--traces-root", "/t", "--publish-root", "/p", "--subagents", "--no-verifier-metadata"]
+    )
+    given = vars(args)
+    assert (given["traces_root"], given["subagents"], given["verifier_metadata"], given["sharegpt"]) == (
+        "/t",
+        "merged",
+        False,
+        None,
+    )
