@@ -5,6 +5,7 @@ batch makes, byte for byte."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,8 @@ POLICIES = [POLICY, ScanPolicy("redact", "redact", "keep")]  # every private cat
 @pytest.fixture(scope="module")
 def staged(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStaging, Coverage]:
     root = tmp_path_factory.mktemp("traces")
-    generate_run(root, "gen-run", trials=300, seed=3, prompt_scale=0.02, episode_prompts=False)
+    # 200 trials hold planted keys and stage past one rows batch of the scan (256 rows).
+    generate_run(root, "gen-run", trials=200, seed=3, prompt_scale=0.02, episode_prompts=False)
     store = TraceStore(str(root))
     staging = RunStaging(tmp_path_factory.mktemp("staging"), RunScope("gen-run"))
     build_listing(store, staging)
@@ -45,16 +47,32 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStaging, Covera
     return staging, coverage
 
 
+@pytest.fixture(scope="module")
+def first_scan(staged: tuple[RunStaging, Coverage]) -> tuple[dict[str, Any], bytes]:
+    """The scan of rows and session files, run once: its report and the record it wrote."""
+    staging, _ = staged
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    return report, staging.scan_matches.read_bytes()
+
+
+@pytest.fixture
+def scanned(staged: tuple[RunStaging, Coverage], first_scan: tuple[dict[str, Any], bytes]) -> dict[str, Any]:
+    """The scan's report with its record back in the staging, as a test before may have changed it."""
+    report, record = first_scan
+    staged[0].scan_matches.write_bytes(record)
+    return report
+
+
 def folder_bytes(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=["on_private redact", "on_private keep"])
 def test_recorded_matches_publish_the_same_bytes(
-    staged: tuple[RunStaging, Coverage], tmp_path: Path, policy: ScanPolicy
+    staged: tuple[RunStaging, Coverage], scanned: dict[str, Any], tmp_path: Path, policy: ScanPolicy
 ) -> None:
     staging, coverage = staged
-    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    report = scanned
     record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
     assert record is not None and record.rows and record.sessions  # the planted keys were found
     assert sum(map(len, record.rows.values())) < report["rows_scanned"]  # batches without a match hold none
@@ -71,9 +89,9 @@ def test_recorded_matches_publish_the_same_bytes(
     assert built["recorded"] == built["found again"]
 
 
-def test_a_record_of_another_scan_is_ignored(staged: tuple[RunStaging, Coverage]) -> None:
+def test_a_record_of_another_scan_is_ignored(staged: tuple[RunStaging, Coverage], scanned: dict[str, Any]) -> None:
     staging, _ = staged
-    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    report = scanned
     assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is not None
     assert ScannedMatches.read(staging.scan_matches, {**report, "bytes_scanned": 1}, OPTIONS) is None
     other_kinds = ScanOptions(tuple(parse_pattern_specs("mine=sk-mine-[a-z]{12}")), privacy=OPTIONS.privacy)
@@ -99,10 +117,10 @@ def test_session_files_the_scan_did_not_read_are_found_again(staged: tuple[RunSt
 
 
 def test_only_what_a_policy_can_replace_is_recorded_while_the_record_is_small(
-    staged: tuple[RunStaging, Coverage], monkeypatch: pytest.MonkeyPatch
+    staged: tuple[RunStaging, Coverage], scanned: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     staging, _ = staged
-    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    report = scanned
     record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
     assert record is not None and record.sessions is not None
     verdicts = {m.verdict for found in (record.rows, record.sessions) for ms in found.values() for m in ms}
