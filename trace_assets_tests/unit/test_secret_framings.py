@@ -11,8 +11,7 @@ import polars as pl
 import pytest
 
 from trace_assets.secret_scan.redaction import redact
-from trace_assets.secret_scan.scanner import SecretScanner
-from trace_assets_tests.support.secret_framings import FRAMINGS, ec_pem, pem_split, rsa_pem, tokens
+from trace_assets_tests.support.secret_framings import FRAMINGS, default_scanner, ec_pem, pem_split, rsa_pem, tokens
 
 RNG = random.Random(14)
 SECRETS = {**tokens(RNG), "pem_rsa": ("private_key", rsa_pem()), "pem_ec": ("private_key", ec_pem())}
@@ -49,7 +48,7 @@ def _windows(secret: str, size: int = 9) -> set[str]:
 @pytest.mark.parametrize(("kind", "secret", "messages"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_found_live_and_redacted_whole(kind, secret, messages):
     frame = pl.DataFrame([_row(messages)])
-    scanner = SecretScanner("r")
+    scanner = default_scanner()
     scanner.scan(frame)
     report = scanner.report()
     assert report["kinds"][kind]["live"] >= 1, report["findings"]
@@ -67,7 +66,7 @@ def test_found_live_and_redacted_whole(kind, secret, messages):
 
 def test_report_names_the_framing():
     kind, secret = SECRETS["github"]
-    scanner = SecretScanner("r")
+    scanner = default_scanner()
     scanner.scan(pl.DataFrame([_row(["sys", FRAMINGS["rewrap"](secret)]), _row(["sys", FRAMINGS["base64"](secret)])]))
     framings = {f["framing"] for f in scanner.report()["findings"] if f["kind"] == kind}
     assert framings == {"rewrap", "base64"}
@@ -80,6 +79,6 @@ def test_a_coloured_token_three_json_layers_deep_is_found_live():
     text = f"\x1b[01;31m\x1b[KGITHUB_TOKEN\x1b[m\x1b[K=\x1b[01;31m\x1b[K{secret}\x1b[m\x1b[K\n"
     for _ in range(3):
         text = json.dumps({"output": text})
-    scanner = SecretScanner("r")
+    scanner = default_scanner()
     scanner.scan(pl.DataFrame([_row(["sys", text])]))
     assert scanner.report()["kinds"][kind]["live"] == 1

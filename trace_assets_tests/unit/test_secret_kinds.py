@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from trace_assets.secret_scan.kinds import BUILTIN_KINDS, has_capturing_group
-from trace_assets.secret_scan.scanner import SecretScanner
+from trace_assets_tests.support.secret_framings import default_scanner
 
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
@@ -143,7 +143,7 @@ CASES: dict[str, Case] = {
 
 
 def _report(text: str) -> dict:
-    scanner = SecretScanner("r")
+    scanner = default_scanner()
     messages = ["You are an agent.", f"root@sandbox:/app# cat .env\n{text}\nroot@sandbox:/app# "]
     rows = [{"conversations": [{"role": "user", "content": m} for m in messages], "trial_name": "t__1"}]
     scanner.scan(pl.DataFrame(rows))

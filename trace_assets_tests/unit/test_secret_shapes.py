@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 
 from trace_assets.secret_scan.redaction import redact
-from trace_assets.secret_scan.scanner import SecretScanner
 from trace_assets_tests.support.secret_framings import (
     HARD_SHAPES,
     PEM_SHAPES,
+    default_scanner,
     ec_pem,
     leaked_pieces,
     rsa_pem,
@@ -56,7 +56,7 @@ def _frame(messages: list[str], session: bool) -> pl.DataFrame:
 @pytest.mark.parametrize(("kind", "secret", "messages"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_found_live_and_redacted_whole(kind, secret, messages, session):
     frame = _frame(messages, session)
-    scanner = SecretScanner("r")
+    scanner = default_scanner()
     scanner.scan(frame)
     assert scanner.report()["kinds"][kind]["live"] >= 1
     redacted, counts = redact(frame)
@@ -66,7 +66,7 @@ def test_found_live_and_redacted_whole(kind, secret, messages, session):
 
 
 def _verdicts(text: str) -> set[tuple[str, str]]:
-    scanner = SecretScanner("r")
+    scanner = default_scanner()
     scanner.scan(_frame([text], session=False))
     return {(f["kind"], f["verdict"]) for f in scanner.report()["findings"]}
 
