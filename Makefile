@@ -34,8 +34,9 @@ test: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml services
 	bash .ci/with-s3-server.sh $(BIN)/pytest
 
 # Only unit/ is collected: the other folders' modules import Dagster's test tooling for nothing.
+# No unit test uses Hypothesis: its plugin is not loaded (importing it was a second of each run).
 test-unit: $(BIN)/trace-assets
-	$(BIN)/pytest -m "not dagster and not services and not slow" trace_assets_tests/unit
+	$(BIN)/pytest -p no:hypothesispytest -m "not dagster and not services and not slow" trace_assets_tests/unit
 
 lint: $(BIN)/trace-assets
 	$(BIN)/ruff format --check trace_assets trace_assets_tests benchmarks
