@@ -134,18 +134,32 @@ def exclusions_text(excluded: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in sorted(excluded.items(), key=lambda i: (-i[1], i[0])))
 
 
-def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int | float]]:
-    """`as_rows` for a viewer without nulls (Dagster's table metadata wants the same fields in every
-    record, and shows a missing value as an empty cell): step and mean reward as text, "-" where
-    unknown; exclusions on one line."""
+DISPLAY_COLUMNS = (
+    "scope", "trial_dirs", "scored", "exported", "export_ratio", "excluded_by_reason", "secret_verdict", "rows",
+    "mean_reward", "published_at",
+)  # fmt: skip
+
+
+def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int]]:
+    """`as_rows` for the UI's page, in `DISPLAY_COLUMNS`: without nulls (Dagster's table metadata
+    wants the same fields in every record, and shows a missing value as an empty cell); the ratio
+    as a percentage and the mean reward to 3 places, as text; exclusions on one line. Run and step
+    (in the scope key), the excluded count (in its reasons) and where it went (a long path, in the
+    Parquet file) stay out, so the table fits the page."""
     return [
         {
-            **row,
-            "step": record.step_text,
-            "mean_reward": record.reward_text,
-            "excluded_by_reason": exclusions_text(record.excluded) or "none",
+            "scope": r.scope,
+            "trial_dirs": r.trial_dirs,
+            "scored": r.scored,
+            "exported": r.exported,
+            "export_ratio": f"{r.export_ratio:.1%}",
+            "excluded_by_reason": exclusions_text(r.excluded) or "none",
+            "secret_verdict": r.secret_verdict,
+            "rows": r.rows,
+            "mean_reward": r.reward_text,
+            "published_at": r.published_at,
         }
-        for row, record in zip(as_rows(records), sorted_records(records))
+        for r in sorted_records(records)
     ]
 
 
