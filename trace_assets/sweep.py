@@ -134,29 +134,22 @@ def exclusions_text(excluded: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in sorted(excluded.items(), key=lambda i: (-i[1], i[0])))
 
 
-DISPLAY_COLUMNS = (
-    "scope", "trial_dirs", "scored", "exported", "export_ratio", "excluded_by_reason", "secret_verdict", "rows",
-    "mean_reward", "published_at",
-)  # fmt: skip
+DISPLAY_COLUMNS = ("scope", "trial_dirs", "scored", "exported", "rows", "secret_verdict", "published_at")
 
 
 def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int]]:
-    """`as_rows` for the UI's page, in `DISPLAY_COLUMNS`: without nulls (Dagster's table metadata
-    wants the same fields in every record, and shows a missing value as an empty cell); the ratio
-    as a percentage and the mean reward to 3 places, as text; exclusions on one line. Run and step
-    (in the scope key), the excluded count (in its reasons) and where it went (a long path, in the
-    Parquet file) stay out, so the table fits the page."""
+    """`as_rows` for the UI's page, in `DISPLAY_COLUMNS`: the counts to read back, the verdict and
+    when. Ratio, mean reward and exclusions are in the Markdown table beside it (formatted, with
+    bars; see `markdown_table`), run and step in the scope key, where it went (a long path) in the
+    Parquet file: so both tables fit the page."""
     return [
         {
             "scope": r.scope,
             "trial_dirs": r.trial_dirs,
             "scored": r.scored,
             "exported": r.exported,
-            "export_ratio": f"{r.export_ratio:.1%}",
-            "excluded_by_reason": exclusions_text(r.excluded) or "none",
-            "secret_verdict": r.secret_verdict,
             "rows": r.rows,
-            "mean_reward": r.reward_text,
+            "secret_verdict": r.secret_verdict,
             "published_at": r.published_at,
         }
         for r in sorted_records(records)

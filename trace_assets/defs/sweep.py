@@ -160,10 +160,7 @@ def _published_verdict(values: dict[str, Any]) -> str:
 TABLE_COLUMNS = {
     name: "int" if name in {"trial_dirs", "scored", "exported", "rows"} else "string" for name in DISPLAY_COLUMNS
 }
-COLUMN_NOTES = {
-    "export_ratio": "exported of scored",
-    "mean_reward": "of the exported trials with a finite, valid reward, to 3 places; - when unknown",
-}
+COLUMN_NOTES = {"secret_verdict": "of what was published: redacted once anything was replaced"}
 
 
 @dg.asset(group_name="sweep", kinds={"parquet"}, deps=[published_shards])

@@ -59,16 +59,16 @@ def test_parquet_has_a_row_per_scope_in_run_and_step_order(tmp_path):
     assert rows[0]["mean_reward"] is None and rows[2]["mean_reward"] == 0.75
 
 
-def test_display_rows_have_the_same_fields_no_empty_cell_and_formatted_figures():
-    rows = display_rows([*RECORDS, _record("sweep-c", 3)])  # sweep-c excluded nothing
-    assert {tuple(row) for row in rows} == {DISPLAY_COLUMNS}
-    assert [(r["scope"], r["export_ratio"], r["mean_reward"]) for r in rows] == [
-        ("sweep-a", "82.4%", "-"),
-        ("sweep-b/step-25", "76.9%", "0.250"),
-        ("sweep-b/step-75", "100.0%", "0.750"),
-        ("sweep-c", "100.0%", "0.500"),
+def test_display_rows_have_the_same_narrow_fields_and_no_empty_cell():
+    rows = display_rows([*RECORDS, _record("sweep-c", 3)])
+    assert {tuple(row) for row in rows} == {DISPLAY_COLUMNS} and len(DISPLAY_COLUMNS) == 7
+    assert [(r["scope"], r["exported"], r["rows"]) for r in rows] == [
+        ("sweep-a", 28, 28),
+        ("sweep-b/step-25", 20, 20),
+        ("sweep-b/step-75", 30, 30),
+        ("sweep-c", 3, 3),
     ]
-    assert rows[0]["excluded_by_reason"] == "6 no_trajectory" and rows[3]["excluded_by_reason"] == "none"
+    assert all(value != "" for row in rows for value in row.values())
 
 
 def test_an_empty_sweep_still_writes_the_columns(tmp_path):
