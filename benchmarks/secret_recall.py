@@ -219,7 +219,8 @@ def detection(records: list[dict], peers: dict[str, str]) -> None:
             if r["source"].startswith(("framing/", "hard/")):
                 key = r["source"]
             else:
-                key = "kind/" + r["label"] if not r["label"].startswith("other:") else "other kinds"
+                source = r["source"].split("/")[0]
+                key = "kind/" + r["label"] if not r["label"].startswith("other:") else f"other kinds/{source}"
             groups[key].append(i)
     header = f"{'group':40s} {'n':>4s} {'ours typed':>10s} {'ours acted':>10s} {'any kind':>10s}"
     print(header + "".join(f" {n:>11s}" for n in theirs))
@@ -227,6 +228,7 @@ def detection(records: list[dict], peers: dict[str, str]) -> None:
         print(line(key, groups[key]))
     for name, keys in (
         ("claimed kinds", [k for k in groups if k.startswith("kind/")]),
+        ("other kinds", [k for k in groups if k.startswith("other kinds/")]),
         ("framings", [k for k in groups if k.startswith("framing/")]),
         ("hard shapes", [k for k in groups if k.startswith("hard/")]),
     ):

@@ -123,6 +123,7 @@ def secret_scan_report(
             trace_config.scan_options(),
             trace_config.sessions_folder(staging),
             context.log.info,
+            staging.scan_matches,
         )
         write_json_atomically(staging.scan_report, report)
         context.log.info(f"secret scan verdict: {report['verdict']}")
@@ -186,7 +187,9 @@ def _publish_scope(
             trace_config.card_plots,
             target.location(scope),
         )
-        redactor = secret_redactor(trace_config.scan_policy(), report, trace_config.scan_options())
+        redactor = secret_redactor(
+            trace_config.scan_policy(), report, trace_config.scan_options(), staging.scan_matches
+        )
         build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
         try:
             shards = build_run_folder(

@@ -15,9 +15,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import dagster as dg
-from dagster_aws.s3 import S3Resource
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from trace_assets.defs.s3_config import S3Config
 from trace_assets.harbor.options import EXPORT_FIELDS, Episodes, ExportOptions, Subagents, SuccessFilter, export_env
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.hub.naming import check_repo_id_template
@@ -49,7 +49,7 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 SAMPLE_TRACES = PROJECT_DIR / "sample_traces"
 
 
-class ObjectStorage(S3Resource):
+class ObjectStorage(S3Config):
     """Object-storage access, S3Resource's config (endpoint_url for MinIO, R2, Ceph), handed to s3fs.
 
     Unset fields fall through to botocore's own environment handling (AWS_ENDPOINT_URL,
@@ -57,11 +57,6 @@ class ObjectStorage(S3Resource):
     """
 
     max_attempts: int = 8
-
-    def get_object_to_set_on_execution_context(self) -> ObjectStorage:
-        """The resource itself, not S3Resource's boto3 client: the steps read through s3fs with
-        `storage_options`, and building a client for each step cost a quarter second."""
-        return self
 
     def storage_options(self, url: str) -> dict[str, Any]:
         if not url.startswith(("s3://", "s3a://")):

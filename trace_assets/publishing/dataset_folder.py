@@ -21,11 +21,11 @@ from trace_assets.publishing.card_facts import CardFacts, histogram, integer_his
 from trace_assets.publishing.parquet_layout import write_published_table
 from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
-from trace_assets.publishing.shards import ShardSet, version_folder, write_shards
+from trace_assets.publishing.shards import ShardSet, rewrite_batch_rows, version_folder, write_shards
 from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
 from trace_assets.publishing.versions import history, version_entry
 from trace_assets.steps.scan import Redactor
-from trace_assets.steps.sessions import SessionCounts, copy_sessions
+from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, SessionCounts, copy_sessions
 from trace_assets.steps.staged_rows import RowParts
 
 CARD_FILE = "README.md"
@@ -69,11 +69,13 @@ def build_run_folder(
         shards, subsets = _write_trace_sources(rows, out_dir, max_rows_per_shard, redactor, progress)
         schema = schema.remove(schema.get_field_index(TRACE_SOURCE_COLUMN))
     else:
-        shards = write_shards(rows, out_dir, max_rows_per_shard, redactor, progress=progress)
+        transform = redactor.cut_as_scanned("rows", rewrite_batch_rows(max_rows_per_shard)) if redactor else None
+        shards = write_shards(rows, out_dir, max_rows_per_shard, transform, progress=progress)
     session_counts: SessionCounts | None = None
     card = card or CardContext()
     if sessions is not None:
-        session_counts = copy_sessions(sessions, out_dir, redactor, progress)
+        redact = redactor.cut_as_scanned("sessions", SCAN_BATCH_SESSIONS) if redactor else None
+        session_counts = copy_sessions(sessions, out_dir, redact, progress)
         session_counts = replace(session_counts, version=version_folder(out_dir / SESSIONS_DIR))
         (out_dir / SESSIONS_CARD).write_text(
             sessions_card(session_counts, card_title(coverage, card, step), card.settings.license)

@@ -27,6 +27,12 @@ from trace_assets.steps.staged_rows import RowParts, iter_rows
 DATA_DIR = "data"
 _BUILDING = "building"  # the shards' folder until their content names it
 VERSION_CHARS = 16
+REWRITE_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens of MB
+
+
+def rewrite_batch_rows(max_rows_per_shard: int) -> int:
+    """How many rows a rewrite reads (and hands to its transform) at a time."""
+    return min(REWRITE_BATCH_ROWS, max_rows_per_shard)
 
 
 def shard_count(total_rows: int, max_rows_per_shard: int) -> int:
@@ -131,7 +137,7 @@ def _rewrite_shards(
     writers: list[pq.ParquetWriter | None] = [None] * count
     num_bytes = written = 0
     try:
-        for table in iter_rows(rows, batch_rows=min(256, max_rows_per_shard)):
+        for table in iter_rows(rows, batch_rows=rewrite_batch_rows(max_rows_per_shard)):
             read = table.num_rows
             table = transform(table)
             num_bytes += table.nbytes

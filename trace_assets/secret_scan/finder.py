@@ -19,10 +19,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from trace_assets.secret_scan.judge import entropy_bits
 from trace_assets.secret_scan.kinds import Judged, SecretKind
 from trace_assets.secret_scan.normalise import (
     ANSI_ESCAPE,
     DEFAULT_WRAP_WIDTH,
+    MAX_JSON_LAYERS,
     TOKEN_CHARS,
     Framing,
     Normaliser,
@@ -62,7 +64,8 @@ CONTEXT_CHARS = 48
 def _normalised_expr(text: pl.Expr, wrap_width: int) -> pl.Expr:
     """A vectorised over-approximation of `Normaliser.normalised`: only used to pick texts worth it."""
     escapes, plain = ["\\\\", "\\n", "\\t", "\\r", '\\"', "\\/"], ["\\", "\n", "\t", "\r", '"', "/"]
-    text = text.str.replace_many(escapes, plain).str.replace_many(escapes, plain)
+    for _ in range(MAX_JSON_LAYERS):
+        text = text.str.replace_many(escapes, plain)
     text = text.str.replace_all("\\u001b", "\x1b", literal=True).str.replace_all(ANSI_ESCAPE, "")
     text = text.str.replace_all(r"(?m)^ {0,8}\d{1,9}\t", "").str.replace_many(["$\n", "^I"], ["\n", "\t"])
     if wrap_width > 0:
@@ -70,23 +73,25 @@ def _normalised_expr(text: pl.Expr, wrap_width: int) -> pl.Expr:
     return text
 
 
-def _literal_alternatives(literals: set[str], boundary: str) -> str:
+def _literal_alternatives(literals: set[str], boundary: str, words: frozenset[str] = frozenset()) -> str:
     """Short literals that start with a word character (`sk-`, `hf_`) must start a word, follow a
-    JSON `\\n`/`\\t` escape or an ANSI colour (`\\x1b[01;31m`), so `task-` or `disk-` do not count."""
+    JSON `\\n`/`\\t` escape or an ANSI colour (`\\x1b[01;31m`), so `task-` or `disk-` do not count;
+    so must `words` (the vendor rules' names: `figma` in `configmap` is no vendor)."""
     alternatives = []
     for literal in sorted(literals, key=lambda lit: (-len(lit), lit)):
         escaped = re.escape(literal)
-        if len(literal) <= 4 and literal[0].isalnum() and "~" not in literal:  # Azure's `Q~` sits inside its secret
+        short = len(literal) <= 4 and literal[0].isalnum() and "~" not in literal  # Azure's `Q~` sits inside its secret
+        if short or literal in words:
             alternatives.append(rf"(?:{boundary}|\\[nt]|\[[0-9;]*[mK]){escaped}")
         else:
             alternatives.append(escaped)
     return "|".join(alternatives)
 
 
-def _candidate_regex(literals: set[str], triggers: set[str]) -> str:
+def _candidate_regex(literals: set[str], triggers: set[str], words: frozenset[str]) -> str:
     """One regex for "holds a literal", Rust's literal prefilter doing the work."""
     blobs = "|".join(re.escape(trigger) for trigger in sorted(triggers))
-    return f"(?i:{_literal_alternatives(literals, _RUST_WORD_START)})|{blobs}"
+    return f"(?i:{_literal_alternatives(literals, _RUST_WORD_START, words)})|{blobs}"
 
 
 def _line_join_regex(literals: set[str], triggers: set[str], boundary: str, escaped_newline: bool) -> str:
@@ -124,8 +129,9 @@ class Finder:
         self.rules = [(order, kind, rule) for order, kind in enumerate(kinds) for rule in kind.rules]
         literals = {literal.lower() for _, _, rule in self.rules for literal in rule.literals}
         triggers = set(_BLOB_TRIGGERS)
-        for _, _, rule in self.rules:
-            for literal in rule.literals:
+        # base64 and URL forms of our own kinds' literals (a vendor rule's would be noise)
+        for _, kind, rule in self.rules:
+            for literal in rule.literals if kind.specific else ():
                 triggers |= _encoded_triggers(literal)
         self.literals = sorted(literals | triggers, key=lambda lit: (-len(lit), lit))
         self.literal_rules = pl.DataFrame(
@@ -134,11 +140,16 @@ class Finder:
             orient="row",
         ).unique()
         self.unfiltered_rules = [index for index, (_, _, rule) in enumerate(self.rules) if not rule.literals]
-        self.candidate_regex = _candidate_regex(literals, triggers)
+        specific = {literal.lower() for _, kind, rule in self.rules if kind.specific for literal in rule.literals}
+        words = frozenset(literal for literal in literals - specific if literal[0].isalnum())
+        self.candidate_regex = _candidate_regex(literals, triggers, words)
         self.wrap_width = wrap_width
         # Tokens of known formats and blobs may be cut by a line break; keyword values are not joined.
         token_literals = _CUT_TOKEN_STARTS | {
-            literal.lower() for _, kind, rule in self.rules if kind.judged is Judged.TOKEN for literal in rule.literals
+            literal.lower()
+            for _, kind, rule in self.rules
+            if kind.judged is Judged.TOKEN and kind.specific
+            for literal in rule.literals
         }
         self.line_join_regex = _line_join_regex(token_literals, triggers, _RUST_WORD_START, escaped_newline=True)
         self.normaliser = Normaliser(
@@ -285,9 +296,17 @@ class Finder:
             if start < 0:
                 continue
             cursor[(text_id, rule_index)] = start + len(match)
+            if rule.min_entropy and entropy_bits(secret) < rule.min_entropy:
+                continue
             inner = match.rfind(secret) if secret != match else 0
             spans = view.raw_spans(start + inner, start + inner + len(secret))
-            context = rule.has_secret_group or _has_context(view.text, start)
+            # a vendor rule's regex is that vendor's whole format: its match needs no credential word
+            context = (
+                rule.has_secret_group
+                or not kind.specific
+                or _has_context(view.text, start)
+                or bool(kind.rough_shape and kind.rough_shape(secret))
+            )
             located.append(Match(kind, order, secret, view.framing, spans, rule.may_be_live, context))
         return located
 

@@ -23,6 +23,7 @@ import polars as pl
 
 from trace_assets.secret_scan import judge
 from trace_assets.secret_scan.pem import PEM_BLOCK, PGP_BLOCK
+from trace_assets.secret_scan.vendor_rules import VENDOR_RULES
 
 
 class Judged(StrEnum):
@@ -45,10 +46,37 @@ class Rule:
     # False where only a loose keyword names a bare hex or UUID value (`WANDB_GIT_COMMIT=<sha>`): a commit,
     # release or index id looks the same, so such a match is `unverified` at most (redacted, never blocking).
     may_be_live: bool = True
+    # A match whose secret has fewer bits of entropy per character is no match (the vendor rules' own bound).
+    min_entropy: float = 0.0
 
     @cached_property
     def has_secret_group(self) -> bool:
-        return bool(pl.select(pl.lit("").str.extract_groups(self.regex)).to_series().struct.fields)
+        return has_capturing_group(self.regex)
+
+
+def has_capturing_group(regex: str) -> bool:
+    """Whether a (valid) regex holds a capturing group: a `(` outside a class and an escape, not `(?`
+    or a named `(?P<`/`(?<` one. Read off the text: asking polars costs ms a rule, hundreds at start."""
+    index, depth = 0, 0  # depth: nesting of character classes (`[a-z&&[^x]]`)
+    while index < len(regex):
+        char = regex[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "[":
+            depth += 1
+            index += 1
+            if regex.startswith("^", index):
+                index += 1
+            if depth == 1 and regex.startswith("]", index):  # a `]` first in a class is itself
+                index += 1
+            continue
+        if depth:
+            depth -= char == "]"
+        elif char == "(" and (not regex.startswith("?", index + 1) or regex.startswith(("?P<", "?<"), index + 1)):
+            return True
+        index += 1
+    return False
 
 
 @dataclass(frozen=True)
@@ -57,25 +85,39 @@ class SecretKind:
     rules: tuple[Rule, ...]
     shape: Callable[[str], object] | None = field(default=None, compare=False)
     judged: Judged = Judged.TOKEN
+    # False for the vendor rules (`vendor_token`): broad, so a kind of our own wins where both match,
+    # and a line break is not joined for them (the join is for our own exact formats).
+    specific: bool = True
+    # A looser format than `shape` (gitleaks' rule for the vendor): a match that fails `shape` but has
+    # this one is `unverified` with no credential word before it, not a near miss.
+    rough_shape: Callable[[str], object] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
             raise ValueError(f"secret pattern name {self.name!r} must be lower_snake_case")
-        for rule in self.rules:
-            try:
-                matches_empty = pl.select(pl.lit("").str.contains(rule.regex)).item()
-            except pl.exceptions.ComputeError as error:
-                raise ValueError(
-                    f"secret pattern {self.name!r}: {rule.regex!r} is not a valid regex (Rust regex syntax): "
-                    f"{_regex_error(error)}"
-                ) from None
-            if matches_empty:
-                raise ValueError(f"secret pattern {self.name!r} matches the empty string")
+        if not self.specific:  # generated and checked by benchmarks/secret_vendor_rules.py and a test
+            return
+        try:  # all rules in one call
+            checks = (pl.lit("").str.contains(rule.regex).alias(str(i)) for i, rule in enumerate(self.rules))
+            matches_empty = any(pl.select(*checks).row(0))
+        except pl.exceptions.ComputeError:
+            matches_empty = False
+            for rule in self.rules:  # name the one that is no regex
+                try:
+                    pl.select(pl.lit("").str.contains(rule.regex))
+                except pl.exceptions.ComputeError as error:
+                    raise ValueError(
+                        f"secret pattern {self.name!r}: {rule.regex!r} is not a valid regex (Rust regex syntax): "
+                        f"{_regex_error(error)}"
+                    ) from None
+        if matches_empty:
+            raise ValueError(f"secret pattern {self.name!r} matches the empty string")
 
     @property
     def rank(self) -> int:
-        """Where matches of two kinds overlap, the higher rank is kept: key blocks, tokens, then generic values."""
-        return {Judged.KEY_BLOCK: 3, Judged.TOKEN: 2, Judged.GENERIC: 1}[self.judged]
+        """Where matches of two kinds overlap, the higher rank is kept: key blocks, our tokens, the vendor
+        rules, then generic values."""
+        return {Judged.KEY_BLOCK: 4, Judged.TOKEN: 3 if self.specific else 2, Judged.GENERIC: 1}[self.judged]
 
 
 def _regex_error(error: Exception) -> str:
@@ -112,6 +154,8 @@ _VENDOR_ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}(?: [A-Za-z_]{{1,20}})?[\"']?{_GAP}(?:
 # The exact credential variable (`WANDB_API_KEY=`, `"HEROKU_API_KEY":`): nothing between it and the assignment.
 _EXACT_ASSIGN = rf"[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
 _END = r"(?:[^A-Za-z0-9_+/=.~-]|$)"
+# A curl command line up to one of its options (bounded: at most 400 characters before it).
+_CURL = r"\bcurl\b[^\n]{0,400}?[ \t]"
 
 
 def _keyword(keywords: Sequence[str], value: str, assign: str = _VENDOR_ASSIGN, may_be_live: bool = True) -> Rule:
@@ -189,13 +233,19 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     SecretKind(
         "slack_token",
         (
-            Rule(r"\bxox[abeprs]-[A-Za-z0-9-]{10,}", ("xoxa-", "xoxb-", "xoxe-", "xoxp-", "xoxr-", "xoxs-")),
+            Rule(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}", ("xoxa-", "xoxb-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-")),
             Rule(r"\bxoxe\.xox[bp]-\d-[A-Za-z0-9]{100,}", ("xoxe.",)),
             Rule(r"\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+", ("xapp-",)),
         ),
         _fullmatch(
             r"xox[abprs]-\d{6,}(?:-\d{6,}){1,2}-[A-Za-z0-9]{24,32}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{140,}"
             r"|xoxe-\d-[A-Za-z0-9]{140,}|xapp-\d-[A-Z0-9]{9,11}-\d{10,13}-[a-f0-9]{64}"
+        ),
+        # gitleaks' slack rules (MIT): legacy bot, user, legacy and workspace tokens
+        rough_shape=_fullmatch(
+            r"xoxb-[0-9]{8,14}-[a-zA-Z0-9]{18,26}|xoxb-[0-9]{10,13}-[0-9]{10,13}[a-zA-Z0-9-]*"
+            r"|xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}|xox[os]-\d+-\d+-\d+-[a-fA-F\d]+"
+            r"|xox[ar]-(?:\d-)?[0-9a-zA-Z]{8,48}"
         ),
     ),
     _token(
@@ -265,13 +315,22 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         ),
         lambda key: judge.crc32_base62_ok(key, 4),
     ),
-    _token(
+    SecretKind(
         "gitlab_token",
-        r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,1024}"
-        r"|GR1348941[A-Za-z0-9_-]{20,50}\b)",
-        ["glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glsoat-", "gloas-", "glagent-"]
-        + ["GR1348941"],
+        (
+            Rule(
+                r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas)-[A-Za-z0-9_-]{20,}|glagent-[A-Za-z0-9_-]{50,1024}"
+                r"|GR1348941[A-Za-z0-9_-]{20,50}\b)",
+                ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glsoat-", "gloas-", "glagent-")
+                + ("GR1348941",),
+            ),
+        ),
         _fullmatch(r"gl[a-z]+-[A-Za-z0-9_-]{20}(?:\.[A-Za-z0-9]{2}\.[a-z0-9]{9})?|glrt-t\d_[A-Za-z0-9_-]{27}"),
+        # gitleaks' per-prefix lengths (MIT): incoming mail, OAuth app secret, agent, trigger, runner registration, job
+        rough_shape=_fullmatch(
+            r"glimt-[0-9a-zA-Z_-]{25}|gloas-[0-9a-zA-Z_-]{64}|glagent-[0-9a-zA-Z_-]{50}|glptt-[0-9a-f]{40}"
+            r"|GR1348941[\w-]{20}|glcbt-[0-9a-zA-Z]{1,5}_[0-9a-zA-Z_-]{20}"
+        ),
     ),
     # ---- chat webhooks
     _token(
@@ -395,6 +454,14 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     _token("daytona_api_key", r"\bdtn_[A-Za-z0-9]{32,}\b", ["dtn_"], lambda key: True),
     _token("e2b_api_key", r"\be2b_[a-f0-9]{40}\b", ["e2b_"], lambda key: True),
+    # ---- other vendors' formats, from gitleaks' and kingfisher's rules (vendor_rules.py): never `live`
+    # (their shapes are not checked here), so unverified at most: redacted, not blocking
+    SecretKind(
+        "vendor_token",
+        tuple(Rule(regex, literals, min_entropy=entropy) for _, regex, literals, entropy in VENDOR_RULES),
+        lambda key: False,
+        specific=False,
+    ),
     # ---- credentials in context: headers, URLs, docker auth, generic assignments
     SecretKind(
         "bearer_token",
@@ -417,7 +484,11 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     SecretKind(
         "generic_password",
-        (_keyword(["password", "passwd", "passphrase"], _VALUE, _ASSIGN),),
+        (
+            _keyword(["password", "passwd", "passphrase"], _VALUE, _ASSIGN),
+            # `curl -u user:password` (gitleaks' curl-auth-user, MIT): the password is the secret
+            Rule(rf"{_CURL}(?:-u|--user)(?:=|[ \t]{{1,5}})[\"']?[^\s:]{{0,64}}:[\"']?([^\s\"']{{3,128}})", ("curl",)),
+        ),
         judged=Judged.GENERIC,
     ),
     SecretKind(
@@ -432,6 +503,12 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
                 ["api_key", "apikey", "api-key", "access_key", "auth_token", "access_token"],
                 r"[^\s\"'`;,]{16,200}",
                 _ASSIGN,
+            ),
+            # `curl -H "Authorization: Token ..."`, `--header "Api-Token: ..."` (gitleaks' curl-auth-header, MIT)
+            Rule(
+                rf"{_CURL}(?:-H|--header)(?:=|[ \t]{{1,5}})[\"'](?i:[a-z0-9_-]{{0,20}}(?:authorization|token|key|auth)"
+                r"[a-z0-9_-]{0,20}):[ \t]{0,8}(?:(?i:token|api-token|bearer|basic|digest)[ \t]{1,8})?([^\s\"']{8,200})",
+                ("curl",),
             ),
         ),
         judged=Judged.GENERIC,

@@ -25,6 +25,8 @@ DEFAULT_WRAP_WIDTH = 160  # Terminus-2's terminal width
 MAX_BLOB_CHARS = 65_536
 MAX_BLOBS_PER_TEXT = 16
 MAX_DECODE_DEPTH = 2
+# JSON escaping undone up to this many times: a tool's JSON output, inside a step's JSON, inside a row.
+MAX_JSON_LAYERS = 3
 
 
 class Framing(StrEnum):
@@ -157,8 +159,13 @@ _TOKEN_END = re.compile(r"[\s\"'`,;)\]}>]|\Z")
 
 
 def _json_unescape(match: re.Match[str]) -> str:
+    """One escape, one character: a surrogate's (`\\ud800`, alone or half of a pair) is U+FFFD, as a
+    lone surrogate is no text the Rust engine can read (and a pair's halves hold no secret)."""
     escape = match.group(0)
-    return chr(int(escape[2:], 16)) if escape[1] == "u" else _JSON_CHARS[escape[1]]
+    if escape[1] != "u":
+        return _JSON_CHARS[escape[1]]
+    code = int(escape[2:], 16)
+    return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
 
 
 def _rewrap_pattern(width: int) -> re.Pattern[str]:
@@ -223,10 +230,10 @@ class Normaliser:
         self.line_join = line_join
 
     def normalised(self, view: View) -> View | None:
-        """JSON unescaped (twice if needed), colours and `cat` prefixes stripped, hard wraps and
+        """JSON unescaped (up to MAX_JSON_LAYERS times), colours and `cat` prefixes stripped, hard wraps and
         tokens cut by a line break joined: one view, or None."""
         current = view
-        for _ in range(2):
+        for _ in range(MAX_JSON_LAYERS):
             if "\\" not in current.text or not _STILL_ESCAPED.search(current.text):
                 break
             current = _substitute(current, _JSON_ESCAPE, _json_unescape, Framing.JSON) or current

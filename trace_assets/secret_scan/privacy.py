@@ -193,9 +193,13 @@ class PrivacyFinder:
     """The private values of a batch of texts: one vectorised pass picks the candidates, each
     category's regex runs vectorised on those, Python checks each match's neighbours only."""
 
-    def __init__(self, options: PrivacyOptions | None = None) -> None:
+    def __init__(self, options: PrivacyOptions | None = None, wanted: Iterable[PrivateCategory] | None = None) -> None:
+        """`wanted`: the categories whose values are used. When that is `operator` alone (a
+        redaction that keeps the rest), only operator values are looked for: they win over any
+        other value they overlap, so they are the very ones a search of every category finds."""
         self.options = options or PrivacyOptions()
         self.patterns_regex = "|".join(f"(?:{pattern})" for pattern in self.options.patterns)
+        self.operator_only = wanted is not None and set(wanted) <= {PrivateCategory.OPERATOR}
 
     def _holds_operator(self) -> pl.Expr:
         """Operator literals by Aho-Corasick (as one case-insensitive regex they slow the whole test
@@ -205,6 +209,8 @@ class PrivacyFinder:
         return holds | text.str.contains(self.patterns_regex) if self.patterns_regex else holds
 
     def candidates(self, texts: pl.DataFrame) -> pl.DataFrame:
+        if self.operator_only:
+            return texts.filter(self._holds_operator()) if self.options.operator is not None else texts.clear()
         holds = pl.col("text").str.contains(_CANDIDATE)
         if self.options.operator is not None:
             holds = holds | self._holds_operator()
@@ -242,7 +248,7 @@ class PrivacyFinder:
                 for found in operator.finditer(text):
                     if found.end() > found.start():
                         yield text_id, PrivateCategory.OPERATOR, found.start(), found.group(0)
-        for category, pattern in _PATTERNS.items():
+        for category, pattern in () if self.operator_only else _PATTERNS.items():
             extracted = (
                 candidates.select("text_id", pl.col("text").str.extract_all(pattern).alias("value"))
                 .explode("value")

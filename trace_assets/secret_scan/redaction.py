@@ -15,7 +15,16 @@ import polars as pl
 
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.privacy import PrivacyFinder, PrivateCategory, Tokens
-from trace_assets.secret_scan.scanner import PLAIN_TEXT_COLUMNS, Judge, ScanOptions, has_conversations, judged_matches
+from trace_assets.secret_scan.scanner import (
+    PLAIN_TEXT_COLUMNS,
+    Judge,
+    Replaceable,
+    ScanOptions,
+    has_conversations,
+    judged_matches,
+    replaceables,
+    scanned_texts,
+)
 from trace_assets.secret_scan.verdicts import Verdict
 
 DEFAULT_REDACTED = frozenset({Verdict.LIVE, Verdict.UNVERIFIED})
@@ -34,28 +43,33 @@ class Redaction:
         self.private = frozenset(private) if options.privacy is not None else frozenset()
         self._finder = Finder(options.kinds, options.wrap_width)
         self._judge = Judge(options.allowlist)
-        self._privacy = PrivacyFinder(options.privacy)
+        self._privacy = PrivacyFinder(options.privacy, self.private)
         self._tokens = Tokens()  # one scope's: rows and session files alike
         self.private_counts: dict[str, int] = {}
 
-    def __call__(self, rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
-        """The rows with the same schema, and the matches replaced per kind (private values per
-        category in `private_counts`, over every call)."""
+    def __call__(
+        self, rows: pl.DataFrame, found: list[Replaceable] | None = None
+    ) -> tuple[pl.DataFrame, dict[str, int]]:
+        """The rows with the same schema (`rows` itself when nothing is replaced), and the matches
+        replaced per kind (private values per category in `private_counts`, over every call).
+        `found` is what a scan of these very rows found (see `SecretScanner.last_found`): then the
+        finder does not read them again."""
         if not self.verdicts and not self.private:
             return rows, {}
-        texts, matches, judgements, by_id, _ = judged_matches(self._finder, self._judge, rows, 0)
+        if found is None:
+            _, matches, judgements, by_id, _ = judged_matches(self._finder, self._judge, rows, 0)
+            found = replaceables(matches, judgements, by_id)
         counts: dict[str, int] = {}
         targets: dict[str, str] = {}
-        for match, judgement in zip(matches, judgements):
-            if judgement.verdict not in self.verdicts:
+        for match in found:
+            if match.verdict not in self.verdicts:
                 continue
-            counts[match.kind.name] = counts.get(match.kind.name, 0) + 1
-            pieces = [by_id[source][start:end] for source, (start, end) in match.spans.items()]
-            for piece in (*pieces, match.secret):
+            counts[match.kind] = counts.get(match.kind, 0) + 1
+            for piece in match.pieces:
                 if piece:
-                    targets.setdefault(piece, f"[REDACTED:{match.kind.name}]")
+                    targets.setdefault(piece, f"[REDACTED:{match.kind}]")
         if self.private:
-            for _, private in self._privacy.find(texts):
+            for _, private in self._privacy.find(scanned_texts(rows, 0)):
                 if private.category in self.private and not private.placeholder:
                     targets.setdefault(private.value, self._tokens.token(private))
                     self.private_counts[private.category] = self.private_counts.get(private.category, 0) + 1

@@ -97,9 +97,33 @@ def _texts(rows: pl.DataFrame, first_row_id: int) -> pl.DataFrame:
     return texts.collect().with_row_index("text_id")
 
 
+scanned_texts = _texts  # the texts of a batch of rows, as the scanner and redaction read them
+
+
 def text_bytes(rows: pl.DataFrame) -> int:
     """UTF-8 bytes of every text the scanner reads."""
     return int(_texts(rows, 0).select(pl.col("text").str.len_bytes().sum()).item() or 0)
+
+
+@dataclass(frozen=True)
+class Replaceable:
+    """A judged match as redaction replaces it: its kind and verdict, the raw text of each of its
+    spans, then its (normalised) secret."""
+
+    kind: str
+    verdict: Verdict
+    pieces: tuple[str, ...]
+
+
+def replaceables(matches: list[Match], judgements: list[Judgement], by_id: Mapping[int, str]) -> list[Replaceable]:
+    return [
+        Replaceable(
+            match.kind.name,
+            judgement.verdict,
+            (*(by_id[source][start:end] for source, (start, end) in match.spans.items()), match.secret),
+        )
+        for match, judgement in zip(matches, judgements)
+    ]
 
 
 @dataclass(frozen=True)
@@ -229,6 +253,7 @@ class SecretScanner:
         self._pem_blocks_omitted = 0
         self._findings: dict[tuple, dict[str, Any]] = {}
         self._findings_omitted = 0
+        self.last_found: list[Replaceable] = []  # the last batch's matches, as redaction replaces them
 
     def scan(self, rows: pl.DataFrame) -> None:
         """Add one batch of rows to the tallies."""
@@ -246,7 +271,8 @@ class SecretScanner:
         """Add texts that are not rows (`TEXT_SCHEMA`) to the tallies. Only matches (and PEM markers)
         starting inside `counted[text_id]` count: a chunk of a large object also holds context before
         its part (the previous chunk's) and after it (the next chunk's), where the neighbours count."""
-        matches, judgements, _, markers = _judged_texts(self._finder, self._judge, texts, counted or {})
+        matches, judgements, by_id, markers = _judged_texts(self._finder, self._judge, texts, counted or {})
+        self.last_found = replaceables(matches, judgements, by_id)
         if self._privacy is not None:
             self._privacy.scan_texts(texts)
         self._bytes_scanned += int(texts.select(pl.col("text").str.len_bytes().sum()).item() or 0)

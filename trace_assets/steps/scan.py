@@ -3,12 +3,19 @@ publishing applies to them."""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 import pyarrow as pa
 
+from trace_assets.atomic_files import remove_path
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
@@ -16,12 +23,65 @@ from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.privacy import PrivacyOptions
 from trace_assets.secret_scan.redaction import Redaction
-from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner, parse_allowlist
-from trace_assets.secret_scan.verdicts import RunVerdict
-from trace_assets.steps.sessions import scan_sessions
+from trace_assets.secret_scan.scanner import Replaceable, ScanOptions, SecretScanner, parse_allowlist
+from trace_assets.secret_scan.verdicts import RunVerdict, Verdict
+from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, scan_sessions
 from trace_assets.steps.staged_rows import RowParts, iter_rows
+from trace_assets.steps.staging import write_json_atomically
 
 SCAN_BATCH_ROWS = 256  # rows are whole conversations: a batch of them is tens of MB
+
+
+Found = dict[int, list[Replaceable]]  # batch index -> what the scan found in it, for batches with a match
+# The verdicts a policy can have replaced (placeholders and near misses never are): only those are recorded.
+REPLACEABLE = frozenset({Verdict.LIVE, Verdict.UNVERIFIED})
+MAX_RECORDED = 100_000  # matches; past it (hostile text) no record is kept and publishing finds them again
+
+
+@dataclass(frozen=True)
+class ScannedMatches:
+    """What the scan found in each batch of the rows and of the session files, as it cut them
+    (`rows_batch`, `sessions_batch` at a time, in publishing order): redaction reading batches cut
+    alike replaces it without running the finder again (most batches hold no match). It holds the
+    matched text, as the staged rows it sits beside do. `rows_scanned` and `bytes_scanned` tie it
+    to the report it was made with, `options` to the scan's kinds, allowlist and wrap width: any
+    other report or options ignore it."""
+
+    rows_batch: int
+    sessions_batch: int
+    rows: Found
+    sessions: Found | None  # None: the scan read no session files
+    rows_scanned: int
+    bytes_scanned: int
+    options: str
+
+    def write(self, path: Path) -> None:
+        def found(batches: Found | None) -> dict[str, list[list[Any]]] | None:
+            if batches is None:
+                return None
+            return {str(i): [[m.kind, str(m.verdict), list(m.pieces)] for m in batches[i]] for i in sorted(batches)}
+
+        write_json_atomically(path, {**self.__dict__, "rows": found(self.rows), "sessions": found(self.sessions)})
+
+    @classmethod
+    def read(cls, path: Path, report: dict[str, Any], options: ScanOptions) -> ScannedMatches | None:
+        """The record made with `report` and `options`, or None (none, unreadable or another scan's)."""
+
+        def found(batches: dict[str, list[list[Any]]] | None) -> Found | None:
+            if batches is None:
+                return None
+            return {
+                int(i): [Replaceable(kind, Verdict(verdict), tuple(pieces)) for kind, verdict, pieces in matches]
+                for i, matches in batches.items()
+            }
+
+        try:
+            fields = json.loads(path.read_text())
+            scanned = cls(**{**fields, "rows": found(fields["rows"]) or {}, "sessions": found(fields["sessions"])})
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        tied = (scanned.rows_scanned, scanned.bytes_scanned) == _tie(report) and scanned.options == _digest(options)
+        return scanned if tied else None
 
 
 def scan_options(
@@ -58,36 +118,93 @@ class CandidateRecorder(Finder):
         return found
 
 
+def record_found(found: Found, index: int, batch: list[Replaceable]) -> None:
+    """Keep what a batch's scan found that a policy can have replaced, while the record is small."""
+    replaceable = [match for match in batch if match.verdict in REPLACEABLE]
+    if replaceable and sum(map(len, found.values())) <= MAX_RECORDED:
+        found[index] = replaceable
+
+
+def _tie(report: dict[str, Any]) -> tuple[Any, Any]:
+    return report.get("rows_scanned"), report.get("bytes_scanned")
+
+
+def _digest(options: ScanOptions) -> str:
+    """What the finder and the judge were given: each kind's rules, the allowlist, the wrap width."""
+    kinds = [[kind.name, str(kind.judged), [rule.regex for rule in kind.rules]] for kind in options.kinds]
+    given = json.dumps([kinds, list(options.allowlist), options.wrap_width])
+    return hashlib.sha256(given.encode()).hexdigest()
+
+
 def scan_run(
-    rows: RowParts, run_id: str, options: ScanOptions, sessions: Path | None = None, progress: Progress | None = None
+    rows: RowParts,
+    run_id: str,
+    options: ScanOptions,
+    sessions: Path | None = None,
+    progress: Progress | None = None,
+    matched: Path | None = None,
 ) -> dict[str, Any]:
     """Scan every text column of every row, a batch at a time, then every text of the session
-    files but those the rows' scan already covered (see `CandidateRecorder`)."""
+    files but those the rows' scan already covered (see `CandidateRecorder`). With `matched`, what it
+    found in each batch is recorded there (`ScannedMatches`)."""
     finder = CandidateRecorder(options)
     scanner = SecretScanner(run_id, options, finder)
     reporter = ProgressReporter("secret_scan_report", "rows", rows.rows, progress or quiet, bar=terminal())
-    for table in iter_rows(rows, SCAN_BATCH_ROWS):
+    in_rows: Found = {}
+    for index, table in enumerate(iter_rows(rows, SCAN_BATCH_ROWS)):
         scanner.scan(pl.DataFrame(table))
+        record_found(in_rows, index, scanner.last_found)
         reporter.advance(table.num_rows)
     reporter.finish()
     known = finder.seen if finder.skips else None
-    sessions_scanned = scan_sessions(scanner, sessions, progress or quiet, known) if sessions is not None else None
+    in_sessions: Found | None = {} if sessions is not None else None
+    sessions_scanned = (
+        scan_sessions(scanner, sessions, progress or quiet, known, partial(record_found, in_sessions))
+        if sessions is not None and in_sessions is not None
+        else None
+    )
     report = scanner.report()
+    recorded = sum(map(len, in_rows.values())) + sum(map(len, (in_sessions or {}).values()))
+    if matched is not None and recorded <= MAX_RECORDED:
+        record = ScannedMatches(
+            SCAN_BATCH_ROWS, SCAN_BATCH_SESSIONS, in_rows, in_sessions, *_tie(report), _digest(options)
+        )
+        record.write(matched)
+    elif matched is not None:
+        remove_path(matched)
     return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
 
 
 class Redactor:
     """The per-batch transform publishing applies when the policy redacts, counting what it replaced."""
 
-    def __init__(self, options: ScanOptions, policy: ScanPolicy) -> None:
+    def __init__(self, options: ScanOptions, policy: ScanPolicy, scanned: ScannedMatches | None = None) -> None:
         self._redaction = Redaction(options, policy.redacted, policy.private_redacted)
         self.counts: dict[str, int] = {}
+        self.scanned = scanned
 
-    def __call__(self, table: pa.Table) -> pa.Table:
-        redacted, batch_counts = self._redaction(pl.DataFrame(table))
+    def __call__(self, table: pa.Table, found: list[Replaceable] | None = None) -> pa.Table:
+        """The table redacted (itself when nothing is replaced); `found`: what the scan found in it."""
+        frame = pl.DataFrame(table)
+        redacted, batch_counts = self._redaction(frame, found)
         for kind, count in batch_counts.items():
             self.counts[kind] = self.counts.get(kind, 0) + count
-        return redacted.to_arrow().cast(table.schema)
+        return table if redacted is frame else redacted.to_arrow().cast(table.schema)
+
+    def cut_as_scanned(self, what: Literal["rows", "sessions"], batch: int) -> Callable[[pa.Table], pa.Table]:
+        """The redaction of `what`, all of it read in publishing order `batch` at a time: what the
+        scan found in each batch is replaced without running the finder again, when the scan cut
+        the batches alike (else the finder reads every batch)."""
+        scanned = self.scanned
+        if scanned is None or batch != (scanned.rows_batch if what == "rows" else scanned.sessions_batch):
+            return self
+        if not self._redaction.verdicts <= REPLACEABLE:  # the record keeps no other verdict
+            return self
+        found = scanned.rows if what == "rows" else scanned.sessions
+        if found is None:  # the scan read no session files
+            return self
+        index = itertools.count()
+        return lambda table: self(table, found.get(next(index), []))
 
     @property
     def private_counts(self) -> dict[str, int]:
@@ -104,6 +221,11 @@ class Redactor:
         return published
 
 
-def secret_redactor(policy: ScanPolicy, report: dict[str, Any], options: ScanOptions) -> Redactor | None:
-    """The redaction publishing applies, or None when rows go out as they are (nothing the policy redacts)."""
-    return Redactor(options, policy) if policy.redacts(report) else None
+def secret_redactor(
+    policy: ScanPolicy, report: dict[str, Any], options: ScanOptions, matched: Path | None = None
+) -> Redactor | None:
+    """The redaction publishing applies, or None when rows go out as they are (nothing the policy
+    redacts); `matched` is where the scan recorded the rows that held a match (see `ScannedMatches`)."""
+    if not policy.redacts(report):
+        return None
+    return Redactor(options, policy, ScannedMatches.read(matched, report, options) if matched is not None else None)

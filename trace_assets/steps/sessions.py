@@ -35,7 +35,7 @@ from trace_assets.harbor.sessions import (
 from trace_assets.harbor.trajectory import ParsedTrajectories
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.scope import RunScope
-from trace_assets.secret_scan.scanner import SecretScanner
+from trace_assets.secret_scan.scanner import Replaceable, SecretScanner
 from trace_assets.steps.staging import RunStaging, write_json_atomically
 
 MANIFEST = "sessions.json"
@@ -62,6 +62,10 @@ STORE_SCHEMA = pa.schema(
         ("in_rows", pa.list_(pa.bool_())),  # per text: the very string of a text of the trial's rows
     ]
 )
+
+# Staging only (never published): texts are mostly distinct and long, so no dictionary and no
+# min/max statistics (which would copy a whole text into the footer); LZ4 decodes faster than Snappy.
+STORE_WRITE_OPTIONS: dict[str, Any] = {"use_dictionary": False, "write_statistics": False, "compression": "lz4"}
 
 
 def staged_sessions(staging: RunStaging) -> Path:
@@ -246,7 +250,7 @@ class SessionWriter:
         table = pa.concat_tables(tables)
         if self._writer is None:
             self._temp.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA)
+            self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA, **STORE_WRITE_OPTIONS)
         self._writer.write_table(table)
 
     def discard(self) -> None:
@@ -260,7 +264,9 @@ class SessionWriter:
         record the manifest and the skipped sessions."""
         self.flush()
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA)  # no session: an empty store
+            self._writer = pq.ParquetWriter(
+                self._temp, STORE_SCHEMA, **STORE_WRITE_OPTIONS
+            )  # no session: an empty store
         self._writer.close()
         self._temp.replace(store_path(self.folder))
         if self.folder.exists():  # the one-file-per-session staging of earlier versions
@@ -355,18 +361,23 @@ def _as_rows(batch: pa.Table, left_out: pa.Array | None = None) -> pa.Table:
 
 
 def scan_sessions(
-    scanner: SecretScanner, folder: Path, progress: Progress = quiet, candidates: set[str] | None = None
+    scanner: SecretScanner,
+    folder: Path,
+    progress: Progress = quiet,
+    candidates: set[str] | None = None,
+    found: Callable[[int, list[Replaceable]], None] | None = None,
 ) -> int:
     """Add every text of every staged session file to the scan; returns how many files were read.
 
     With `candidates` (every text of the rows the scanner's prefilter let through, the rows
     scanned), a text staged as the very string of one of its trial's rows' texts and not among
-    them holds nothing to find: it is left out, counted as scanned (`count_known_clean`)."""
+    them holds nothing to find: it is left out, counted as scanned (`count_known_clean`).
+    `found` is told what the scan found in each batch (`iter_staged`'s), by its index."""
     scanned = 0
     total = session_counts(folder).sessions
     reporter = ProgressReporter("secret_scan_report", "session files", total, progress, bar=terminal())
     known = pa.array(sorted(candidates), pa.string()) if candidates is not None else None
-    for batch in iter_staged(folder):
+    for index, batch in enumerate(iter_staged(folder)):
         left_out = None
         if known is not None:
             values = pc.list_flatten(batch.column("texts").combine_chunks())
@@ -374,6 +385,8 @@ def scan_sessions(
             left_out = pc.and_(in_rows, pc.invert(pc.is_in(values, value_set=known)))
             scanner.count_known_clean(pc.sum(pc.binary_length(pc.filter(values, left_out))).as_py() or 0)
         scanner.scan(pl.DataFrame(_as_rows(batch, left_out)))
+        if found is not None:
+            found(index, scanner.last_found)
         scanned += batch.num_rows
         reporter.advance(batch.num_rows)
     reporter.finish()
@@ -397,7 +410,7 @@ def copy_sessions(
         if redact is not None:
             texts = _as_rows(batch)
             redacted = redact(texts)
-            changed = _changed_rows(texts, redacted)
+            changed = _changed_rows(texts, redacted) if redacted is not texts else set()
             if changed:
                 contents = pc.list_flatten(redacted.column("conversations").combine_chunks()).field("content")
                 offsets = batch.column("texts").combine_chunks().offsets.to_pylist()

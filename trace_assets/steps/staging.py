@@ -78,6 +78,11 @@ class RunStaging:
         return self.folder / "secret_scan.json"
 
     @property
+    def scan_matches(self) -> Path:
+        """The rows and session files the scan found a match in (see `steps.scan.ScannedRows`)."""
+        return self.folder / "secret_scan_matches.json"
+
+    @property
     def publish_build(self) -> Path:
         """Where the dataset folder is laid out before it is put in place."""
         return self.folder / "publish"

@@ -126,3 +126,20 @@ def test_operator_literals_and_config(monkeypatch):
     with pytest.raises(ConfigError):
         config_from_env({"TRACE_ASSETS_SCRUB_LITERALS": "ab"})
     assert set(PrivateCategory) == {PrivateCategory(c) for c in [*PRIVATE, "operator"]}
+
+
+def test_operator_values_alone_are_those_every_category_finds() -> None:
+    """A redaction that keeps every category but `operator` looks for operator values only: the
+    same ones, overlapping an e-mail, a host, a URL or a home path or not."""
+    texts = [
+        _text(),
+        "mail gpu-node-7@acme-corp.com, see http://gpu-node-7.ec2.internal:80/x and /home/acme-rl-traces/y",
+        "team-1234.local ACME-RL-TRACES nothing private here",
+    ]
+    frame = pl.DataFrame(
+        {"text_id": range(len(texts)), "text": texts}, schema={"text_id": pl.UInt32, "text": pl.String}
+    )
+    every = [(i, m) for i, m in PrivacyFinder(OPERATOR).find(frame) if m.category is PrivateCategory.OPERATOR]
+    assert len(every) >= 6
+    assert PrivacyFinder(OPERATOR, {PrivateCategory.OPERATOR}).find(frame) == every
+    assert PrivacyFinder(PrivacyOptions(), {PrivateCategory.OPERATOR}).find(frame) == []

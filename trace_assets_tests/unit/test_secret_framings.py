@@ -71,3 +71,15 @@ def test_report_names_the_framing():
     scanner.scan(pl.DataFrame([_row(["sys", FRAMINGS["rewrap"](secret)]), _row(["sys", FRAMINGS["base64"](secret)])]))
     framings = {f["framing"] for f in scanner.report()["findings"] if f["kind"] == kind}
     assert framings == {"rewrap", "base64"}
+
+
+def test_a_coloured_token_three_json_layers_deep_is_found_live():
+    """`env | grep --color` in a tool's JSON output, inside a step's JSON, inside a row's JSON: the
+    colour sits right before the token, so only the view unescaped three times reads it."""
+    kind, secret = SECRETS["github"]
+    text = f"\x1b[01;31m\x1b[KGITHUB_TOKEN\x1b[m\x1b[K=\x1b[01;31m\x1b[K{secret}\x1b[m\x1b[K\n"
+    for _ in range(3):
+        text = json.dumps({"output": text})
+    scanner = SecretScanner("r")
+    scanner.scan(pl.DataFrame([_row(["sys", text])]))
+    assert scanner.report()["kinds"][kind]["live"] == 1

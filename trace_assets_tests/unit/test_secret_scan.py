@@ -331,6 +331,15 @@ def test_truncated_blocks_and_stray_markers_do_not_crash():
     assert report["pem_blocks"][0]["verdict"] == "unverified"
 
 
+def test_a_json_escaped_lone_surrogate_beside_a_token_does_not_crash_the_normalised_view():
+    """`\\ud800` unescaped is a lone surrogate, no text for the Rust engine: the view reads it as U+FFFD."""
+    token = "ghp_" + rand(ALNUM, 36)
+    text = json.dumps({"output": f"bad \\ud800 half\nGITHUB_TOKEN={token}\n"})
+    scanner = SecretScanner("r")
+    scanner.scan(pl.DataFrame([row("t__1", ["sys", text])]))
+    assert scanner.report()["kinds"]["github_token"]["matches"] == 1
+
+
 def test_batches_accumulate_like_one_scan(planted):
     frame, _, whole = planted
     scanner = SecretScanner("run-1", WITH_PROXY)

@@ -1,0 +1,113 @@
+"""Publishing's redaction replaces what the scan found in each batch (`steps.scan.ScannedMatches`)
+without running the finder again: the dataset folder is the one a redaction that reads every
+batch makes, byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.generate_traces import generate_run
+from trace_assets.accounting import Coverage
+from trace_assets.harbor.options import ExportOptions
+from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.scope import RunScope
+from trace_assets.secret_scan.kinds import parse_pattern_specs
+from trace_assets.secret_scan.policy import ScanPolicy
+from trace_assets.secret_scan.privacy import PrivacyOptions
+from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps import scan
+from trace_assets.steps.listing import build_listing
+from trace_assets.steps.rows import export_rows
+from trace_assets.steps.scan import ScannedMatches, scan_run, secret_redactor
+from trace_assets.steps.scoring import score_trials
+from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, SessionWriter, staged_sessions
+from trace_assets.steps.staging import RunStaging
+from trace_assets.store.trace_store import TraceStore
+
+OPTIONS = ScanOptions(privacy=PrivacyOptions(literals=("ubuntu",)))
+POLICY = ScanPolicy("redact", "redact", "redact")
+POLICIES = [POLICY, ScanPolicy("redact", "redact", "keep")]  # every private category, or operator values only
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStaging, Coverage]:
+    root = tmp_path_factory.mktemp("traces")
+    generate_run(root, "gen-run", trials=300, seed=3, prompt_scale=0.02, episode_prompts=False)
+    store = TraceStore(str(root))
+    staging = RunStaging(tmp_path_factory.mktemp("staging"), RunScope("gen-run"))
+    build_listing(store, staging)
+    score_trials(store, staging, 7, lambda _: None)
+    coverage, _ = export_rows(
+        store, staging, ExportOptions(), 7, lambda _: None, 1000, SessionWriter(staged_sessions(staging))
+    )
+    return staging, coverage
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=["on_private redact", "on_private keep"])
+def test_recorded_matches_publish_the_same_bytes(
+    staged: tuple[RunStaging, Coverage], tmp_path: Path, policy: ScanPolicy
+) -> None:
+    staging, coverage = staged
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
+    assert record is not None and record.rows and record.sessions  # the planted keys were found
+    assert sum(map(len, record.rows.values())) < report["rows_scanned"]  # batches without a match hold none
+    built, counts = {}, {}
+    for name, matched in (("recorded", staging.scan_matches), ("found again", None)):
+        redactor = secret_redactor(policy, report, OPTIONS, matched)
+        assert redactor is not None and (redactor.scanned is not None) == (matched is not None)
+        build_run_folder(
+            tmp_path / name, staging.require_rows(), staging.statuses, coverage, report, 1000, redactor,
+            sessions=staged_sessions(staging),
+        )  # fmt: skip
+        built[name], counts[name] = folder_bytes(tmp_path / name), redactor.counts
+    assert counts["recorded"] == counts["found again"] != {}
+    assert built["recorded"] == built["found again"]
+
+
+def test_a_record_of_another_scan_is_ignored(staged: tuple[RunStaging, Coverage]) -> None:
+    staging, _ = staged
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is not None
+    assert ScannedMatches.read(staging.scan_matches, {**report, "bytes_scanned": 1}, OPTIONS) is None
+    other_kinds = ScanOptions(tuple(parse_pattern_specs("mine=sk-mine-[a-z]{12}")), privacy=OPTIONS.privacy)
+    assert ScannedMatches.read(staging.scan_matches, report, other_kinds) is None
+    assert ScannedMatches.read(staging.scan_matches, report, ScanOptions(allowlist=("0" * 16,))) is None
+    staging.scan_matches.write_text("{not json")
+    assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is None
+    assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
+
+
+def test_session_files_the_scan_did_not_read_are_found_again(staged: tuple[RunStaging, Coverage]) -> None:
+    """A scan without session files (they were off) records none: publishing's redaction of session
+    files runs the finder over every batch."""
+    staging, _ = staged
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, None, None, staging.scan_matches)
+    record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
+    assert record is not None and record.sessions is None and record.rows
+    redactor = secret_redactor(POLICY, report, OPTIONS, staging.scan_matches)
+    assert redactor is not None
+    assert redactor.cut_as_scanned("sessions", SCAN_BATCH_SESSIONS) is redactor
+    assert redactor.cut_as_scanned("rows", 256) is not redactor
+    assert redactor.cut_as_scanned("rows", 100) is redactor  # batches cut otherwise than the scan's
+
+
+def test_only_what_a_policy_can_replace_is_recorded_while_the_record_is_small(
+    staged: tuple[RunStaging, Coverage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staging, _ = staged
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
+    assert record is not None and record.sessions is not None
+    verdicts = {m.verdict for found in (record.rows, record.sessions) for ms in found.values() for m in ms}
+    assert verdicts and verdicts <= scan.REPLACEABLE
+    monkeypatch.setattr(scan, "MAX_RECORDED", 1)  # hostile text: matches past the cap
+    report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    assert not staging.scan_matches.exists()
+    assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
