@@ -242,12 +242,14 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         assert metadata["export_ratio"] == "82.4% of scored"
         published = query(webserver.url, PUBLISHED_QUERY, {"partition": SAMPLE_RUN})["assetOrError"]
         published_labels = {e["label"] for e in published["assetMaterializations"][0]["metadataEntries"]}
-        assert {"dagster/row_count", "dagster/column_schema"} <= published_labels
+        assert {"dagster/row_count", "dagster/column_schema"} <= published_labels and "rows" not in published_labels
         checks = query(webserver.url, CHECK_QUERY)["assetCheckExecutions"]
         assert {c["status"] for c in checks if c["runId"] == run_id} == {"SKIPPED"}, checks
 
         with headless_chromium(chromium, tmp_path / "chromium-profile") as browser:
-            dom, _, _ = look_at(browser, webserver.url + PARTITION_PAGE, "export_ratio", shots, "asset-page")
+            dom, partition_text, _ = look_at(
+                browser, webserver.url + PARTITION_PAGE, "export_ratio", shots, "asset-page"
+            )
             sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
             _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, "raw_tree_secrets", shots, "checks-page")
             _, runs_text, _ = look_at(browser, f"{webserver.url}/runs", "blocked by check", shots, "runs-list")
@@ -260,6 +262,8 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     table = MetadataTable()
     table.feed(dom)
     assert SAMPLE_RUN in dom and "Materialized" in dom
+    # export_ratio_above_threshold warns (82.4% < 90%): a warning, the partition not counted failed.
+    assert "Failed (0)" in partition_text and "Materialized (1)" in partition_text, partition_text[:1500]
     assert (table.rows.get("trial_dirs"), table.rows.get("exported"), table.rows.get("export_ratio")) == (
         "36",
         "28",
