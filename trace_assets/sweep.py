@@ -171,7 +171,9 @@ class ScopeState(StrEnum):
 @dataclass(frozen=True)
 class ScopeStatus:
     """A scope's newest try and what is published of it: a failed try leaves the version before it
-    published, so `published` may be set whatever the state. `reason`: one line, why it did not publish."""
+    published, so `published` may be set whatever the state, except after a blocked scan that
+    removed it (a folder, S3 or a Hub repo per sweep keep the scan report alone). `reason`: one
+    line, why it did not publish."""
 
     scope: str
     state: ScopeState

@@ -15,7 +15,8 @@ from typing import Any
 
 import dagster as dg
 
-from trace_assets.defs.assets import published_shards
+from trace_assets.defs.assets import published_shards, secret_scan_report
+from trace_assets.defs.metadata import PUBLISHED_VERSION_REMOVED
 from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.publishing.shrink_guard import ShrinkRefused
@@ -66,10 +67,25 @@ def _status(instance: dg.DagsterInstance, key: str, published: ScopeRecord | Non
     if run.status == dg.DagsterRunStatus.SUCCESS:
         return ScopeStatus(key, ScopeState.PUBLISHED, published=published)
     if run.status == dg.DagsterRunStatus.FAILURE:
-        return ScopeStatus(key, *failure_of(instance, run.run_id), published=published)
+        state, reason = failure_of(instance, run.run_id)
+        if state == ScopeState.BLOCKED and _published_version_removed(instance, key, run.run_id):
+            published = None  # its folder holds the scan report alone now
+        return ScopeStatus(key, state, reason, published)
     if run.status in _CANCELED:
         return ScopeStatus(key, ScopeState.CANCELED, f"run {run.run_id} was canceled", published)
     return ScopeStatus(key, ScopeState.EXPORTING, f"run {run.run_id} is {run.status.value.lower()}", published)
+
+
+def _published_version_removed(instance: dg.DagsterInstance, key: str, run_id: str) -> bool:
+    """Whether the run's blocked scan removed the scope's earlier version (a folder, S3 or a Hub repo
+    per sweep): what `published_shards` last recorded is then no longer published."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=secret_scan_report.key, asset_partitions=[key]), limit=1
+    ).records
+    if not records or records[0].run_id != run_id or records[0].asset_materialization is None:
+        return False
+    removed = records[0].asset_materialization.metadata.get(PUBLISHED_VERSION_REMOVED)
+    return isinstance(removed, dg.BoolMetadataValue) and bool(removed.value)
 
 
 def failure_of(instance: dg.DagsterInstance, run_id: str) -> tuple[ScopeState, str]:
