@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from trace_assets.accounting import Coverage
 from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.defs.metadata import (
+    PUBLISHED_VERSION_REMOVED,
     counts_text,
     coverage_metadata,
     dataset_metadata,
@@ -127,9 +128,11 @@ def secret_scan_report(
         )
         write_json_atomically(staging.scan_report, report)
         context.log.info(f"secret scan verdict: {report['verdict']}")
+        metadata = scan_metadata(report, staging.scan_report)
         if trace_config.scan_policy().blocking(report):
-            trace_config.publish_target(object_storage, hub).publish_blocked(staging.scan_report, scope)
-    return dg.MaterializeResult(metadata=scan_metadata(report, staging.scan_report))
+            removed = trace_config.publish_target(object_storage, hub).publish_blocked(staging.scan_report, scope)
+            metadata[PUBLISHED_VERSION_REMOVED] = dg.MetadataValue.bool(removed)
+    return dg.MaterializeResult(metadata=metadata)
 
 
 def published_shards_asset(to_hub: bool) -> dg.AssetsDefinition:

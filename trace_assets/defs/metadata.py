@@ -35,6 +35,8 @@ PEM_BLOCK_COLUMNS = {
 PEM_BLOCKS_SHOWN = 200
 EXCLUDED_TRIALS_SHOWN = 300
 DETAIL_CHARS = 300
+# On a blocked scan report: whether blocking removed the scope's earlier published version.
+PUBLISHED_VERSION_REMOVED = "published_version_removed"
 
 
 def size_text(num_bytes: int) -> dg.MetadataValue:

@@ -15,13 +15,15 @@ from typing import Any
 
 import dagster as dg
 
-from trace_assets.defs.assets import published_shards
+from trace_assets.defs.assets import published_shards, secret_scan_report
+from trace_assets.defs.metadata import PUBLISHED_VERSION_REMOVED
 from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.publishing.shrink_guard import ShrinkRefused
 from trace_assets.run_tags import FAILURE_TAG, PARTITION_TAG
 from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.sweep import (
+    DISPLAY_COLUMNS,
     SWEEP_FILE,
     SWEEP_PLOT,
     ScopeRecord,
@@ -65,10 +67,25 @@ def _status(instance: dg.DagsterInstance, key: str, published: ScopeRecord | Non
     if run.status == dg.DagsterRunStatus.SUCCESS:
         return ScopeStatus(key, ScopeState.PUBLISHED, published=published)
     if run.status == dg.DagsterRunStatus.FAILURE:
-        return ScopeStatus(key, *failure_of(instance, run.run_id), published=published)
+        state, reason = failure_of(instance, run.run_id)
+        if state == ScopeState.BLOCKED and _published_version_removed(instance, key, run.run_id):
+            published = None  # its folder holds the scan report alone now
+        return ScopeStatus(key, state, reason, published)
     if run.status in _CANCELED:
         return ScopeStatus(key, ScopeState.CANCELED, f"run {run.run_id} was canceled", published)
     return ScopeStatus(key, ScopeState.EXPORTING, f"run {run.run_id} is {run.status.value.lower()}", published)
+
+
+def _published_version_removed(instance: dg.DagsterInstance, key: str, run_id: str) -> bool:
+    """Whether the run's blocked scan removed the scope's earlier version (a folder, S3 or a Hub repo
+    per sweep): what `published_shards` last recorded is then no longer published."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=secret_scan_report.key, asset_partitions=[key]), limit=1
+    ).records
+    if not records or records[0].run_id != run_id or records[0].asset_materialization is None:
+        return False
+    removed = records[0].asset_materialization.metadata.get(PUBLISHED_VERSION_REMOVED)
+    return isinstance(removed, dg.BoolMetadataValue) and bool(removed.value)
 
 
 def failure_of(instance: dg.DagsterInstance, run_id: str) -> tuple[ScopeState, str]:
@@ -157,25 +174,9 @@ def _published_verdict(values: dict[str, Any]) -> str:
 
 
 TABLE_COLUMNS = {
-    "scope": "string",
-    "run": "string",
-    "step": "string",
-    "trial_dirs": "int",
-    "scored": "int",
-    "exported": "int",
-    "export_ratio": "float",
-    "excluded": "int",
-    "excluded_by_reason": "string",
-    "secret_verdict": "string",
-    "rows": "int",
-    "mean_reward": "string",
-    "published_at": "string",
-    "published_to": "string",
+    name: "int" if name in {"trial_dirs", "scored", "exported", "rows"} else "string" for name in DISPLAY_COLUMNS
 }
-COLUMN_NOTES = {
-    "step": "the step's number; - for a scope that is a whole run",
-    "mean_reward": "of the exported trials with a finite, valid reward, to 3 places; - when unknown",
-}
+COLUMN_NOTES = {"secret_verdict": "of what was published: redacted once anything was replaced"}
 
 
 @dg.asset(group_name="sweep", kinds={"parquet"}, deps=[published_shards])

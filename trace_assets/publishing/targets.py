@@ -103,8 +103,9 @@ class PublishTarget(Protocol):
         """Before any work: raise OSError (or HubPublishError) if publishing the scope would fail for access."""
         ...
 
-    def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
-        """A blocked scope's published folder holds the scan report and nothing else."""
+    def publish_blocked(self, scan_report: Path, scope: RunScope) -> bool:
+        """A blocked scope's published folder holds the scan report and nothing else; True when that
+        removed its earlier version (the sweep view must not show it as published any more)."""
         ...
 
     def publish_root_file(self, local_file: Path) -> str | None:
@@ -161,7 +162,7 @@ class FolderTarget:
         fs.pipe_file(probe, b"")
         fs.rm_file(probe)
 
-    def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
+    def publish_blocked(self, scan_report: Path, scope: RunScope) -> bool:
         with tempfile.TemporaryDirectory() as folder:
             shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
             this = ScopeFiles.of_folder(scope, Path(folder))
@@ -172,6 +173,7 @@ class FolderTarget:
                 after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, this, self.card),
                 concurrency=self.publish_concurrency,
             )
+        return True
 
     def publish_root_file(self, local_file: Path) -> str | None:
         fs, root = fsspec.core.url_to_fs(self.root_url, **self.storage_options)
@@ -278,22 +280,23 @@ class HubTarget:
         repo_id, _, _ = self._place(scope)
         check_hub_access(repo_id, token=self.settings.token, endpoint=self.settings.endpoint)
 
-    def publish_blocked(self, scan_report: Path, scope: RunScope) -> None:
+    def publish_blocked(self, scan_report: Path, scope: RunScope) -> bool:
         """In a repo per sweep, as in a folder: the scope's folder keeps its scan report and nothing
         else, and the root card lists it as blocked, in one commit. A repo per scope gets nothing:
         its report stays in the staging folder."""
         if self.settings.repo_id_template:
-            return
+            return False
         repo_id, revision, path = self._place(scope)
         with tempfile.TemporaryDirectory() as folder:
             shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
             for attempt in range(BLOCKED_COMMIT_ATTEMPTS):
                 try:
                     self._commit_blocked(Path(folder), scope, repo_id, revision, path)
-                    return
+                    break
                 except HubPublishError as error:  # outside the Hub commit pool: another scope's commit
                     if error.status != 412 or attempt == BLOCKED_COMMIT_ATTEMPTS - 1:  # landed first
                         raise
+        return True
 
     def _commit_blocked(self, folder: Path, scope: RunScope, repo_id: str, revision: str, path: str) -> None:
         publish_run_folder(

@@ -111,15 +111,19 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
     state and why, totals per run of steps and for the sweep. The sweep view's refresh follows the
     failures too, and tags each failed run with its reason."""
     traces, out = tmp_path / "traces", tmp_path / "out"
-    for run in ("blocked-run", "published-run", "refused-run", "failed-run", "gone-run"):
+    for run in ("blocked-run", "published-run", "refused-run", "failed-run", "gone-run", "reblocked-run"):
         shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / run)
     generate_run(traces, "stepped", trials=6, seed=5, nested_steps=2)
     flags = ["--traces-root", str(traces), "--publish-root", str(out)]
     blocked = run_cli(["materialize", "blocked-run", *flags], tmp_path)  # the default: --on-secret block
     assert blocked.returncode == 1, blocked.stderr
     redact = [*flags, "--on-secret", "redact"]
-    published = run_cli(["materialize", "published-run", "refused-run", "gone-run", "stepped", *redact], tmp_path)
+    published = run_cli(
+        ["materialize", "published-run", "refused-run", "gone-run", "stepped", "reblocked-run", *redact], tmp_path
+    )
     assert published.returncode == 0, published.stderr
+    reblocked = run_cli(["materialize", "reblocked-run", *flags], tmp_path)  # blocked after a publish
+    assert reblocked.returncode == 1 and [p.name for p in (out / "reblocked-run").iterdir()] == ["secret_scan.json"]
     refused = run_cli(["materialize", "refused-run", *redact, "--filter", "success"], tmp_path)
     assert refused.returncode == 1 and "refusing to publish" in refused.stderr, refused.stderr
     shutil.rmtree(traces / "gone-run")
@@ -145,13 +149,15 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
 
     cells, details = _status_lines(tmp_path)
     assert list(cells) == [
-        "blocked-run", "failed-run", "published-run", "refused-run",
+        "blocked-run", "failed-run", "published-run", "reblocked-run", "refused-run",
         "stepped/step-1", "stepped/step-2", "stepped total", "waiting-run", "sweep total",
     ]  # fmt: skip
     assert cells["blocked-run"] == ["blocked"] + ["-"] * 8
     assert details["blocked-run"].startswith(
         "blocked by check no_live_secrets on secret_scan_report: credentials found (aws_access_key_id: 1, hf_token: 1)"
     )
+    # blocked after a publish: its folder holds the scan report alone, so nothing is shown published
+    assert cells["reblocked-run"] == ["blocked"] + ["-"] * 8 and "published to" not in details["reblocked-run"]
     assert cells["failed-run"][0] == "failed" and details["failed-run"].startswith("step published_shards failed: ")
     assert "Not a directory" in details["failed-run"]  # the root error, without its class
     assert cells["published-run"][:5] == ["published", "36", "34", "28", "82.4%"]
@@ -166,11 +172,11 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
     assert [int(n) for n in cells["stepped total"][2:5]] == [sum(int(s[i]) for s in steps) for i in (1, 2, 3)]
     assert details["stepped total"] == "2 published"
     # published-run, refused-run's earlier version and the steps: what is published, summed
-    assert cells["sweep total"][:2] == ["7", "scopes"]
+    assert cells["sweep total"][:2] == ["8", "scopes"]
     assert [int(n) for n in cells["sweep total"][2:5]] == [
         2 * figure + int(cells["stepped total"][i]) for figure, i in ((36, 2), (34, 3), (28, 4))
     ]
-    assert details["sweep total"] == "3 published, 1 blocked, 1 refused, 1 failed, 1 not exported yet"
+    assert details["sweep total"] == "3 published, 2 blocked, 1 refused, 1 failed, 1 not exported yet"
 
     defs = build_definitions(config(out))
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
@@ -192,4 +198,4 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
         assert event is not None and event.asset_materialization is not None
         view = str(event.asset_materialization.metadata["status"].value)
     assert "| blocked-run | blocked | - |" in view and "| waiting-run | not exported yet |" in view
-    assert "| **sweep total** | 7 scopes |" in view
+    assert "| **sweep total** | 8 scopes |" in view
