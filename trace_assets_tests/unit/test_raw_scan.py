@@ -42,6 +42,12 @@ def traces(tmp_path, sample_copy) -> Path:
     return tmp_path
 
 
+@pytest.fixture(scope="module")
+def sample_not_utf8(sample_copy: Path) -> int:
+    """How many of the sample's objects are not UTF-8 (a few trial logs), scanned once a module."""
+    return int(_scan(sample_copy.parent)["objects_not_utf8"])
+
+
 def _trial_file(traces: Path, key: str) -> Path:
     """A file to write under the run: an existing one made the test's own first, so the write
     cannot reach the session's copy through the link."""
@@ -102,17 +108,17 @@ def test_secrets_across_and_inside_a_chunk_overlap_are_found_once(traces):
     assert report["chunks_scanned"] >= report["objects_scanned"] + len(text) // CHUNK
 
 
-def test_a_character_split_by_a_chunk_boundary_is_not_damage(traces):
-    before = _scan(traces)["objects_not_utf8"]  # the sample has a few trial logs that are not UTF-8
+def test_a_character_split_by_a_chunk_boundary_is_not_damage(traces, sample_not_utf8):
+    before = sample_not_utf8
     key = f"{TRIAL}/agent/notes.txt"
     _trial_file(traces, key).write_text("a" + "é" * CHUNK)  # two bytes each: boundaries fall inside characters
     assert _scan(traces)["objects_not_utf8"] == before
 
 
-def test_binary_and_undecodable_objects_have_named_reasons(traces):
+def test_binary_and_undecodable_objects_have_named_reasons(traces, sample_not_utf8):
     rng = random.Random(3)
     in_binary, in_latin1 = crc_token(rng, "ghp_"), crc_token(rng, "ghp_")
-    before = _scan(traces)["objects_not_utf8"]
+    before = sample_not_utf8
     _trial_file(traces, f"{TRIAL}/agent/core.bin").write_bytes(b"\x7fELF\0\0\0" + in_binary.encode())
     _trial_file(traces, f"{TRIAL}/agent/latin1.txt").write_bytes(b"caf\xe9 token=" + in_latin1.encode() + b"\n")
     report = _scan(traces)
