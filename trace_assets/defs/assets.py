@@ -6,13 +6,9 @@ data lives as Parquet in the staging folder.
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 
 import dagster as dg
-import pyarrow.parquet as pq
 
-from trace_assets.accounting import Coverage
-from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.defs.metadata import (
     counts_text,
     coverage_metadata,
@@ -24,14 +20,8 @@ from trace_assets.defs.metadata import (
 )
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
-from trace_assets.publishing.card import CardContext, usage_name
-from trace_assets.publishing.card_facts import gather_facts
-from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
-from trace_assets.publishing.shrink_guard import refuse_worse_version
-from trace_assets.publishing.versions import earlier_versions
 from trace_assets.steps.context import ScopeContext
-from trace_assets.steps.pipeline import PUBLISH_STEP, export, list_trials, scan, score, upstream_of
-from trace_assets.steps.scan import secret_redactor
+from trace_assets.steps.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
 
 GROUP = "trace_export"
 HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
@@ -173,58 +163,21 @@ def _publish_scope(
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     with scope_context(context, trace_config, object_storage, hub) as ctx:
-        scope, staging, target = ctx.scope, ctx.staging, ctx.target
-        coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
-        report = staging.read_json(staging.scan_report, "secret_scan_report")
-        published = target.published_coverage(scope)
-        if ctx.shrink_threshold is not None:
-            refuse_worse_version(scope.key, coverage, published, ctx.shrink_threshold, target.location(scope))
-        card = CardContext(
-            ctx.card,
-            gather_facts(staging, staging.require_rows()),
-            earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
-            datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            usage_name(target.location(scope)),
-            ctx.card_plots,
-            target.location(scope),
-        )
-        redactor = secret_redactor(ctx.policy, report, ctx.scan_options, staging.scan_matches)
-        build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
-        try:
-            shards = build_run_folder(
-                build,
-                staging.require_rows(),
-                staging.statuses,
-                coverage,
-                report,
-                ctx.max_rows_per_shard,
-                redactor,
-                ctx.options,
-                ctx.sessions_folder(),
-                card,
-                scope.source_prefix,
-                scope.step,
-                ctx.progress,
-            )
-            schema = pq.read_schema(build / shards.files[0])
-            published_to = target.publish(build, scope, ctx.progress)
-        finally:
-            remove_path(build)
-    context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {published_to}")
+        done = publish(ctx)
+    shards, redactor, to = done.shards, done.redactor, done.published_to
+    context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {to}")
     return dg.MaterializeResult(
         metadata={
-            **coverage_metadata(coverage),
-            **dataset_metadata(shards.num_examples, schema),  # the rows: dagster/row_count
+            **coverage_metadata(done.coverage),
+            **dataset_metadata(shards.num_examples, done.schema),  # the rows: dagster/row_count
             "shards": dg.MetadataValue.int(len(shards.files)),
             "download_size": size_text(shards.download_size),
             "redacted": counts_text(redactor.counts if redactor else {}),
             "private_replaced": counts_text(redactor.private_counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(
-                (redactor.published_report(report) if redactor else report)["verdict"]
+                (redactor.published_report(done.report) if redactor else done.report)["verdict"]
             ),
-            **reward_metadata(card.facts),
-            "published_to": dg.MetadataValue.url(published_to)
-            if "://" in published_to
-            else dg.MetadataValue.path(published_to),
+            **reward_metadata(done.facts),
+            "published_to": dg.MetadataValue.url(to) if "://" in to else dg.MetadataValue.path(to),
         }
     )

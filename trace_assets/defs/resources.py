@@ -21,7 +21,6 @@ from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_t
 from trace_assets.scope import RunScope, ScopeUnit
 from trace_assets.settings import ConfigError, HubRepoSettings, PipelineSettings, ProcessSettings, env_name, load
 from trace_assets.steps.context import ScopeContext, scope_context
-from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.steps.staging_mirror import StagingMirror, staging_scratch
 from trace_assets.store.trace_store import TraceStore
@@ -139,12 +138,6 @@ class TraceAssetsConfig(dg.ConfigurableResource, PipelineSettings):
     def run_scopes(self, storage: ObjectStorage, run_id: str) -> list[RunScope]:
         """The run's scopes under `scope_unit`: its step folders, or the run as one."""
         return self.store(storage).scopes(run_id, ScopeUnit(self.scope_unit))
-
-    def sessions_folder(self, staging: RunStaging) -> Path | None:
-        return staged_sessions(staging) if self.sessions else None
-
-    def session_writer(self, staging: RunStaging) -> SessionWriter | None:
-        return SessionWriter(staged_sessions(staging), self.session_harness) if self.sessions else None
 
     def publish_target(self, storage: ObjectStorage, hub: HuggingFaceHub) -> PublishTarget:
         self.check_hub_names(hub)

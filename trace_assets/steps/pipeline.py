@@ -5,17 +5,29 @@ new step is one entry here (and its asset)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from trace_assets.accounting import Coverage
+from trace_assets.atomic_files import remove_path, temp_sibling
+from trace_assets.publishing.card import CardContext, usage_name
+from trace_assets.publishing.card_facts import CardFacts, gather_facts
+from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
+from trace_assets.publishing.shards import ShardSet
+from trace_assets.publishing.shrink_guard import refuse_worse_version
+from trace_assets.publishing.versions import earlier_versions
 from trace_assets.steps.context import ScopeContext
 from trace_assets.steps.listing import ListingStats, build_listing
 from trace_assets.steps.rows import export_rows
-from trace_assets.steps.scan import scan_run
+from trace_assets.steps.scan import Redactor, scan_run, secret_redactor
 from trace_assets.steps.scoring import StepStats, score_trials
 from trace_assets.steps.staging import write_json_atomically
 
-PUBLISH_STEP = "published_shards"
+PUBLISH_STEP = "published_shards"  # `publish`, after the staged steps
 
 
 def list_trials(ctx: ScopeContext) -> ListingStats:
@@ -58,6 +70,65 @@ def scan(ctx: ScopeContext) -> dict[str, Any]:
     if ctx.policy.blocking(report):
         ctx.target.publish_blocked(staging.scan_report, ctx.scope)
     return report
+
+
+@dataclass(frozen=True)
+class Published:
+    """What `publish` put out, for the asset's metadata."""
+
+    coverage: Coverage
+    report: dict[str, Any]  # the scan report as read (the redactor says what was replaced)
+    shards: ShardSet
+    schema: pa.Schema
+    redactor: Redactor | None
+    facts: CardFacts
+    published_to: str
+
+
+def publish(ctx: ScopeContext) -> Published:
+    """The scope as a Hugging Face dataset folder, built in staging and handed to the target.
+
+    Refused (`ShrinkRefused`) when it would replace the published version with a worse one, unless
+    the context has no shrink threshold (allow_shrink).
+    """
+    scope, staging, target = ctx.scope, ctx.staging, ctx.target
+    coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
+    report = staging.read_json(staging.scan_report, "secret_scan_report")
+    published = target.published_coverage(scope)
+    if ctx.shrink_threshold is not None:
+        refuse_worse_version(scope.key, coverage, published, ctx.shrink_threshold, target.location(scope))
+    card = CardContext(
+        ctx.card,
+        gather_facts(staging, staging.require_rows()),
+        earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
+        datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        usage_name(target.location(scope)),
+        ctx.card_plots,
+        target.location(scope),
+    )
+    redactor = secret_redactor(ctx.policy, report, ctx.scan_options, staging.scan_matches)
+    build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
+    try:
+        shards = build_run_folder(
+            build,
+            staging.require_rows(),
+            staging.statuses,
+            coverage,
+            report,
+            ctx.max_rows_per_shard,
+            redactor,
+            ctx.options,
+            ctx.sessions_folder(),
+            card,
+            scope.source_prefix,
+            scope.step,
+            ctx.progress,
+        )
+        schema = pq.read_schema(build / shards.files[0])
+        published_to = target.publish(build, scope, ctx.progress)
+    finally:
+        remove_path(build)
+    return Published(coverage, report, shards, schema, redactor, card.facts, published_to)
 
 
 class Step(NamedTuple):
