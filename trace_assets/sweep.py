@@ -134,18 +134,25 @@ def exclusions_text(excluded: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in sorted(excluded.items(), key=lambda i: (-i[1], i[0])))
 
 
-def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int | float]]:
-    """`as_rows` for a viewer without nulls (Dagster's table metadata wants the same fields in every
-    record, and shows a missing value as an empty cell): step and mean reward as text, "-" where
-    unknown; exclusions on one line."""
+DISPLAY_COLUMNS = ("scope", "trial_dirs", "scored", "exported", "rows", "secret_verdict", "published_at")
+
+
+def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int]]:
+    """`as_rows` for the UI's page, in `DISPLAY_COLUMNS`: the counts to read back, the verdict and
+    when. Ratio, mean reward and exclusions are in the Markdown table beside it (formatted, with
+    bars; see `markdown_table`), run and step in the scope key, where it went (a long path) in the
+    Parquet file: so both tables fit the page."""
     return [
         {
-            **row,
-            "step": record.step_text,
-            "mean_reward": record.reward_text,
-            "excluded_by_reason": exclusions_text(record.excluded) or "none",
+            "scope": r.scope,
+            "trial_dirs": r.trial_dirs,
+            "scored": r.scored,
+            "exported": r.exported,
+            "rows": r.rows,
+            "secret_verdict": r.secret_verdict,
+            "published_at": r.published_at,
         }
-        for row, record in zip(as_rows(records), sorted_records(records))
+        for r in sorted_records(records)
     ]
 
 

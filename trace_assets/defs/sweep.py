@@ -22,6 +22,7 @@ from trace_assets.publishing.shrink_guard import ShrinkRefused
 from trace_assets.run_tags import FAILURE_TAG, PARTITION_TAG
 from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.sweep import (
+    DISPLAY_COLUMNS,
     SWEEP_FILE,
     SWEEP_PLOT,
     ScopeRecord,
@@ -157,25 +158,9 @@ def _published_verdict(values: dict[str, Any]) -> str:
 
 
 TABLE_COLUMNS = {
-    "scope": "string",
-    "run": "string",
-    "step": "string",
-    "trial_dirs": "int",
-    "scored": "int",
-    "exported": "int",
-    "export_ratio": "float",
-    "excluded": "int",
-    "excluded_by_reason": "string",
-    "secret_verdict": "string",
-    "rows": "int",
-    "mean_reward": "string",
-    "published_at": "string",
-    "published_to": "string",
+    name: "int" if name in {"trial_dirs", "scored", "exported", "rows"} else "string" for name in DISPLAY_COLUMNS
 }
-COLUMN_NOTES = {
-    "step": "the step's number; - for a scope that is a whole run",
-    "mean_reward": "of the exported trials with a finite, valid reward, to 3 places; - when unknown",
-}
+COLUMN_NOTES = {"secret_verdict": "of what was published: redacted once anything was replaced"}
 
 
 @dg.asset(group_name="sweep", kinds={"parquet"}, deps=[published_shards])

@@ -70,11 +70,7 @@ def test_a_publish_refreshes_the_sweep_view(tmp_path):
     table = [r.data for r in metadata["scopes"].records]
     assert [r["scope"] for r in table] == SCOPES
     assert (table[0]["trial_dirs"], table[0]["scored"], table[0]["exported"], table[0]["rows"]) == (36, 34, 28, 28)
-    assert table[0]["export_ratio"] == round(28 / 34, 6) and table[0]["secret_verdict"] == "live"
-    assert (
-        table[0]["excluded_by_reason"] == "3 no_trajectory, 2 no_agent_turns, 2 no_result_json, 1 invalid_result_json"
-    )
-    assert 0 <= float(table[0]["mean_reward"]) <= 1 and table[0]["published_to"] == str(published / "sweep-a")
+    assert table[0]["secret_verdict"] == "live" and "published_to" not in table[0]  # in the Parquet file
     assert metadata["dagster/row_count"] == 2 and "█" in metadata["status"]
 
     rows = pq.read_table(published / SWEEP_FILE).to_pylist()
@@ -117,11 +113,7 @@ def test_a_mixed_sweep_lists_a_whole_run_beside_a_runs_steps(tmp_path):
         assert event is not None and event.asset_materialization is not None
         table = event.asset_materialization.metadata["scopes"].value
     records = [r.data for r in table.records]
-    assert [(r["scope"], r["run"], r["step"]) for r in records] == [
-        (SAMPLE_RUN, SAMPLE_RUN, "-"),
-        ("stepped/step-1", "stepped", "1"),
-        ("stepped/step-2", "stepped", "2"),
-    ]
+    assert [r["scope"] for r in records] == [SAMPLE_RUN, "stepped/step-1", "stepped/step-2"]
     assert {c.name for c in table.schema.columns} == set(records[0])
     assert all(value not in (None, "") for r in records for value in r.values())
     rows = pq.read_table(published / SWEEP_FILE).to_pylist()

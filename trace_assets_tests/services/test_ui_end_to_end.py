@@ -1,15 +1,18 @@
-"""The way a person uses it: webserver and daemon running, a run launched over GraphQL, the UI looked at.
+"""The way a person uses it: webserver and daemon running, runs launched over GraphQL, the UI looked at.
 
-Real `dagster-webserver` and `dagster-daemon` processes on the project's workspace.yaml, a
-queued run dequeued by the daemon, the coverage metadata read back over GraphQL, and the asset's
-partition page and the sweep view's page rendered by headless Chromium into screenshots (and
-their DOM checked: formatted figures, the scopes' states).
+Real `dagster-webserver` and `dagster-daemon` processes on the project's workspace.yaml, queued
+runs dequeued by the daemon (one published, one blocked by the secret scan), the metadata read
+back over GraphQL, and the pages a publisher opens rendered by one headless Chromium into
+screenshots, their text and layout checked: formatted figures, the raw-tree check skipped, the
+sensor's readable status, the blocked run's one-line reason, the sweep view's states within the
+page's width.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
-import subprocess
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,14 +22,16 @@ import yaml
 from dagster_graphql import DagsterGraphQLClient
 
 from trace_assets.backfill_api import query
-from trace_assets_tests.support.helpers import SAMPLE_RUN
+from trace_assets.run_tags import FAILURE_TAG
+from trace_assets_tests.support.browser import Browser, headless_chromium
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.service_processes import (
     CHROMIUM,
+    ServiceProcess,
     require_binary,
     running_daemon,
     running_webserver,
     service_env,
-    stop_process_group,
 )
 from trace_assets_tests.support.webserver_graphql import loaded_repository, wait_for_run
 
@@ -35,13 +40,8 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"
 # The asset's Partitions tab with one partition selected: its latest materialization and metadata.
 PARTITION_PAGE = f"/assets/last_episode_rows?view=partitions&partition={SAMPLE_RUN}"
 SWEEP_PAGE = "/assets/sweep_coverage?view=events"  # its latest materialization, metadata shown
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-proxy-server",
-    "--window-size=1600,1200",
-    "--virtual-time-budget=15000",  # the UI is a JS app: let it fetch and render before the capture
-]  # fmt: skip
-# The whole run in its worker process: a subprocess per step re-imports the code, doubling the test's time.
+CHECKS_PAGE = "/assets/raw_trial_listing?view=checks"
+SENSOR = "new_trace_runs_sensor"
 # dagster_graphql's client calls gql the old way, once per request.
 pytestmark = pytest.mark.filterwarnings("ignore:Using variable_values:DeprecationWarning")
 
@@ -122,26 +122,64 @@ class MetadataTable(HTMLParser):
             self._cells[-1] += data
 
 
-def render_page(chromium: Path, url: str, out_dir: Path, name: str = "asset-page") -> tuple[Path, str]:
-    """A screenshot of the page and its rendered DOM, from one headless Chromium in its own process group."""
-    screenshot = out_dir / f"{name}.png"
-    command = [
-        str(chromium), *CHROMIUM_FLAGS, f"--user-data-dir={out_dir / 'chromium-profile'}",
-        f"--screenshot={screenshot}", "--dump-dom", url,
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        dom, errors = process.communicate(timeout=120)
-    finally:
-        stop_process_group(process, grace_seconds=5)
-    assert process.returncode == 0 and screenshot.exists(), f"chromium failed ({process.returncode}):\n{errors[-3000:]}"
-    return screenshot, dom
+CHECK_QUERY = """
+query Checks {
+  assetCheckExecutions(assetKey: {path: ["raw_trial_listing"]}, checkName: "raw_tree_secrets", limit: 10) {
+    runId status
+  }
+}
+"""
+TICKS_QUERY = """
+query Ticks($sensor: SensorSelector!) {
+  sensorOrError(sensorSelector: $sensor) {
+    ... on Sensor { sensorState { id ticks(limit: 20) { status skipReason } } }
+  }
+}
+"""
+STOP_SENSOR = """
+mutation Stop($id: String!) { stopSensor(id: $id) { __typename ... on PythonError { message } } }
+"""
+RUN_TAGS_QUERY = """
+query Tags($runId: ID!) { runOrError(runId: $runId) { ... on Run { tags { key value } } } }
+"""
 
 
-def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
-    chromium = require_binary(CHROMIUM, "chromium")  # before the run, not after it
+def readable_skip_reason(url: str, sensor: dict[str, str], daemon: ServiceProcess, timeout: float = 120) -> str:
+    """The first tick's skip reason naming the scope (the sensor has seen it published or in flight)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = query(url, TICKS_QUERY, {"sensor": sensor})["sensorOrError"]["sensorState"]
+        reasons = [t["skipReason"] for t in state["ticks"] if t["skipReason"] and SAMPLE_RUN in t["skipReason"]]
+        if reasons:
+            stopped = query(url, STOP_SENSOR, {"id": state["id"]})["stopSensor"]
+            assert stopped["__typename"] != "PythonError", stopped  # no retry of the blocked run below
+            return reasons[0]
+        daemon.require_alive()
+        time.sleep(2)
+    raise AssertionError(f"no tick of {SENSOR} skipped {SAMPLE_RUN} within {timeout:.0f}s: {state['ticks']}")
+
+
+def failure_tag(url: str, run_id: str, daemon: ServiceProcess, timeout: float = 120) -> str:
+    """The one-line reason `sweep_coverage_after_export` tags a failed export run with."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        tags = {t["key"]: t["value"] for t in query(url, RUN_TAGS_QUERY, {"runId": run_id})["runOrError"]["tags"]}
+        if FAILURE_TAG in tags:
+            return tags[FAILURE_TAG]
+        daemon.require_alive()
+        time.sleep(2)
+    raise AssertionError(f"run {run_id} not tagged {FAILURE_TAG} within {timeout:.0f}s: {tags}")
+
+
+def look_at(browser: Browser, url: str, showing: str, out_dir: Path, name: str) -> tuple[str, str, list]:
+    """A page once it shows `showing`: its DOM, its text, what of it scrolls sideways; a screenshot kept."""
+    browser.open(url, showing)
+    browser.screenshot(out_dir / f"{name}.png")
+    return browser.dom(), browser.text(), browser.too_wide()
+
+
+def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
+    chromium = require_binary(CHROMIUM, "chromium")  # before the runs, not after them
     dagster_home = tmp_path / "dagster_home"
     write_instance_config(dagster_home)
     publish_root = tmp_path / "published"
@@ -150,31 +188,49 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         TRACE_ASSETS_PUBLISH_ROOT=str(publish_root),
         TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"),
         TRACE_ASSETS_ON_SECRET="allow",
+        TRACE_ASSETS_SENSOR_INTERVAL_SECONDS="5",  # a tick that finds the scope published comes soon
     )
+    shots = tmp_path / "shots"
+    shots.mkdir()
     with running_webserver(dagster_home, env) as webserver:
         client = DagsterGraphQLClient("127.0.0.1", port_number=webserver.port)
         repository = loaded_repository(webserver.url)
+        where = {
+            "repository_location_name": repository["repositoryLocationName"],
+            "repository_name": repository["repositoryName"],
+        }
         added = query(webserver.url, ADD_PARTITION, {"repository": repository, "partitionKey": SAMPLE_RUN})
         assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", added
 
-        run_id = client.submit_job_execution(
-            JOB,
-            repository_location_name=repository["repositoryLocationName"],
-            repository_name=repository["repositoryName"],
-            tags={"dagster/partition": SAMPLE_RUN},
-        )
+        run_id = client.submit_job_execution(JOB, **where, tags={"dagster/partition": SAMPLE_RUN})
         assert client.get_run_status(run_id) == dg.DagsterRunStatus.QUEUED  # nothing dequeues it yet
         with running_daemon(dagster_home, env) as daemon:
             status = wait_for_run(client, run_id, daemon)
             assert status == dg.DagsterRunStatus.SUCCESS, f"run {run_id} {status}\n{daemon.log_tail()}"
-            refresh_id = client.submit_job_execution(
-                "refresh_sweep_coverage",
-                repository_location_name=repository["repositoryLocationName"],
-                repository_name=repository["repositoryName"],
+            assert (publish_root / SAMPLE_RUN / "coverage.json").exists()
+            sensor = {**repository, "sensorName": SENSOR}
+            skip_reason = readable_skip_reason(webserver.url, sensor, daemon)
+            # The same scope again, under the default policy: the sample's live keys block it this time.
+            blocking = {
+                "traces_root": str(SAMPLE_TRACES),
+                "publish_root": env["TRACE_ASSETS_PUBLISH_ROOT"],
+                "staging_root": env["TRACE_ASSETS_STAGING_ROOT"],
+                "on_secret": "block",
+            }
+            blocked_id = client.submit_job_execution(
+                JOB,
+                **where,
+                tags={"dagster/partition": SAMPLE_RUN},
+                run_config={"resources": {"trace_config": {"config": blocking}}},
             )
+            status = wait_for_run(client, blocked_id, daemon)
+            assert status == dg.DagsterRunStatus.FAILURE, f"run {blocked_id} {status}\n{daemon.log_tail()}"
+            reason = failure_tag(webserver.url, blocked_id, daemon)
+            refresh_id = client.submit_job_execution("refresh_sweep_coverage", **where)
             status = wait_for_run(client, refresh_id, daemon)
             assert status == dg.DagsterRunStatus.SUCCESS, f"run {refresh_id} {status}\n{daemon.log_tail()}"
-        assert (publish_root / SAMPLE_RUN / "coverage.json").exists()
+        # A blocked scope's published folder keeps its scan report and nothing else.
+        assert [p.name for p in (publish_root / SAMPLE_RUN).iterdir()] == ["secret_scan.json"]
 
         materializations = query(webserver.url, COVERAGE_QUERY, {"partition": SAMPLE_RUN})["assetOrError"][
             "assetMaterializations"
@@ -186,17 +242,28 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
         assert metadata["export_ratio"] == "82.4% of scored"
         published = query(webserver.url, PUBLISHED_QUERY, {"partition": SAMPLE_RUN})["assetOrError"]
         published_labels = {e["label"] for e in published["assetMaterializations"][0]["metadataEntries"]}
-        assert {"dagster/row_count", "dagster/column_schema"} <= published_labels
+        assert {"dagster/row_count", "dagster/column_schema"} <= published_labels and "rows" not in published_labels
+        checks = query(webserver.url, CHECK_QUERY)["assetCheckExecutions"]
+        assert {c["status"] for c in checks if c["runId"] == run_id} == {"SKIPPED"}, checks
 
-        screenshot, dom = render_page(chromium, webserver.url + PARTITION_PAGE, tmp_path)
-        sweep_screenshot, sweep_dom = render_page(chromium, webserver.url + SWEEP_PAGE, tmp_path, "sweep-page")
+        with headless_chromium(chromium, tmp_path / "chromium-profile") as browser:
+            dom, partition_text, _ = look_at(
+                browser, webserver.url + PARTITION_PAGE, "export_ratio", shots, "asset-page"
+            )
+            sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
+            _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, "raw_tree_secrets", shots, "checks-page")
+            _, runs_text, _ = look_at(browser, f"{webserver.url}/runs", "blocked by check", shots, "runs-list")
+            sensor_page = f"{webserver.url}/locations/{repository['repositoryLocationName']}/sensors/{SENSOR}"
+            _, sensor_text, _ = look_at(browser, sensor_page, SENSOR, shots, "sensor-page")
     ARTIFACTS.mkdir(exist_ok=True)
-    for shot in (screenshot, sweep_screenshot):
+    for shot in shots.iterdir():
         shutil.copyfile(shot, ARTIFACTS / shot.name)
 
     table = MetadataTable()
     table.feed(dom)
     assert SAMPLE_RUN in dom and "Materialized" in dom
+    # export_ratio_above_threshold warns (82.4% < 90%): a warning, the partition not counted failed.
+    assert "Failed (0)" in partition_text and "Materialized (1)" in partition_text, partition_text[:1500]
     assert (table.rows.get("trial_dirs"), table.rows.get("exported"), table.rows.get("export_ratio")) == (
         "36",
         "28",
@@ -207,9 +274,27 @@ def test_run_launched_from_graphql_shows_coverage_in_the_ui(tmp_path):
     assert "were scored but have no agent/trajectory.json" in dom, "no reason meanings on the partition page"
     assert "excluded_trials" in dom
 
-    # The sweep view: its Markdown table rendered as a table, the scope's state beside it, the bars' figures.
+    # The sensor's tick says, in words, what it found of each scope; never its cursor's JSON.
+    assert skip_reason.startswith("1 scope(s)") and f"'{SAMPLE_RUN}'" in skip_reason, skip_reason
+    assert not skip_reason.lstrip().startswith("{"), skip_reason
+    # Its page lists the ticks (the skip reason is the tick's; the page also shows the raw cursor).
+    assert "Latest tick" in sensor_text and "runs requested" in sensor_text, sensor_text[:2000]
+    # The raw-tree scan is off: its check never shows as passed (skipped in the published run, above;
+    # "Execution failed" as the latest, in the blocked run, which ended before it could be skipped).
+    assert "raw_tree_secrets" in checks_text and "Passed" not in checks_text, checks_text[:2000]
+    # The blocked run: one line, which check blocked it and why, in the runs list (the run's page
+    # keeps tags behind "View tags and config").
+    assert reason.startswith("blocked by check no_live_secrets on secret_scan_report: credentials found"), reason
+    assert "\n" not in reason and FAILURE_TAG in runs_text, runs_text[:2000]
+
+    # The sweep view: its Markdown table rendered as a table, the scope blocked with its reason beside
+    # what is still published of it, the bars' figures, formatted figures, all within the page.
     sweep = MetadataTable()
     sweep.feed(sweep_dom)
-    status = [row for row in sweep.all_rows if row[:2] == [SAMPLE_RUN, "published"]]
+    status = [row for row in sweep.all_rows if row[:2] == [SAMPLE_RUN, "blocked"]]
     assert status, f"no state on the sweep page: {sweep.all_rows}"
-    assert status[0][2:4] == ["28 / 34", "████████░░ 82.4%"] and status[0][-1].startswith("excluded: 3 no_trajectory")
+    assert status[0][2:4] == ["28 / 34", "████████░░ 82.4%"]
+    assert status[0][-1].startswith("blocked by check no_live_secrets"), status[0]
+    scopes = [row for row in sweep.all_rows if row[:5] == [SAMPLE_RUN, "36", "34", "28", "28"]]
+    assert scopes and scopes[0][5] == "live", f"no scopes table: {sweep.all_rows}"
+    assert not sweep_wide, f"the sweep page scrolls sideways: {json.dumps(sweep_wide, indent=1)}"

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import pyarrow.parquet as pq
 
 from trace_assets.sweep import (
+    DISPLAY_COLUMNS,
     ScopeRecord,
     ScopeState,
     ScopeStatus,
@@ -58,16 +59,16 @@ def test_parquet_has_a_row_per_scope_in_run_and_step_order(tmp_path):
     assert rows[0]["mean_reward"] is None and rows[2]["mean_reward"] == 0.75
 
 
-def test_display_rows_have_the_same_fields_and_no_empty_cell():
-    rows = display_rows([*RECORDS, _record("sweep-c", 3)])  # sweep-c excluded nothing
-    assert len({tuple(row) for row in rows}) == 1
-    assert [(r["step"], r["mean_reward"]) for r in rows] == [
-        ("-", "-"),
-        ("25", "0.250"),
-        ("75", "0.750"),
-        ("-", "0.500"),
+def test_display_rows_have_the_same_narrow_fields_and_no_empty_cell():
+    rows = display_rows([*RECORDS, _record("sweep-c", 3)])
+    assert {tuple(row) for row in rows} == {DISPLAY_COLUMNS} and len(DISPLAY_COLUMNS) == 7
+    assert [(r["scope"], r["exported"], r["rows"]) for r in rows] == [
+        ("sweep-a", 28, 28),
+        ("sweep-b/step-25", 20, 20),
+        ("sweep-b/step-75", 30, 30),
+        ("sweep-c", 3, 3),
     ]
-    assert rows[0]["excluded_by_reason"] == "6 no_trajectory" and rows[3]["excluded_by_reason"] == "none"
+    assert all(value != "" for row in rows for value in row.values())
 
 
 def test_an_empty_sweep_still_writes_the_columns(tmp_path):
