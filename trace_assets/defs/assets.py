@@ -121,6 +121,7 @@ def secret_scan_report(
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
     with scope_context(context, trace_config, object_storage, hub) as ctx:
         report = scan(ctx)
+    context.log.info(f"secret scan verdict: {report['verdict']}")
     return dg.MaterializeResult(metadata=scan_metadata(report, ctx.staging.scan_report))
 
 

@@ -66,7 +66,6 @@ def scan(ctx: ScopeContext) -> dict[str, Any]:
         staging.scan_matches,
     )
     write_json_atomically(staging.scan_report, report)
-    ctx.progress(f"secret scan verdict: {report['verdict']}")
     if ctx.policy.blocking(report):
         ctx.target.publish_blocked(staging.scan_report, ctx.scope)
     return report
