@@ -97,13 +97,13 @@ def publish(ctx: ScopeContext) -> Published:
     if ctx.shrink_threshold is not None:
         refuse_worse_version(scope.key, coverage, published, ctx.shrink_threshold, target.location(scope))
     card = CardContext(
-        ctx.card,
-        gather_facts(staging, staging.require_rows()),
-        earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
-        datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        usage_name(target.location(scope)),
-        ctx.card_plots,
-        target.location(scope),
+        settings=ctx.card,
+        facts=gather_facts(staging, staging.require_rows()),
+        earlier_versions=earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
+        published_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        repo_id=usage_name(target.location(scope)),
+        plots=ctx.card_plots,
+        location=target.location(scope),
     )
     redactor = secret_redactor(ctx.policy, report, ctx.scan_options, staging.scan_matches)
     build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
@@ -115,13 +115,13 @@ def publish(ctx: ScopeContext) -> Published:
             coverage,
             report,
             ctx.max_rows_per_shard,
-            redactor,
-            ctx.options,
-            ctx.sessions_folder(),
-            card,
-            scope.source_prefix,
-            scope.step,
-            ctx.progress,
+            redactor=redactor,
+            options=ctx.options,
+            sessions=ctx.sessions_folder(),
+            card=card,
+            source_prefix=scope.source_prefix,
+            step=scope.step,
+            progress=ctx.progress,
         )
         schema = pq.read_schema(build / shards.files[0])
         published_to = target.publish(build, scope, ctx.progress)
