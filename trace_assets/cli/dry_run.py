@@ -19,7 +19,9 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Huggi
     from trace_assets.defs.resources import ObjectStorage, hub_from_env
     from trace_assets.steps.dry_run import dry_run
 
-    target = trace_config.publish_target(ObjectStorage(), resolved(hub or hub_from_env()))
+    hub = resolved(hub or hub_from_env())
+    storage = ObjectStorage()
+    target = trace_config.publish_target(storage, hub)  # built once, for every scope
     failures = 0
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)  # a run, or a step of one
@@ -31,20 +33,7 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Huggi
             continue
         staging = trace_config.staging(scope)
         with staging.locked(say, holder=f"trace-assets materialize --dry-run {run_id}"):
-            sessions = trace_config.session_writer(staging)
-            line = dry_run(
-                trace_config.store(ObjectStorage()),
-                staging,
-                trace_config.export_options(),
-                trace_config.batch_size,
-                trace_config.max_rows_per_shard,
-                (trace_config.scan_options(), trace_config.scan_policy()),
-                target,
-                None if trace_config.allow_shrink else trace_config.shrink_threshold,
-                say,
-                (sessions, trace_config.sessions_folder(staging) or staging.folder) if sessions else None,
-                trace_config.raw_scan,
-            )
+            line = dry_run(trace_config.scope_context(staging, storage, hub, say, target), trace_config.raw_scan)
         plan = line["would_publish"]
         lifts = unblocking(trace_config.scan_policy(), staging.scan_report)
         if plan.get("blocked") and lifts:

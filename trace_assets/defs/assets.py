@@ -4,13 +4,11 @@ Each asset is a few lines: the partition's scope, the domain step, its figures a
 data lives as Parquet in the staging folder.
 """
 
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import dagster as dg
-import pyarrow.parquet as pq
 
-from trace_assets.accounting import Coverage
-from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.defs.metadata import (
     PUBLISHED_VERSION_REMOVED,
     counts_text,
@@ -23,28 +21,35 @@ from trace_assets.defs.metadata import (
 )
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
-from trace_assets.publishing.card import CardContext, usage_name
-from trace_assets.publishing.card_facts import gather_facts
-from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
-from trace_assets.publishing.shrink_guard import refuse_worse_version
-from trace_assets.publishing.versions import earlier_versions
-from trace_assets.steps.listing import build_listing
-from trace_assets.steps.rows import export_rows
-from trace_assets.steps.scan import scan_run, secret_redactor
-from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.staging import write_json_atomically
+from trace_assets.steps.context import ScopeContext
+from trace_assets.steps.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
 
 GROUP = "trace_export"
 HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
 
 
-@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"})
+@contextmanager
+def scope_context(
+    context: dg.AssetExecutionContext,
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage,
+    hub: HuggingFaceHub,
+) -> Iterator[ScopeContext]:
+    """The partition's steps context, its staging locked for the step."""
+    with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
+        yield trace_config.scope_context(staging, object_storage, hub, context.log.info)
+
+
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=upstream_of("raw_trial_listing"))
 def raw_trial_listing(
-    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+    context: dg.AssetExecutionContext,
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage,
+    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
-    with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
-        stats = build_listing(trace_config.store(object_storage), staging, context.log.info)
+    with scope_context(context, trace_config, object_storage, hub) as ctx:
+        stats = list_trials(ctx)
     context.log.info(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
     return dg.MaterializeResult(
         metadata={
@@ -53,18 +58,21 @@ def raw_trial_listing(
             "bytes": size_text(stats.bytes),
             "objects_outside_trials": dg.MetadataValue.int(stats.stray_objects),
             "without_result_json": dg.MetadataValue.int(stats.unscored),
-            "path": dg.MetadataValue.path(str(staging.listing)),
+            "path": dg.MetadataValue.path(str(ctx.staging.listing)),
         }
     )
 
 
-@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=[raw_trial_listing])
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=upstream_of("scored_trials"))
 def scored_trials(
-    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+    context: dg.AssetExecutionContext,
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage,
+    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Each folder's result.json read as a TrialResult: task, reward, exception, agent, model."""
-    with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
-        stats = score_trials(trace_config.store(object_storage), staging, trace_config.batch_size, context.log.info)
+    with scope_context(context, trace_config, object_storage, hub) as ctx:
+        stats = score(ctx)
     for key, problem in sorted(stats.passed_over.items()):
         context.log.warning(f"job-level {key} passed over: {problem}")
     return dg.MaterializeResult(
@@ -73,42 +81,38 @@ def scored_trials(
             "result_json_read": dg.MetadataValue.int(stats.reread),
             "result_json_unchanged": dg.MetadataValue.int(stats.cached),
             "job_results_passed_over": dg.MetadataValue.int(len(stats.passed_over)),
-            "path": dg.MetadataValue.path(str(staging.scored)),
+            "path": dg.MetadataValue.path(str(ctx.staging.scored)),
         }
     )
 
 
-@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=[scored_trials])
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=upstream_of("last_episode_rows"))
 def last_episode_rows(
-    context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+    context: dg.AssetExecutionContext,
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage,
+    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Harbor's `export --episodes last` row for every scored trial, and a status for every folder."""
-    with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
-        coverage, stats = export_rows(
-            trace_config.store(object_storage),
-            staging,
-            trace_config.export_options(),
-            trace_config.batch_size,
-            context.log.info,
-            rows_per_part=trace_config.max_rows_per_shard,
-            sessions=trace_config.session_writer(staging),
-        )
+    with scope_context(context, trace_config, object_storage, hub) as ctx:
+        coverage, stats = export(ctx)
+        excluded = excluded_trials_metadata(ctx.staging.statuses)
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(coverage),
-            **excluded_trials_metadata(staging.statuses),
+            **excluded,
             "rows": dg.MetadataValue.int(coverage.rows),
             "subagent_rows": dg.MetadataValue.int(coverage.subagent_rows),
             "sessions": dg.MetadataValue.int(coverage.sessions),
             "sessions_skipped": counts_text(coverage.sessions_skipped),  # by reason, see SessionSkip
             "trials_read": dg.MetadataValue.int(stats.reread),
             "trials_unchanged": dg.MetadataValue.int(stats.cached),
-            "path": dg.MetadataValue.path(str(staging.rows)),
+            "path": dg.MetadataValue.path(str(ctx.staging.rows)),
         }
     )
 
 
-@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"json"}, deps=[last_episode_rows])
+@dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"json"}, deps=upstream_of("secret_scan_report"))
 def secret_scan_report(
     context: dg.AssetExecutionContext,
     trace_config: TraceAssetsConfig,
@@ -116,22 +120,12 @@ def secret_scan_report(
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
-    scope = scope_of(context)
-    with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:
-        report = scan_run(
-            staging.require_rows(),
-            scope.key,
-            trace_config.scan_options(),
-            trace_config.sessions_folder(staging),
-            context.log.info,
-            staging.scan_matches,
-        )
-        write_json_atomically(staging.scan_report, report)
-        context.log.info(f"secret scan verdict: {report['verdict']}")
-        metadata = scan_metadata(report, staging.scan_report)
-        if trace_config.scan_policy().blocking(report):
-            removed = trace_config.publish_target(object_storage, hub).publish_blocked(staging.scan_report, scope)
-            metadata[PUBLISHED_VERSION_REMOVED] = dg.MetadataValue.bool(removed)
+    with scope_context(context, trace_config, object_storage, hub) as ctx:
+        scanned = scan(ctx)
+    context.log.info(f"secret scan verdict: {scanned.report['verdict']}")
+    metadata = scan_metadata(scanned.report, ctx.staging.scan_report)
+    if scanned.published_version_removed is not None:  # blocked
+        metadata[PUBLISHED_VERSION_REMOVED] = dg.MetadataValue.bool(scanned.published_version_removed)
     return dg.MaterializeResult(metadata=metadata)
 
 
@@ -145,7 +139,7 @@ def published_shards_asset(to_hub: bool) -> dg.AssetsDefinition:
         partitions_def=trace_runs,
         group_name=GROUP,
         kinds={"parquet", "huggingface"} if to_hub else {"parquet"},
-        deps=[secret_scan_report],
+        deps=upstream_of(PUBLISH_STEP),
         pool=HUB_COMMIT_POOL if to_hub else None,
     )
     def published_shards(
@@ -173,62 +167,22 @@ def _publish_scope(
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
-    scope = scope_of(context)
-    target = trace_config.publish_target(object_storage, hub)
-    with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:
-        coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
-        report = staging.read_json(staging.scan_report, "secret_scan_report")
-        published = target.published_coverage(scope)
-        if not trace_config.allow_shrink:
-            refuse_worse_version(scope.key, coverage, published, trace_config.shrink_threshold, target.location(scope))
-        card = CardContext(
-            trace_config.card_settings(),
-            gather_facts(staging, staging.require_rows()),
-            earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
-            datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            usage_name(target.location(scope)),
-            trace_config.card_plots,
-            target.location(scope),
-        )
-        redactor = secret_redactor(
-            trace_config.scan_policy(), report, trace_config.scan_options(), staging.scan_matches
-        )
-        build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
-        try:
-            shards = build_run_folder(
-                build,
-                staging.require_rows(),
-                staging.statuses,
-                coverage,
-                report,
-                trace_config.max_rows_per_shard,
-                redactor,
-                trace_config.export_options(),
-                trace_config.sessions_folder(staging),
-                card,
-                scope.source_prefix,
-                scope.step,
-                context.log.info,
-            )
-            schema = pq.read_schema(build / shards.files[0])
-            published_to = target.publish(build, scope, context.log.info)
-        finally:
-            remove_path(build)
-    context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {published_to}")
+    with scope_context(context, trace_config, object_storage, hub) as ctx:
+        done = publish(ctx)
+    shards, redactor, to = done.shards, done.redactor, done.published_to
+    context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {to}")
     return dg.MaterializeResult(
         metadata={
-            **coverage_metadata(coverage),
-            **dataset_metadata(shards.num_examples, schema),  # the rows: dagster/row_count
+            **coverage_metadata(done.coverage),
+            **dataset_metadata(shards.num_examples, done.schema),  # the rows: dagster/row_count
             "shards": dg.MetadataValue.int(len(shards.files)),
             "download_size": size_text(shards.download_size),
             "redacted": counts_text(redactor.counts if redactor else {}),
             "private_replaced": counts_text(redactor.private_counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(
-                (redactor.published_report(report) if redactor else report)["verdict"]
+                (redactor.published_report(done.report) if redactor else done.report)["verdict"]
             ),
-            **reward_metadata(card.facts),
-            "published_to": dg.MetadataValue.url(published_to)
-            if "://" in published_to
-            else dg.MetadataValue.path(published_to),
+            **reward_metadata(done.facts),
+            "published_to": dg.MetadataValue.url(to) if "://" in to else dg.MetadataValue.path(to),
         }
     )

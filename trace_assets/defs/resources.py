@@ -15,11 +15,12 @@ import dagster as dg
 from pydantic import Field
 
 from trace_assets.defs.s3_config import S3Config
+from trace_assets.progress import Progress
 from trace_assets.publishing.hub.naming import check_repo_id_template
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target, naming_fields, publishes_to_hub
 from trace_assets.scope import RunScope, ScopeUnit
 from trace_assets.settings import ConfigError, HubRepoSettings, PipelineSettings, ProcessSettings, env_name, load
-from trace_assets.steps.sessions import SessionWriter, staged_sessions
+from trace_assets.steps.context import ScopeContext, scope_context
 from trace_assets.steps.staging import RunStaging
 from trace_assets.steps.staging_mirror import StagingMirror, staging_scratch
 from trace_assets.store.trace_store import TraceStore
@@ -119,15 +120,24 @@ class TraceAssetsConfig(dg.ConfigurableResource, PipelineSettings):
             fetch_ahead=self.fetch_ahead,
         )
 
+    def scope_context(
+        self,
+        staging: RunStaging,
+        storage: ObjectStorage,
+        hub: HuggingFaceHub,
+        progress: Progress,
+        target: PublishTarget | None = None,
+    ) -> ScopeContext:
+        """The steps' context for the scope `staging` holds (its target built when first used, or `target`)."""
+
+        def make_target() -> PublishTarget:
+            return target if target is not None else self.publish_target(storage, hub)
+
+        return scope_context(self, staging, self.store(storage), make_target, progress)
+
     def run_scopes(self, storage: ObjectStorage, run_id: str) -> list[RunScope]:
         """The run's scopes under `scope_unit`: its step folders, or the run as one."""
         return self.store(storage).scopes(run_id, ScopeUnit(self.scope_unit))
-
-    def sessions_folder(self, staging: RunStaging) -> Path | None:
-        return staged_sessions(staging) if self.sessions else None
-
-    def session_writer(self, staging: RunStaging) -> SessionWriter | None:
-        return SessionWriter(staged_sessions(staging), self.session_harness) if self.sessions else None
 
     def publish_target(self, storage: ObjectStorage, hub: HuggingFaceHub) -> PublishTarget:
         self.check_hub_names(hub)

@@ -1,0 +1,158 @@
+"""The pipeline's order, written once: the staged steps, each a function of the scope's context,
+then publishing. The assets' chain (`upstream_of`) and `--dry-run` both read `STAGED_STEPS`, so a
+new step is one entry here (and its asset)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from trace_assets.accounting import Coverage
+from trace_assets.atomic_files import remove_path, temp_sibling
+from trace_assets.publishing.card import CardContext, usage_name
+from trace_assets.publishing.card_facts import CardFacts, gather_facts
+from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
+from trace_assets.publishing.shards import ShardSet
+from trace_assets.publishing.shrink_guard import refuse_worse_version
+from trace_assets.publishing.versions import earlier_versions
+from trace_assets.steps.context import ScopeContext
+from trace_assets.steps.listing import ListingStats, build_listing
+from trace_assets.steps.rows import export_rows
+from trace_assets.steps.scan import Redactor, scan_run, secret_redactor
+from trace_assets.steps.scoring import StepStats, score_trials
+from trace_assets.steps.staging import write_json_atomically
+
+PUBLISH_STEP = "published_shards"  # `publish`, after the staged steps
+
+
+def list_trials(ctx: ScopeContext) -> ListingStats:
+    """Every trial folder of the scope, from one recursive listing."""
+    return build_listing(ctx.store, ctx.staging, ctx.progress)
+
+
+def score(ctx: ScopeContext) -> StepStats:
+    """Each folder's result.json read as a TrialResult."""
+    return score_trials(ctx.store, ctx.staging, ctx.batch_size, ctx.progress)
+
+
+def export(ctx: ScopeContext) -> tuple[Coverage, StepStats]:
+    """Harbor's rows for every scored trial, a status for every folder, and the session files."""
+    return export_rows(
+        ctx.store,
+        ctx.staging,
+        ctx.options,
+        ctx.batch_size,
+        ctx.progress,
+        rows_per_part=ctx.max_rows_per_shard,
+        sessions=ctx.session_writer(),
+    )
+
+
+class Scanned(NamedTuple):
+    """The scan's report, and for a blocked scope whether publishing its report alone removed the
+    version published before (None: not blocked)."""
+
+    report: dict[str, Any]
+    published_version_removed: bool | None
+
+
+def scan(ctx: ScopeContext) -> Scanned:
+    """The secret scan of the rows and session files, its report staged; a scope the policy blocks
+    has only that report published (a target that writes nothing skips it)."""
+    staging = ctx.staging
+    report = scan_run(
+        staging.require_rows(),
+        ctx.scope.key,
+        ctx.scan_options,
+        ctx.sessions_folder(),
+        ctx.progress,
+        staging.scan_matches,
+    )
+    write_json_atomically(staging.scan_report, report)
+    if ctx.policy.blocking(report):
+        return Scanned(report, ctx.target.publish_blocked(staging.scan_report, ctx.scope))
+    return Scanned(report, None)
+
+
+@dataclass(frozen=True)
+class Published:
+    """What `publish` put out, for the asset's metadata."""
+
+    coverage: Coverage
+    report: dict[str, Any]  # the scan report as read (the redactor says what was replaced)
+    shards: ShardSet
+    schema: pa.Schema
+    redactor: Redactor | None
+    facts: CardFacts
+    published_to: str
+
+
+def publish(ctx: ScopeContext) -> Published:
+    """The scope as a Hugging Face dataset folder, built in staging and handed to the target.
+
+    Refused (`ShrinkRefused`) when it would replace the published version with a worse one, unless
+    the context has no shrink threshold (allow_shrink).
+    """
+    scope, staging, target = ctx.scope, ctx.staging, ctx.target
+    coverage = Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
+    report = staging.read_json(staging.scan_report, "secret_scan_report")
+    published = target.published_coverage(scope)
+    if ctx.shrink_threshold is not None:
+        refuse_worse_version(scope.key, coverage, published, ctx.shrink_threshold, target.location(scope))
+    card = CardContext(
+        settings=ctx.card,
+        facts=gather_facts(staging, staging.require_rows()),
+        earlier_versions=earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
+        published_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        repo_id=usage_name(target.location(scope)),
+        plots=ctx.card_plots,
+        location=target.location(scope),
+    )
+    redactor = secret_redactor(ctx.policy, report, ctx.scan_options, staging.scan_matches)
+    build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
+    try:
+        shards = build_run_folder(
+            build,
+            staging.require_rows(),
+            staging.statuses,
+            coverage,
+            report,
+            ctx.max_rows_per_shard,
+            redactor=redactor,
+            options=ctx.options,
+            sessions=ctx.sessions_folder(),
+            card=card,
+            source_prefix=scope.source_prefix,
+            step=scope.step,
+            progress=ctx.progress,
+        )
+        schema = pq.read_schema(build / shards.files[0])
+        published_to = target.publish(build, scope, ctx.progress)
+    finally:
+        remove_path(build)
+    return Published(coverage, report, shards, schema, redactor, card.facts, published_to)
+
+
+class Step(NamedTuple):
+    name: str  # the asset's name
+    run: Callable[[ScopeContext], Any]
+
+
+STAGED_STEPS = (
+    Step("raw_trial_listing", list_trials),
+    Step("scored_trials", score),
+    Step("last_episode_rows", export),
+    Step("secret_scan_report", scan),
+)
+ORDER = (*(step.name for step in STAGED_STEPS), PUBLISH_STEP)
+
+
+def upstream_of(name: str) -> list[str]:
+    """The step before `name` in the pipeline's order (none for the first)."""
+    index = ORDER.index(name)
+    return [ORDER[index - 1]] if index else []
