@@ -147,7 +147,8 @@ _BLOCK = re.compile(r"\b(tps|fps)\s*(?::=|=)\s*(?:\[\]string\{|append\(\w+,[ \t]
 _RULE_ID = re.compile(r'RuleID:\s*"([^"]+)"')
 
 
-def _git_files(git_dir: str, prefix: str) -> list[str]:
+def git_files(git_dir: str, prefix: str) -> list[str]:
+    """The paths under `prefix` in a bare clone's HEAD."""
     out = subprocess.run(
         ["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", "HEAD", prefix],
         capture_output=True,
@@ -157,7 +158,8 @@ def _git_files(git_dir: str, prefix: str) -> list[str]:
     return out.stdout.split()
 
 
-def _show(git_dir: str, path: str) -> str:
+def git_show(git_dir: str, path: str) -> str:
+    """A file's text at a bare clone's HEAD."""
     return subprocess.run(
         ["git", "--git-dir", git_dir, "show", f"HEAD:{path}"], capture_output=True, text=True, check=True
     ).stdout
@@ -169,11 +171,11 @@ def _go_literal(token: str) -> str:
 
 def gitleaks(git_dir: str) -> list[dict]:
     records = []
-    for path in _git_files(git_dir, "cmd/generate/config/rules/"):
+    for path in git_files(git_dir, "cmd/generate/config/rules/"):
         name = Path(path).stem
         if name.endswith("_test") or not path.endswith(".go"):
             continue
-        functions = re.split(r"^func ", _show(git_dir, path), flags=re.M)[1:]
+        functions = re.split(r"^func ", git_show(git_dir, path), flags=re.M)[1:]
         rule_ids = [found.group(1) if (found := _RULE_ID.search(f)) else name for f in functions]
         for function, rule_id in zip(functions, rule_ids):
             if len(set(rule_ids)) > 1:
@@ -197,10 +199,10 @@ _TH_VAR = re.compile(r'^\s*(validPattern|invalidPattern|keyword)\s*=\s*("(?:[^"\
 
 def trufflehog(git_dir: str) -> list[dict]:
     records = []
-    for path in _git_files(git_dir, "pkg/detectors/"):
+    for path in git_files(git_dir, "pkg/detectors/"):
         if not path.endswith("_test.go") or "integration" in path:
             continue
-        found = dict((name, ast.literal_eval(value)) for name, value in _TH_VAR.findall(_show(git_dir, path)))
+        found = dict((name, ast.literal_eval(value)) for name, value in _TH_VAR.findall(git_show(git_dir, path)))
         name = path.split("/")[2]
         keyword = found.get("keyword", name)
         for key, positive in (("validPattern", True), ("invalidPattern", False)):
@@ -254,11 +256,11 @@ _NOT_FLAGGED = re.compile(r"(?:^|_)(?:not|no|false|ignore|invalid|negative|fail|
 
 def detect_secrets(git_dir: str) -> list[dict]:
     records = []
-    for path in _git_files(git_dir, "tests/plugins/"):
+    for path in git_files(git_dir, "tests/plugins/"):
         name = Path(path).stem.removesuffix("_test")
         if not path.endswith("_test.py") or name in ("base", "keyword", "high_entropy_strings"):
             continue
-        tree = ast.parse(_show(git_dir, path))
+        tree = ast.parse(git_show(git_dir, path))
         constants = {
             target.id: node.value.value
             for node in tree.body

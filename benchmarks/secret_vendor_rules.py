@@ -37,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import polars as pl  # noqa: E402
 import yaml  # noqa: E402
 
+from benchmarks.build_secret_corpus import git_files, git_show  # noqa: E402
+
 try:  # Python 3.11 names them sre_parse / sre_constants under `re._parser` / `re._constants`
     from re import _constants as re_constants  # type: ignore[attr-defined]
     from re import _parser as re_parser  # type: ignore[attr-defined]
@@ -113,26 +115,10 @@ validation and examples dropped; literals extracted for our prefilter.
 '''
 
 
-def _show(git_dir: str, path: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", git_dir, "show", f"HEAD:{path}"], capture_output=True, text=True, check=True
-    ).stdout
-
-
 def _commit(git_dir: str) -> str:
     return subprocess.run(
         ["git", "--git-dir", git_dir, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
-
-
-def _files(git_dir: str, prefix: str) -> list[str]:
-    out = subprocess.run(
-        ["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", "HEAD", prefix],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.split()
 
 
 def _context_width(regex: str) -> int | None:
@@ -281,7 +267,7 @@ _GITLEAKS_NAME_PREFIX = re.compile(r"\A(\(\?i\))?\[\\w\.-\]\{0,50\}\?")
 
 
 def gitleaks(git_dir: str) -> list[tuple[str, str, tuple[str, ...], float]]:
-    config = tomllib.loads(_show(git_dir, "config/gitleaks.toml"))
+    config = tomllib.loads(git_show(git_dir, "config/gitleaks.toml"))
     rules = []
     for rule in config["rules"]:
         if rule["id"].startswith(CLAIMED_GITLEAKS) or rule.get("secretGroup", 1) != 1 or "regex" not in rule:
@@ -296,11 +282,11 @@ def gitleaks(git_dir: str) -> list[tuple[str, str, tuple[str, ...], float]]:
 
 def kingfisher(git_dir: str) -> list[tuple[str, str, tuple[str, ...], float]]:
     rules = []
-    for path in _files(git_dir, "data/rules/"):
+    for path in git_files(git_dir, "data/rules/"):
         name = Path(path).name.removesuffix(".yml").removesuffix(".yaml")
         if name in CLAIMED_KINGFISHER or not path.endswith((".yml", ".yaml")):
             continue
-        for rule in (yaml.safe_load(_show(git_dir, path)) or {}).get("rules", []):
+        for rule in (yaml.safe_load(git_show(git_dir, path)) or {}).get("rules", []):
             if rule.get("confidence", "medium") == "low" or rule.get("visible") is False:
                 continue
             regex = _leading_flags_merged(rule["pattern"].strip())
