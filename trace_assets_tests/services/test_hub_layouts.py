@@ -17,25 +17,18 @@ import huggingface_hub.constants
 import pytest
 from huggingface_hub import DatasetCard
 
-from trace_assets.publishing.card import CardContext, CardSettings
+from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.hub import publish_run_folder
 from trace_assets.publishing.root_card import card_header
 from trace_assets.publishing.targets import HubSettings, HubTarget
 from trace_assets.scope import RunScope
 from trace_assets_tests.support.declared_configs import load_every_config, root_figures, scope_figures
 from trace_assets_tests.support.hub_server import STAND_IN_TOKEN, HubStandIn
-from trace_assets_tests.support.scopes import build_scope_folders
+from trace_assets_tests.support.scopes import SWEEP_CARD, build_scope_folders
 
 pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload raw bytes:DeprecationWarning")
 
 SWEEP = "acme/sweep"
-SETTINGS = CardSettings(
-    license="apache-2.0",
-    pretty_name="Terminal-Bench 2 traces",
-    framework="SkyRL",
-    task_source="terminal-bench 2 (tasktrove)",
-    model="Qwen/Qwen3-30B-A3B",
-)
 SEED_RUN = "tb2_qwen3_30b_a3b_20260730_053956"
 
 
@@ -55,8 +48,8 @@ def _row(card: str, scope: str) -> list[str]:
 
 def test_a_repo_per_sweep_shows_the_sweeps_card_and_loads_every_config(through_the_stand_in, tmp_path):
     hub = through_the_stand_in
-    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), SWEEP, "main", "", SETTINGS)
-    built = build_scope_folders(tmp_path, card=lambda scope: CardContext(SETTINGS, location=target.location(scope)))
+    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), SWEEP, "main", "", SWEEP_CARD)
+    built = build_scope_folders(tmp_path, card=lambda scope: CardContext(SWEEP_CARD, location=target.location(scope)))
     for scope, (folder, _) in built.items():
         target.publish(folder, scope)
     blocked = RunScope("flat")
@@ -102,7 +95,7 @@ def test_the_root_card_is_written_from_the_repos_files_after_a_lost_update(throu
     """A scope committed without the root card (a publish by an older version, or one killed
     between): the next scope's commit reads every scope folder at its parent and lists it."""
     hub = through_the_stand_in
-    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), SWEEP, "main", "", SETTINGS)
+    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), SWEEP, "main", "", SWEEP_CARD)
     built = build_scope_folders(tmp_path)
     first, second, third = built
     target.publish(built[first][0], first)
@@ -131,7 +124,7 @@ def test_a_repo_per_scope_is_named_from_the_template_and_loads_alone(through_the
     hub = through_the_stand_in
     template = "{org}/terminal_bench_2_tasktrove_dq_stack_pytest_step{step}_30b_a3b_{date}"
     settings = HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url, repo_id_template=template, org="acme")
-    target = HubTarget(settings, card=SETTINGS)
+    target = HubTarget(settings, card=SWEEP_CARD)
     built = build_scope_folders(tmp_path, runs=(SEED_RUN, "flat"))
     steps = {scope: built[scope] for scope in built if scope.step}
     for scope, (folder, _) in steps.items():

@@ -9,13 +9,22 @@ from pathlib import Path
 from benchmarks.generate_traces import generate_run
 from trace_assets.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.publishing.card import CardContext
+from trace_assets.publishing.card import CardContext, CardSettings
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
 from trace_assets.steps.sessions import staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import run_steps
+
+# A sweep card as the seeds' would read: every provenance field set.
+SWEEP_CARD = CardSettings(
+    license="apache-2.0",
+    pretty_name="Terminal-Bench 2 traces",
+    framework="SkyRL",
+    task_source="terminal-bench 2 (tasktrove)",
+    model="Qwen/Qwen3-30B-A3B",
+)
 
 
 def build_scope_folders(

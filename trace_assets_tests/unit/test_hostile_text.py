@@ -32,6 +32,18 @@ def _write(traces: Path, name: str, result: dict, message: str = "ls") -> None:
     (trial / "agent" / "trajectory.json").write_bytes(trajectory([USER, agent]))
 
 
+def _published_card(traces: Path, tmp_path: Path) -> tuple[str, str]:
+    """The run's card as published from `traces` (checked to parse as a Hub card), and its body."""
+    _, coverage, _ = run_steps(TraceStore(str(traces)), RUN, tmp_path / "staging")
+    staging = RunStaging(tmp_path / "staging", RunScope(RUN))
+    out = tmp_path / "published"
+    card = CardContext(facts=gather_facts(staging, staging.require_rows()))
+    build_run_folder(out, staging.require_rows(), staging.statuses, coverage, {"verdict": "clean"}, 100, card=card)
+    text = (out / "README.md").read_text()
+    DatasetCard(text, ignore_metadata_errors=False)
+    return text, text.split("\n---\n", 1)[1]
+
+
 def test_names_from_result_json_cannot_break_the_cards_markdown(tmp_path):
     traces = tmp_path / "traces"
     base = json.loads(result_json("x__1"))
@@ -47,15 +59,7 @@ def test_names_from_result_json_cannot_break_the_cards_markdown(tmp_path):
     for index in range(25):  # many distinct models: the card names the first 20
         model = {"agent_info": {"name": "a", "model_info": {"name": f"model-{index}"}}}
         _write(traces, f"many__{index}", {**base, "trial_name": f"many__{index}", **model})
-    _, coverage, _ = run_steps(TraceStore(str(traces)), RUN, tmp_path / "staging")
-    staging = RunStaging(tmp_path / "staging", RunScope(RUN))
-    out = tmp_path / "published"
-    card = CardContext(facts=gather_facts(staging, staging.require_rows()))
-    build_run_folder(out, staging.require_rows(), staging.statuses, coverage, {"verdict": "clean"}, 100, card=card)
-
-    text = (out / "README.md").read_text()
-    DatasetCard(text, ignore_metadata_errors=False)
-    body = text.split("\n---\n", 1)[1]
+    text, body = _published_card(traces, tmp_path)
     assert "---" not in body.splitlines() and "## Injected heading" not in body.splitlines()
     assert [line for line in body.splitlines() if line.startswith("#")][1] == "## Provenance"
     assert "`agent\\x0a## Injected heading` (1)" in text and "`m\\x0d\\x0a---\\x0alicense: x` (1)" in text
@@ -82,15 +86,7 @@ def test_the_example_row_holds_hostile_text_inside_its_block(tmp_path):
     traces = tmp_path / "traces"
     for name in ("a__1", "b__2"):  # the first row (by trial name) is the hostile one
         _write(traces, name, json.loads(result_json(name)), HOSTILE_MESSAGE if name == "a__1" else "ls")
-    _, coverage, _ = run_steps(TraceStore(str(traces)), RUN, tmp_path / "staging")
-    staging = RunStaging(tmp_path / "staging", RunScope(RUN))
-    out = tmp_path / "published"
-    card = CardContext(facts=gather_facts(staging, staging.require_rows()))
-    build_run_folder(out, staging.require_rows(), staging.statuses, coverage, {"verdict": "clean"}, 100, card=card)
-
-    text = (out / "README.md").read_text()
-    DatasetCard(text, ignore_metadata_errors=False)
-    body = text.split("\n---\n", 1)[1]
+    text, body = _published_card(traces, tmp_path)
     headings = [line for line in body.splitlines() if line.startswith("#")]
     assert "## Injected heading" not in headings and "---" not in body.splitlines()
     assert headings[headings.index("## Example row") + 1] == "## Rewards and turns"

@@ -12,22 +12,13 @@ import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from trace_assets.accounting import Coverage
-from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.publishing.root_card import ConfigNameClash, ScopeFiles, card_header, root_card, scope_keys
 from trace_assets.publishing.targets import FolderTarget, replace_folder
 from trace_assets.scope import RunScope
 from trace_assets.steps.staging import RunStaging
 from trace_assets_tests.support.helpers import load_published
-from trace_assets_tests.support.scopes import build_scope_folders
-
-SETTINGS = CardSettings(
-    license="apache-2.0",
-    pretty_name="Terminal-Bench 2 traces",
-    framework="SkyRL",
-    task_source="terminal-bench 2 (tasktrove)",
-    model="Qwen/Qwen3-30B-A3B",
-)
+from trace_assets_tests.support.scopes import SWEEP_CARD, build_scope_folders
 
 
 def _names(card: str) -> list[str]:
@@ -41,7 +32,7 @@ def _table_row(card: str, scope: str) -> list[str]:
 
 def test_a_folder_of_scopes_loads_per_scope_and_per_run(tmp_path):
     built = build_scope_folders(tmp_path)
-    target = FolderTarget(str(tmp_path / "published"), card=SETTINGS)
+    target = FolderTarget(str(tmp_path / "published"), card=SWEEP_CARD)
     threads = [threading.Thread(target=target.publish, args=(folder, scope)) for scope, (folder, _) in built.items()]
     for thread in threads:  # concurrent publishes into one root lose no scope's config
         thread.start()
@@ -86,7 +77,7 @@ def test_the_root_card_passes_the_hubs_card_checks(tmp_path):
     """What `huggingface_hub` checks of a card without the network: the header parses into
     DatasetCardData with every field the Hub reads, and the card round-trips."""
     built = build_scope_folders(tmp_path)
-    target = FolderTarget(str(tmp_path / "published"), card=SETTINGS)
+    target = FolderTarget(str(tmp_path / "published"), card=SWEEP_CARD)
     for scope, (folder, _) in built.items():
         target.publish(folder, scope)
     text = (tmp_path / "published" / "README.md").read_text()
@@ -105,7 +96,7 @@ def test_a_scope_published_before_a_crash_is_in_the_next_root_card(tmp_path):
     next publish of any scope writes the card from the folders, so the killed one's row is there."""
     built = build_scope_folders(tmp_path)
     root = tmp_path / "published"
-    target = FolderTarget(str(root), card=SETTINGS)
+    target = FolderTarget(str(root), card=SWEEP_CARD)
     first, second, third = built
     target.publish(built[first][0], first)
     coverage = json.loads((built[second][0] / "coverage.json").read_text())
@@ -122,7 +113,7 @@ def test_a_scope_published_before_a_crash_is_in_the_next_root_card(tmp_path):
 def test_a_blocked_scope_is_a_row_with_its_verdict_and_no_config(tmp_path):
     built = build_scope_folders(tmp_path)
     root = tmp_path / "published"
-    target = FolderTarget(str(root), card=SETTINGS)
+    target = FolderTarget(str(root), card=SWEEP_CARD)
     scopes = list(built)
     for scope in scopes[:2]:
         target.publish(built[scope][0], scope)
@@ -167,8 +158,8 @@ def test_session_configs_an_earlier_version_declared_leave_the_root_card():
 def test_an_owners_keys_and_tags_are_kept_and_the_settings_written():
     """An owner added a homepage and a tag of their own to the shared card."""
     existing = "---\nlicense: mit\nhomepage: https://example.org\ntags:\n- team-x\n- harbor\n---\n# ours\n"
-    merged = card_header(root_card([_scope("a"), _scope("b")], SETTINGS, existing))
-    assert _names(root_card([_scope("a"), _scope("b")], SETTINGS, existing)) == ["a", "b"]
+    merged = card_header(root_card([_scope("a"), _scope("b")], SWEEP_CARD, existing))
+    assert _names(root_card([_scope("a"), _scope("b")], SWEEP_CARD, existing)) == ["a", "b"]
     assert merged["license"] == "apache-2.0" and merged["homepage"] == "https://example.org"
     assert merged["tags"] == ["harbor", "agent-traces", "reinforcement-learning", "team-x"]
 
@@ -177,13 +168,13 @@ def test_an_owners_keys_and_tags_are_kept_and_the_settings_written():
 def test_an_existing_card_an_editor_rewrote_keeps_the_owners_keys(framing):
     existing = "---\nhomepage: https://example.org\n---\n# ours\n"
     existing = existing.replace("\n", "\r\n") if framing == "crlf" else "\ufeff" + existing
-    assert card_header(root_card([_scope("a")], SETTINGS, existing))["homepage"] == "https://example.org"
+    assert card_header(root_card([_scope("a")], SWEEP_CARD, existing))["homepage"] == "https://example.org"
 
 
 def test_the_same_folders_give_the_same_card():
     scopes = [_scope("a"), _scope("r/step-1"), _scope("r/step-2")]
-    card = root_card(scopes, SETTINGS)
-    assert root_card(list(reversed(scopes)), SETTINGS, card) == card
+    card = root_card(scopes, SWEEP_CARD)
+    assert root_card(list(reversed(scopes)), SWEEP_CARD, card) == card
     assert card.startswith("---\nlicense: apache-2.0\npretty_name: Terminal-Bench 2 traces\n")
     run = next(c for c in card_header(card)["configs"] if c["config_name"] == "r")
     assert run["data_files"] == [{"split": "train", "path": ["r/step-1/data/v/train-*", "r/step-2/data/v/train-*"]}]
