@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 OnSecret = Literal["block", "redact", "allow"]  # the same values as secret_scan.policy's, without its imports
 OnUnverified = Literal["keep", "redact", "block"]
+# What publishing does about the private categories but `operator`: `keep` (found, counted,
+# reported, published as read), `redact` (replaced by tokens), `block` (nothing but the reports).
 OnPrivate = Literal["keep", "redact", "block"]
 ScopeUnitName = Literal["step", "run"]  # a scope.ScopeUnit value: Dagster run config takes strings
 TRUE_WORDS = ("1", "true", "yes", "on")

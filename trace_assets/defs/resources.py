@@ -183,11 +183,6 @@ def config_from_env(
     return TraceAssetsConfig(**settings.model_dump())
 
 
-def sensor_interval(env: Mapping[str, str] = os.environ) -> int:
-    """Seconds between the sensor's ticks, fixed when the definitions load (Dagster takes whole seconds)."""
-    return load(ProcessSettings, env).sensor_interval_seconds
-
-
 class HuggingFaceHub(dg.ConfigurableResource):
     """Publishing to the Hub: for a publish root `hf://datasets/<org>/<name>`, or a repo per run.
 

@@ -36,10 +36,6 @@ class PrivateCategory(StrEnum):
     OPERATOR = "operator"  # always replaced, whatever `on_private` says
 
 
-# What publishing does about the categories but `operator` (`settings.OnPrivate`): `keep` (found,
-# counted, reported, published as read), `redact` (replaced by tokens), `block` (nothing but the
-# reports published).
-
 TOKEN_NAMES = {
     PrivateCategory.EMAIL: "EMAIL",
     PrivateCategory.PRIVATE_IP: "IP",
