@@ -157,12 +157,13 @@ def scan_run(
         reporter.advance(table.num_rows)
     reporter.finish()
     known = finder.seen if finder.skips else None
-    in_sessions: Found | None = {} if sessions is not None else None
-    sessions_scanned = (
-        scan_sessions(scanner, sessions, progress or quiet, known, partial(record_found, in_sessions))
-        if sessions is not None and in_sessions is not None
-        else None
-    )
+    in_sessions: Found | None = None
+    sessions_scanned = None
+    if sessions is not None:
+        in_sessions = {}
+        sessions_scanned = scan_sessions(
+            scanner, sessions, progress or quiet, known, partial(record_found, in_sessions)
+        )
     report = scanner.report()
     recorded = sum(map(len, in_rows.values())) + sum(map(len, (in_sessions or {}).values()))
     if matched is not None and recorded <= MAX_RECORDED:
