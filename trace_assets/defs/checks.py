@@ -2,7 +2,6 @@
 and (when asked) no secret sits anywhere in the raw tree."""
 
 import warnings
-from collections.abc import Iterator
 
 import dagster as dg
 
@@ -94,27 +93,33 @@ def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceA
 RAW_OBJECTS_SHOWN = 200
 
 
-RAW_TREE_SECRETS = dg.AssetCheckSpec(
-    "raw_tree_secrets",
+RAW_SCAN_OFF = "off"
+
+
+@dg.asset_check(
     asset=raw_trial_listing,
     partitions_def=trace_runs,
     description="Off unless raw_scan is set: scans every object under the scope's prefix (episode prompts and "
     "logs the rows leave out) and warns when one holds a credential the policy would block or redact in "
-    "published fields (the raw objects themselves are never redacted). Off, it is skipped.",
+    "published fields (the raw objects themselves are never redacted). Off, it reports itself skipped.",
 )
-
-
-@dg.multi_asset_check(specs=[RAW_TREE_SECRETS], can_subset=True, name=RAW_TREE_SECRETS.get_python_identifier())
 def raw_tree_secrets(
     context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
-) -> Iterator[dg.AssetCheckResult]:
-    """A check that may yield no result (`can_subset`): with the raw scan off it yields none, so
-    Dagster shows it skipped (planned, its run done without it) rather than a pass it never made."""
+) -> dg.AssetCheckResult:
+    """Off, it reports a result saying so (`raw_scan: off`, "skipped: ..."): a check that yields
+    nothing is resolved by Dagster from its run's end, skipped when the run succeeded but
+    "Execution failed" when a later step failed it (a blocked run), which this check never did."""
     if not trace_config.raw_scan:
-        context.log.info(
-            f"{RAW_TREE_SECRETS.name} skipped: the raw-tree scan is off ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan turns it on)"
+        skipped = (
+            f"skipped: the raw-tree scan is off ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan turns it on)"
         )
-        return
+        context.log.info(f"raw_tree_secrets {skipped}")
+        return dg.AssetCheckResult(
+            passed=True,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={"raw_scan": dg.MetadataValue.text(RAW_SCAN_OFF)},
+            description=skipped,
+        )
     scope = scope_of(context)
     report = raw_scan(trace_config.store(object_storage), scope, trace_config.scan_options(), context.log.info)
     with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:  # only to write
@@ -122,9 +127,7 @@ def raw_tree_secrets(
         write_json_atomically(path, report)
     flagged = trace_config.scan_policy().acted_on(report)
     found = {kind: counts for kind, counts in report["kinds"].items() if counts["matches"]}
-    yield dg.AssetCheckResult(
-        asset_key=RAW_TREE_SECRETS.asset_key,
-        check_name=RAW_TREE_SECRETS.name,
+    return dg.AssetCheckResult(
         passed=not flagged,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={

@@ -158,18 +158,23 @@ def _raw_check(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
     return check
 
 
-def test_raw_tree_scan_is_off_by_default_and_its_check_skipped(tmp_path):
-    """Off, the check claims nothing: no evaluation, so Dagster shows it skipped, not passed."""
+def test_raw_tree_scan_is_off_by_default_and_its_check_says_skipped_in_a_blocked_run_too(tmp_path):
+    """Off, the check reports "skipped" itself: left without a result, Dagster would resolve it
+    from its run's end, "Execution failed" in a run the secret scan blocked."""
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / RUN)
     _plant_in_episode_prompt(tmp_path / "traces")
+    key = dg.AssetCheckKey(raw_trial_listing.key, "raw_tree_secrets")
     with dg.instance_for_test() as instance:
-        result = _materialize(instance, tmp_path, "redact")
-        assert result.success
-        assert [e for e in result.get_asset_check_evaluations() if e.check_name == "raw_tree_secrets"] == []
-        key = dg.AssetCheckKey(raw_trial_listing.key, "raw_tree_secrets")
-        [execution] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
-        status = asyncio.run(execution.resolve_status(LoadingContextForTest(instance)))
-    assert status == AssetCheckExecutionResolvedStatus.SKIPPED  # planned, and its run succeeded without it
+        for policy, published in (("redact", True), ("block", False)):
+            result = _materialize(instance, tmp_path, policy)
+            assert result.success is published
+            check = _raw_check(result)
+            assert check.passed and check.metadata["raw_scan"].value == "off"
+            assert check.description.startswith("skipped: the raw-tree scan is off (TRACE_ASSETS_RAW_SCAN=1")
+            [execution] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+            assert execution.run_id == result.run_id
+            status = asyncio.run(execution.resolve_status(LoadingContextForTest(instance)))
+            assert status == AssetCheckExecutionResolvedStatus.SUCCEEDED, policy  # not EXECUTION_FAILED
     assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))
 
 

@@ -3,7 +3,7 @@
 Real `dagster-webserver` and `dagster-daemon` processes on the project's workspace.yaml, queued
 runs dequeued by the daemon (one published, one blocked by the secret scan), the metadata read
 back over GraphQL, and the pages a publisher opens rendered by one headless Chromium into
-screenshots, their text and layout checked: formatted figures, the raw-tree check skipped, the
+screenshots, their text and layout checked: formatted figures, the raw-tree check saying it skipped, the
 sensor's readable status, the blocked run's one-line reason, the sweep view's states within the
 page's width.
 """
@@ -125,7 +125,7 @@ class MetadataTable(HTMLParser):
 CHECK_QUERY = """
 query Checks {
   assetCheckExecutions(assetKey: {path: ["raw_trial_listing"]}, checkName: "raw_tree_secrets", limit: 10) {
-    runId status
+    runId status evaluation { description }
   }
 }
 """
@@ -245,7 +245,13 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         published_labels = {e["label"] for e in published["assetMaterializations"][0]["metadataEntries"]}
         assert {"dagster/row_count", "dagster/column_schema"} <= published_labels and "rows" not in published_labels
         checks = query(webserver.url, CHECK_QUERY)["assetCheckExecutions"]
-        assert {c["status"] for c in checks if c["runId"] == run_id} == {"SKIPPED"}, checks
+        # The raw-tree scan is off: the check says it skipped, in the published run and in the blocked
+        # one alike (never "Execution failed" for a run another check blocked).
+        ours_and_blocked = [c for c in checks if c["runId"] in (run_id, blocked_id)]
+        assert len(ours_and_blocked) == 2 and {c["status"] for c in ours_and_blocked} == {"SUCCEEDED"}, checks
+        assert all(
+            c["evaluation"]["description"].startswith("skipped: the raw-tree scan is off") for c in ours_and_blocked
+        )
 
         with headless_chromium(chromium, tmp_path / "chromium-profile") as browser:
             dom, partition_text, _ = look_at(
@@ -280,9 +286,9 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     assert not skip_reason.lstrip().startswith("{"), skip_reason
     # Its page lists the ticks (the skip reason is the tick's; the page also shows the raw cursor).
     assert "Latest tick" in sensor_text and "runs requested" in sensor_text, sensor_text[:2000]
-    # The raw-tree scan is off: its check never shows as passed (skipped in the published run, above;
-    # "Execution failed" as the latest, in the blocked run, which ended before it could be skipped).
-    assert "raw_tree_secrets" in checks_text and "Passed" not in checks_text, checks_text[:2000]
+    # The raw-tree scan is off: its check's latest result, in the blocked run, says so, not "Execution failed".
+    assert "raw_tree_secrets" in checks_text and "Execution failed" not in checks_text, checks_text[:2000]
+    assert "skipped: the raw-tree scan is off" in checks_text, checks_text[:2000]
     # The blocked run: one line, which check blocked it and why, in the runs list (the run's page
     # keeps tags behind "View tags and config").
     assert reason.startswith("blocked by check no_live_secrets on secret_scan_report: credentials found"), reason
