@@ -2,6 +2,7 @@
 and (when asked) no secret sits anywhere in the raw tree."""
 
 import warnings
+from collections.abc import Iterator
 
 import dagster as dg
 
@@ -64,30 +65,56 @@ def export_ratio_above_threshold(
     )
 
 
-@dg.asset_check(asset=secret_scan_report, blocking=True, partitions_def=trace_runs)
-def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig) -> dg.AssetCheckResult:
+def blocked_by(check_name: str, asset: str, description: str) -> str:
+    """A blocked run's one-line reason: the run's failure, its `trace_assets/failure` tag, the CLI's
+    line and the sweep view all say it so."""
+    return f"blocked by check {check_name} on {asset}: {description}"
+
+
+NO_LIVE_SECRETS = dg.AssetCheckSpec(
+    "no_live_secrets", asset=secret_scan_report, blocking=True, partitions_def=trace_runs
+)
+
+
+@dg.multi_asset_check(specs=[NO_LIVE_SECRETS], name=NO_LIVE_SECRETS.get_python_identifier())
+def no_live_secrets(
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
+) -> Iterator[dg.AssetCheckResult]:
     """Blocks publishing while the rows hold a credential the policy blocks on: live ones under
-    on_secret=block (the default), unverified ones under on_unverified=block."""
+    on_secret=block (the default), unverified ones under on_unverified=block. Blocking, it fails its
+    step with the reason as a `Failure`'s description, so the run's page shows that line first
+    rather than Dagster's "1 blocking asset check failed" and a stack trace."""
     with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:  # pulls mirrored staging
         report = staging.read_json(staging.scan_report, "secret_scan_report")
+        report_path = staging.scan_report
     policy = trace_config.scan_policy()
     blocking = policy.blocking(report)
     live = {kind: v["live"] for kind, v in report.get("kinds", {}).items() if v.get("live")}
-    return dg.AssetCheckResult(
-        passed=not blocking,
-        metadata={
-            "verdict": report["verdict"],
-            "on_secret": policy.on_secret,
-            "on_unverified": policy.on_unverified,
-            "live_by_kind": counts_text(live),
-            "blocking_by_kind": counts_text(blocking),
-        },
-        description=None
-        if not blocking
-        else f"credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(blocking.items()))}) with verdicts "
+    metadata = {
+        "verdict": report["verdict"],
+        "on_secret": policy.on_secret,
+        "on_unverified": policy.on_unverified,
+        "live_by_kind": counts_text(live),
+        "blocking_by_kind": counts_text(blocking),
+    }
+    description = (
+        f"credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(blocking.items()))}) with verdicts "
         f"{' and '.join(sorted(policy.blocked))} blocked by policy; set on_secret (live) or on_unverified to redact, "
-        "or allowlist known placeholders",
+        "or allowlist known placeholders"
     )
+    yield dg.AssetCheckResult(
+        asset_key=NO_LIVE_SECRETS.asset_key,
+        check_name=NO_LIVE_SECRETS.name,
+        passed=not blocking,
+        metadata=metadata,
+        description=description if blocking else None,
+    )
+    if blocking:
+        raise dg.Failure(
+            description=blocked_by(NO_LIVE_SECRETS.name, NO_LIVE_SECRETS.asset_key.to_user_string(), description),
+            metadata={**metadata, "scan_report": dg.MetadataValue.path(str(report_path))},
+            allow_retries=False,
+        )
 
 
 RAW_OBJECTS_SHOWN = 200

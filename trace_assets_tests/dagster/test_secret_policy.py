@@ -75,6 +75,22 @@ def test_live_key_blocks_publishing_and_only_the_report_is_written(tmp_path):
         [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
         assert not check.passed and "private_key: 2" in check.description  # in the row and in its session
         assert instance.get_latest_materialization_event(dg.AssetKey("published_shards")) is None
+        # The run's failure opens with the reason (a Failure's description), not Dagster's "1 blocking
+        # asset check failed": the UI shows the error's first line above its stack trace.
+        [failure] = [e for e in result.all_events if e.is_step_failure]
+        reason = f"blocked by check no_live_secrets on secret_scan_report: {check.description}"
+        assert failure.step_failure_data.user_failure_data.description == reason
+        assert (
+            failure.step_failure_data.error.message.splitlines()[0]
+            == f"dagster._core.definitions.events.Failure: {reason}"
+        )
+        assert failure.step_failure_data.user_failure_data.metadata["blocking_by_kind"].value.startswith(
+            "private_key: 2"
+        )
+        [run_failure] = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+        assert run_failure.dagster_event.event_specific_data.error.message.startswith(
+            "dagster._core.definitions.events.Failure: blocked by check no_live_secrets"
+        )
 
     folder = tmp_path / "published" / RUN
     assert [p.name for p in folder.iterdir()] == ["secret_scan.json"]

@@ -4,7 +4,7 @@ Real `dagster-webserver` and `dagster-daemon` processes on the project's workspa
 runs dequeued by the daemon (one published, one blocked by the secret scan), the metadata read
 back over GraphQL, and the pages a publisher opens rendered by one headless Chromium into
 screenshots, their text and layout checked: formatted figures, the raw-tree check saying it skipped, the
-sensor's readable status, the blocked run's one-line reason, the sweep view's states within the
+sensor's readable status, the blocked run's one-line reason (its tag, and first on its page), the sweep view's states within the
 page's width.
 """
 
@@ -139,6 +139,21 @@ query Ticks($sensor: SensorSelector!) {
 STOP_SENSOR = """
 mutation Stop($id: String!) { stopSensor(id: $id) { __typename ... on PythonError { message } } }
 """
+RUN_FAILURES_QUERY = """
+query Failures($runId: ID!) {
+  runOrError(runId: $runId) {
+    ... on Run {
+      eventConnection {
+        events {
+          __typename
+          ... on ExecutionStepFailureEvent { stepKey error { message } failureMetadata { metadataEntries { label } } }
+          ... on RunFailureEvent { error { message } }
+        }
+      }
+    }
+  }
+}
+"""
 RUN_TAGS_QUERY = """
 query Tags($runId: ID!) { runOrError(runId: $runId) { ... on Run { tags { key value } } } }
 """
@@ -244,6 +259,10 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         published = query(webserver.url, PUBLISHED_QUERY, {"partition": SAMPLE_RUN})["assetOrError"]
         published_labels = {e["label"] for e in published["assetMaterializations"][0]["metadataEntries"]}
         assert {"dagster/row_count", "dagster/column_schema"} <= published_labels and "rows" not in published_labels
+        run_events = query(webserver.url, RUN_FAILURES_QUERY, {"runId": blocked_id})["runOrError"]["eventConnection"]
+        failures = [
+            e for e in run_events["events"] if e["__typename"] in ("ExecutionStepFailureEvent", "RunFailureEvent")
+        ]
         checks = query(webserver.url, CHECK_QUERY)["assetCheckExecutions"]
         # The raw-tree scan is off: the check says it skipped, in the published run and in the blocked
         # one alike (never "Execution failed" for a run another check blocked).
@@ -260,6 +279,9 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
             sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
             _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, "raw_tree_secrets", shots, "checks-page")
             _, runs_text, _ = look_at(browser, f"{webserver.url}/runs", "blocked by check", shots, "runs-list")
+            _, run_text, _ = look_at(
+                browser, f"{webserver.url}/runs/{blocked_id}", "blocked by check no_live_secrets", shots, "blocked-run"
+            )
             sensor_page = f"{webserver.url}/locations/{repository['repositoryLocationName']}/sensors/{SENSOR}"
             _, sensor_text, _ = look_at(browser, sensor_page, SENSOR, shots, "sensor-page")
     ARTIFACTS.mkdir(exist_ok=True)
@@ -293,6 +315,16 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     # keeps tags behind "View tags and config").
     assert reason.startswith("blocked by check no_live_secrets on secret_scan_report: credentials found"), reason
     assert "\n" not in reason and FAILURE_TAG in runs_text, runs_text[:2000]
+    # Its own page: the step's failure and the run's open with that line (a Failure's description,
+    # after its class name), no "1 blocking asset check failed", the stack trace below it.
+    assert [e["__typename"] for e in failures] == ["ExecutionStepFailureEvent", "RunFailureEvent"], failures
+    for failure in failures:
+        first_line = failure["error"]["message"].splitlines()[0]
+        assert first_line == f"dagster._core.definitions.events.Failure: {reason}", failure
+    assert {m["label"] for m in failures[0]["failureMetadata"]["metadataEntries"]} >= {"verdict", "scan_report"}
+    assert "blocking asset check failed" not in run_text, run_text[:3000]
+    shown = run_text.index("blocked by check no_live_secrets on secret_scan_report: credentials found")
+    assert "Stack Trace" not in run_text[:shown], run_text[:3000]
 
     # The sweep view: its Markdown table rendered as a table, the scope blocked with its reason and
     # nothing shown as published (its folder holds the scan report alone), all within the page.
