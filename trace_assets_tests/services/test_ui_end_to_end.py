@@ -193,6 +193,17 @@ def look_at(browser: Browser, url: str, showing: str, out_dir: Path, name: str) 
     return browser.dom(), browser.text(), browser.too_wide()
 
 
+def skipped_tick_details(browser: Browser, out_dir: Path, tries: int = 5) -> str:
+    """The sensor page's details of the newest tick that skipped naming the scope (a tick's "0 runs
+    requested" opens them), as text; a screenshot kept."""
+    for index in range(tries):
+        if browser.click("0 runs requested", index, "Skip reason:") and f"'{SAMPLE_RUN}'" in browser.text():
+            browser.screenshot(out_dir / "sensor-tick.png")
+            return browser.text()
+        browser.evaluate("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true}))")
+    raise AssertionError(f"no skipped tick's details name {SAMPLE_RUN}: {browser.text()[:2000]}")
+
+
 def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     chromium = require_binary(CHROMIUM, "chromium")  # before the runs, not after them
     dagster_home = tmp_path / "dagster_home"
@@ -284,6 +295,7 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
             )
             sensor_page = f"{webserver.url}/locations/{repository['repositoryLocationName']}/sensors/{SENSOR}"
             _, sensor_text, _ = look_at(browser, sensor_page, SENSOR, shots, "sensor-page")
+            tick_text = skipped_tick_details(browser, shots)
     ARTIFACTS.mkdir(exist_ok=True)
     for shot in shots.iterdir():
         shutil.copyfile(shot, ARTIFACTS / shot.name)
@@ -306,8 +318,11 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     # The sensor's tick says, in words, what it found of each scope; never its cursor's JSON.
     assert skip_reason.startswith("1 scope(s)") and f"'{SAMPLE_RUN}'" in skip_reason, skip_reason
     assert not skip_reason.lstrip().startswith("{"), skip_reason
-    # Its page lists the ticks (the skip reason is the tick's; the page also shows the raw cursor).
+    # Its page lists the ticks (the page also shows the raw cursor); a tick's details show its skip
+    # reason, the same words.
     assert "Latest tick" in sensor_text and "runs requested" in sensor_text, sensor_text[:2000]
+    shown = tick_text[tick_text.index("Skip reason:") :]
+    assert "1 scope(s)" in shown and f"'{SAMPLE_RUN}'" in shown, shown[:2000]
     # The raw-tree scan is off: its check's latest result, in the blocked run, says so, not "Execution failed".
     assert "raw_tree_secrets" in checks_text and "Execution failed" not in checks_text, checks_text[:2000]
     assert "skipped: the raw-tree scan is off" in checks_text, checks_text[:2000]
