@@ -101,8 +101,19 @@ class Session:
         return "".join(json_line(line) for line in self.lines()).encode()
 
     def slotted(self) -> SlottedText:
-        """The file as its texts and the JSON around them: `SlottedText.jsonl()` is `to_jsonl()`."""
-        return slotted_jsonl(self.lines())
+        """The file as its texts and the JSON around them: `SlottedText.jsonl()` is `to_jsonl()`.
+        The same as `slotted_jsonl(self.lines())`, the messages the builder makes encoded without
+        the generic walk (`_message_skeleton`)."""
+        texts: list[str] = []
+        lines = [_line_skeleton(self.header, texts)]
+        for message in self.messages:
+            start = len(texts)
+            line = _message_skeleton(message, texts)
+            if line is None:  # a shape the builder does not make: the generic walk
+                del texts[start:]
+                line = _line_skeleton({"type": "message", "message": message}, texts)
+            lines.append(line)
+        return SlottedText("".join(f"{line}\n" for line in lines), texts)
 
 
 # Keys whose values are the format's own vocabulary, never trial text: neither scanned nor redacted.
@@ -144,6 +155,64 @@ def slotted_jsonl(lines: list[Any]) -> SlottedText:
     if skeleton.count(_SLOT_JSON) != len(texts):  # only a key or structural value holding NUL could do this
         raise ValueError("a key or structural value of the session holds a control character")
     return SlottedText(skeleton.replace(_SLOT_JSON, _SLOT), texts)
+
+
+def _line_skeleton(line: Any, texts: list[str]) -> str:
+    """One line of `slotted_jsonl`'s skeleton, its texts added to `texts`."""
+    start = len(texts)
+    encoded = json.dumps(_slotted(line, texts, None), ensure_ascii=False, allow_nan=False)
+    if encoded.count(_SLOT_JSON) != len(texts) - start:  # only a key or structural value holding NUL could do this
+        raise ValueError("a key or structural value of the session holds a control character")
+    return encoded.replace(_SLOT_JSON, _SLOT)
+
+
+# The keys `_MessageBuilder` gives a message, as json.dumps writes them (plain ASCII: no escape).
+_MESSAGE_KEYS = {
+    name: f'"{name}": '
+    for name in ("role", "content", "reasoningContent", "toolCalls", "toolCallId", "timestamp", "model")
+}
+_MESSAGE_LINE = '{{"type": "message", "message": {{{}}}}}'
+_TOOL_CALL = f'{{"id": {_SLOT}, "function": {{"name": {_SLOT}, "arguments": {_SLOT}}}}}'
+
+
+def _message_skeleton(message: dict[str, Any], texts: list[str]) -> str | None:
+    """A message line of the skeleton written directly, as json.dumps writes the slotted line
+    (`", "` and `": "` separators): the builder's keys, with string, int and tool call values.
+    None, with `texts` possibly grown, for any other shape, which the generic walk takes."""
+    parts = []
+    for name, value in message.items():
+        key = _MESSAGE_KEYS.get(name) if type(name) is str else None
+        kind = type(value)
+        if key is None:
+            return None
+        if kind is str:
+            if name in STRUCTURAL_KEYS:
+                if _SLOT in value or _LINE in value:
+                    raise ValueError(f"structural value {value!r} holds a NUL character")
+                parts.append(key + encode_json_string(value))
+            else:
+                texts.append(value)
+                parts.append(key + _SLOT)
+        elif kind is int:
+            parts.append(key + int.__repr__(value))
+        elif kind is list and name == "toolCalls":
+            calls = []
+            for call in value:
+                function = call.get("function") if type(call) is dict else None
+                if type(function) is not dict or list(call) != ["id", "function"] or list(function) != _FUNCTION_KEYS:
+                    return None
+                call_texts = [call["id"], function["name"], function["arguments"]]
+                if any(type(text) is not str for text in call_texts):
+                    return None
+                texts += call_texts
+                calls.append(_TOOL_CALL)
+            parts.append(f"{key}[{', '.join(calls)}]")
+        else:
+            return None
+    return _MESSAGE_LINE.format(", ".join(parts))
+
+
+_FUNCTION_KEYS = ["name", "arguments"]
 
 
 def _slotted(value: Any, texts: list[str], key: Any) -> Any:

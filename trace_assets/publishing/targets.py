@@ -35,10 +35,10 @@ from trace_assets.atomic_files import (
     TEMP_MARK,
     copy_atomically,
     fsync_parents,
-    fsync_tree,
     is_leftover,
     make_parents,
     remove_path,
+    sync_tree,
     temp_sibling,
 )
 from trace_assets.harbor.sessions import SESSIONS_DIR
@@ -508,10 +508,10 @@ def move_into_place(source: Path, destination: Path) -> None:
     """A folder the target lacks appears there whole, with everything in it: one rename on the
     same file system, else a copy into a hidden temp sibling renamed into place (a killed copy's
     temp is a leftover the next publish removes). The local build folder loses it. Every file and
-    folder in it is fsynced before the rename, the folders holding the new name after it."""
+    folder in it is on disk before the rename (`sync_tree`), the folders holding the new name after it."""
     created = make_parents(destination)
     if source.stat().st_dev == destination.parent.stat().st_dev:
-        fsync_tree(source)
+        sync_tree(source)
         try:
             os.rename(source, destination)
             fsync_parents(destination, created)
@@ -522,7 +522,7 @@ def move_into_place(source: Path, destination: Path) -> None:
     temp = temp_sibling(destination)
     try:
         shutil.copytree(source, temp)
-        fsync_tree(temp)
+        sync_tree(temp)
         os.rename(temp, destination)
     except BaseException:
         remove_path(temp)

@@ -1,7 +1,9 @@
-"""Published local files are durable (issue 26 item 6): each file is fsynced before the rename that
+"""Published local files are durable (issue 26 item 6): each file is on disk before the rename that
 makes it visible and its folder after, so after a power loss a renamed card or shard is never empty.
-os.fsync is wrapped with a recorder: which file or folder (by inode, and path at the time) each
-call flushed, in order with the renames."""
+A single file is fsynced; a folder moved into place whole is flushed by one syncfs of its file
+system (issue 21), or, without syncfs, file by file. os.fsync and the syncfs call are wrapped with a
+recorder: which file or folder (by inode, and path at the time) each call flushed, in order with
+the renames."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from trace_assets import atomic_files
 from trace_assets.atomic_files import TEMP_MARK, copy_atomically
 from trace_assets.publishing import targets
 from trace_assets.publishing.targets import FolderTarget, move_into_place
@@ -19,13 +22,17 @@ from trace_assets.scope import RunScope
 
 @pytest.fixture
 def recorded(monkeypatch) -> list[tuple[str, str, int]]:
-    """(`fsync`, path, inode) per fsync and (`rename`, destination, inode) per rename, in order."""
+    """(`fsync` or `syncfs`, path, inode) per flush and (`rename`, destination, inode) per rename, in order."""
     events: list[tuple[str, str, int]] = []
-    fsync, replace, rename = os.fsync, os.replace, os.rename
+    fsync, syncfs, replace, rename = os.fsync, atomic_files._SYNCFS, os.replace, os.rename
 
     def recording_fsync(fd: int) -> None:
         events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_ino))
         fsync(fd)
+
+    def recording_syncfs(fd: int) -> int:
+        events.append(("syncfs", os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_ino))
+        return syncfs(fd)  # type: ignore[misc]
 
     def renaming(real):
         def wrapper(source, destination, *args, **kwargs):
@@ -36,6 +43,8 @@ def recorded(monkeypatch) -> list[tuple[str, str, int]]:
         return wrapper
 
     monkeypatch.setattr(os, "fsync", recording_fsync)
+    if syncfs is not None:
+        monkeypatch.setattr(atomic_files, "_SYNCFS", recording_syncfs)
     monkeypatch.setattr(os, "replace", renaming(replace))
     monkeypatch.setattr(os, "rename", renaming(rename))
     return events
@@ -59,7 +68,20 @@ def test_a_copied_file_is_fsynced_then_renamed_then_its_folder(tmp_path, recorde
     assert [p for _, p, _ in recorded[2:]] == [str(path.parent), str(tmp_path / "published"), str(tmp_path)]
 
 
-def test_a_moved_folder_is_fsynced_whole_before_its_rename(tmp_path, recorded):
+def _flushed_before(events, index: int, inodes: set[int], folder_inode: int) -> bool:
+    """Every inode is on disk before event `index`: one syncfs of the folder, or a fsync each."""
+    before = events[:index]
+    return ("syncfs", folder_inode) in [(kind, inode) for kind, _, inode in before] or {
+        inode for kind, _, inode in before if kind == "fsync"
+    } >= inodes
+
+
+@pytest.mark.parametrize("has_syncfs", [True, False])
+def test_a_moved_folder_is_flushed_whole_before_its_rename(tmp_path, recorded, monkeypatch, has_syncfs):
+    if not has_syncfs:  # a C library without syncfs: a fsync per file and folder
+        monkeypatch.setattr(atomic_files, "_SYNCFS", None)
+    elif atomic_files._SYNCFS is None:
+        pytest.skip("this C library has no syncfs")
     source = tmp_path / "build" / "data" / "v1"
     for name in ("train-00000-of-00002.parquet", "train-00001-of-00002.parquet", "deeper/x.jsonl"):
         (source / name).parent.mkdir(parents=True, exist_ok=True)
@@ -69,12 +91,16 @@ def test_a_moved_folder_is_fsynced_whole_before_its_rename(tmp_path, recorded):
     (tmp_path / "published").mkdir()
     move_into_place(source, destination)
     renamed = _index(recorded, "rename", destination)
-    assert {inode for kind, _, inode in recorded[:renamed] if kind == "fsync"} == inodes
+    flushes = [(kind, inode) for kind, _, inode in recorded[:renamed]]
+    if has_syncfs:
+        assert flushes == [("syncfs", destination.stat().st_ino)]  # one call for the whole folder
+    else:
+        assert {inode for kind, inode in flushes if kind == "fsync"} == inodes
     after = [path for kind, path, _ in recorded[renamed + 1 :] if kind == "fsync"]
     assert after == [str(destination.parent), str(tmp_path / "published")]  # `data/` was made: its folder too
 
 
-def test_a_folder_copied_across_file_systems_is_fsynced_before_its_rename(tmp_path, recorded, monkeypatch):
+def test_a_folder_copied_across_file_systems_is_flushed_before_its_rename(tmp_path, recorded, monkeypatch):
     source = tmp_path / "build" / "v1"
     source.mkdir(parents=True)
     (source / "a.parquet").write_bytes(b"shard")
@@ -90,11 +116,11 @@ def test_a_folder_copied_across_file_systems_is_fsynced_before_its_rename(tmp_pa
     move_into_place(source, destination)
     renamed = _index(recorded, "rename", destination)
     inode = (destination / "a.parquet").stat().st_ino  # the copy's
-    assert ("fsync", inode) in [(kind, i) for kind, _, i in recorded[:renamed]]
+    assert _flushed_before(recorded, renamed, {inode}, destination.stat().st_ino)
     assert recorded[renamed + 1][:2] == ("fsync", str(destination.parent))
 
 
-def test_every_file_and_folder_of_a_local_publish_is_fsynced(tmp_path, recorded):
+def test_every_file_and_folder_of_a_local_publish_is_flushed(tmp_path, recorded):
     build = tmp_path / "build"
     files = {
         "README.md": "card",
@@ -112,7 +138,12 @@ def test_every_file_and_folder_of_a_local_publish_is_fsynced(tmp_path, recorded)
     published = [scope / name for name in files] + [root / "README.md"]  # the root card too
     folders = [scope, scope / "data", scope / "data" / "v1", scope / "sessions", scope / "sessions" / "v1"]
     fsynced = {inode for kind, _, inode in recorded if kind == "fsync"}
-    assert all(path.stat().st_ino in fsynced for path in published + folders)
+    moved = {scope / "data" / "v1": published[2:3], scope / "sessions" / "v1": published[4:5]}
+    for folder, inside in moved.items():  # went in whole: flushed before their rename
+        renamed = _index(recorded, "rename", folder)
+        assert _flushed_before(recorded, renamed, {p.stat().st_ino for p in [folder, *inside]}, folder.stat().st_ino)
+    others = [path for path in published + folders if path not in {*moved, *published[2:3], *published[4:5]}]
+    assert all(path.stat().st_ino in fsynced for path in others)
     # the cards: the file flushed before its rename, the scope's folder after it
     for card in (scope / "README.md", scope / "sessions" / "README.md"):
         renamed = _index(recorded, "rename", card)

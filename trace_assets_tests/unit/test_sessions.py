@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 import string
 import zlib
@@ -21,12 +22,14 @@ from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.sessions import (
     SESSIONS_DIR,
     Role,
+    Session,
     SessionSkip,
     _MessageBuilder,
     arguments_json,
     epoch_ms,
     file_stem,
     session_path,
+    slotted_jsonl,
     trial_sessions,
 )
 from trace_assets.harbor.trajectory import parse_trajectory
@@ -624,3 +627,93 @@ def test_a_refused_trial_counts_each_of_its_sessions(tmp_path: Path) -> None:
     assert [s.reason for s in refused] == [SessionSkip.PATH_TAKEN] * 2
     counts = writer.close()
     assert (counts.sessions, counts.subagent_sessions, counts.skipped) == (2, 1, {"session_path_taken": 2})
+
+
+_ALL_CODE_POINTS = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain",
+        "",
+        'quotes " and \\ backslashes, \x00 NUL, \x01, \x1f, \x7f, \t\n\r\b\f',
+        "line breaks \x85 \u2028 \u2029 inside, é ü 日本 \U0001f600",
+        _ALL_CODE_POINTS,
+    ],
+)
+def test_a_slotted_session_writes_the_bytes_of_its_json(text):
+    """Session files are written from their staged form (`SlottedText`): byte for byte what
+    `json.dumps` writes, for every code point, with any text replaced."""
+    header = {"type": "session", "harness": "terminus-2", "id": text, "reward": math.nan, "steps": 2, "n": None}
+    messages = [
+        {"role": "user", "content": text, "timestamp": 1},
+        {
+            "role": "assistant",
+            "content": "x",
+            "toolCalls": [{"id": "c", "function": {"name": text, "arguments": "{}"}}],
+        },
+        {"role": "tool", "content": text[::-1], "toolCallId": "c"},
+    ]
+    session = Session("sessions/ab/t.jsonl", header, messages)
+    slotted = session.slotted()
+    assert slotted.jsonl().encode() == session.to_jsonl()
+    replaced = [f"[{i}]{text}" for i in range(len(slotted.texts))]
+    lines = [json.loads(line) for line in slotted.jsonl(replaced).splitlines()]
+    assert slotted_jsonl(lines).texts == replaced
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    kinds = ["text", "int", "float", "none", "bool"] + (["list", "dict"] if depth < 2 else [])
+    kind = rng.choice(kinds)
+    if kind == "text":
+        return rng.choice(["", "x", 'q"\\\n\u2028é', "\x00nul", "\x01"])
+    if kind == "int":
+        return rng.choice([0, -3, 2**70])
+    if kind == "float":
+        return rng.choice([0.5, math.nan, math.inf, 1e16])
+    if kind == "none":
+        return None
+    if kind == "bool":
+        return rng.choice([True, False])
+    if kind == "list":
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {
+        rng.choice(["role", "content", "id", "function", "name", "arguments", "type", 7]): _random_value(rng, depth + 1)
+    }
+
+
+def _random_message(rng: random.Random) -> dict[str, Any]:
+    """The builder's messages, and now and then a shape it never makes."""
+    message: dict[str, Any] = {"role": rng.choice(["user", "assistant", "tool", "system"]), "content": "c\u2029"}
+    for name in ("reasoningContent", "toolCallId", "model"):
+        if rng.random() < 0.3:
+            message[name] = rng.choice(["r", "é\x00", ""])
+    if rng.random() < 0.4:
+        message["toolCalls"] = [
+            {"id": f"call_{i}", "function": {"name": "bash", "arguments": '{"k": "\\u0000"}'}}
+            for i in range(rng.randint(0, 3))
+        ]
+        if rng.random() < 0.3:
+            message["toolCalls"].append(_random_value(rng))
+    if rng.random() < 0.5:
+        message["timestamp"] = rng.choice([1_700_000_000_000, 0, True])
+    if rng.random() < 0.2:
+        message[rng.choice(["extra", "role", "timestamp", "content"])] = _random_value(rng)
+    return message
+
+
+def test_slotted_messages_match_the_generic_walk():
+    """`Session.slotted` writes the builder's messages without the generic walk: the same skeleton
+    and texts as `slotted_jsonl` for the builder's shapes and any other, or the same refusal."""
+    rng = random.Random(21)
+    for _ in range(2000):
+        header = {"type": "session", "harness": "h", "reward": rng.choice([1.0, math.nan]), "id": "t"}
+        session = Session("sessions/ab/t.jsonl", header, [_random_message(rng) for _ in range(rng.randint(0, 5))])
+        try:
+            expected = slotted_jsonl(session.lines())
+        except ValueError as err:
+            with pytest.raises(ValueError, match=re.escape(str(err))):
+                session.slotted()
+            continue
+        assert session.slotted() == expected
