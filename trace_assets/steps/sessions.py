@@ -317,13 +317,13 @@ def iter_staged(folder: Path, batch_sessions: int = SCAN_BATCH_SESSIONS) -> Iter
     if not wanted or not store.is_file():
         return
     parquet = pq.ParquetFile(store, pre_buffer=False)
-    wanted_paths = pa.array(sorted(wanted), pa.string())
     pending: list[pa.Table] = []
     held = 0
     for group in range(parquet.metadata.num_row_groups):
         table = parquet.read_row_group(group, use_threads=False)
-        keep = pc.is_in(table.column("path"), value_set=wanted_paths)
-        table = table.filter(keep)
+        keep = [path in wanted for path in table.column("path").to_pylist()]  # a set: no hash table per group
+        if not all(keep):
+            table = table.filter(pa.array(keep, pa.bool_()))
         offset = 0
         while offset < table.num_rows:
             piece = table.slice(offset, batch_sessions - held)
