@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     import dagster as dg
 
 PREFIX = "[trace-assets]"
-SKIPPED_CHECK_NOTE = "did not yield or return expected outputs"  # Dagster's, on raw_tree_secrets when off
 
 
 def say(message: str) -> None:
@@ -49,12 +48,11 @@ class _OneLine(logging.Formatter):
 
 
 class _StepMessagesOnly(logging.Filter):
-    """Without -v: the steps' own log lines, not Dagster's events (the CLI says how a run ended), nor
-    its note on a check that yielded no result (a skipped check says why itself)."""
+    """Without -v: the steps' own log lines, not Dagster's events (the CLI says how a run ended)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         meta = getattr(record, "dagster_meta", {}) or {}
-        return meta.get("dagster_event") is None and SKIPPED_CHECK_NOTE not in str(meta.get("orig_message", ""))
+        return meta.get("dagster_event") is None
 
 
 def _quiet(logger_def: dg.LoggerDefinition) -> dg.LoggerDefinition:

@@ -137,14 +137,14 @@ def _result_line(
 def _failure_reason(result: dg.ExecuteInProcessResult, unblocking: str = "") -> str:
     """The first failed step's error, or the blocking check that stopped the run (the secret scan's
     with `unblocking`, what lifts it)."""
-    from trace_assets.defs.checks import no_live_secrets
+    from trace_assets.defs.checks import blocked_by, no_live_secrets
 
     for evaluation in result.get_asset_check_evaluations():
         if not evaluation.passed and evaluation.blocking:
             detail = evaluation.description or "failed"
             if unblocking and evaluation.asset_check_key in no_live_secrets.check_keys:
                 detail += f"; {unblocking}"
-            return f"blocked by check {evaluation.check_name} on {evaluation.asset_key.to_user_string()}: {detail}"
+            return blocked_by(evaluation.check_name, evaluation.asset_key.to_user_string(), detail)
     for event in result.all_events:
         if event.is_step_failure:
             error = event.step_failure_data.error

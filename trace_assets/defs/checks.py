@@ -65,56 +65,88 @@ def export_ratio_above_threshold(
     )
 
 
-@dg.asset_check(asset=secret_scan_report, blocking=True, partitions_def=trace_runs)
-def no_live_secrets(context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig) -> dg.AssetCheckResult:
+def blocked_by(check_name: str, asset: str, description: str) -> str:
+    """A blocked run's one-line reason: the run's failure, its `trace_assets/failure` tag, the CLI's
+    line and the sweep view all say it so."""
+    return f"blocked by check {check_name} on {asset}: {description}"
+
+
+NO_LIVE_SECRETS = dg.AssetCheckSpec(
+    "no_live_secrets", asset=secret_scan_report, blocking=True, partitions_def=trace_runs
+)
+
+
+@dg.multi_asset_check(specs=[NO_LIVE_SECRETS], name=NO_LIVE_SECRETS.get_python_identifier())
+def no_live_secrets(
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
+) -> Iterator[dg.AssetCheckResult]:
     """Blocks publishing while the rows hold a credential the policy blocks on: live ones under
-    on_secret=block (the default), unverified ones under on_unverified=block."""
+    on_secret=block (the default), unverified ones under on_unverified=block. Blocking, it fails its
+    step with the reason as a `Failure`'s description, so the run's page shows that line first
+    rather than Dagster's "1 blocking asset check failed" and a stack trace."""
     with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:  # pulls mirrored staging
         report = staging.read_json(staging.scan_report, "secret_scan_report")
+        report_path = staging.scan_report
     policy = trace_config.scan_policy()
     blocking = policy.blocking(report)
     live = {kind: v["live"] for kind, v in report.get("kinds", {}).items() if v.get("live")}
-    return dg.AssetCheckResult(
-        passed=not blocking,
-        metadata={
-            "verdict": report["verdict"],
-            "on_secret": policy.on_secret,
-            "on_unverified": policy.on_unverified,
-            "live_by_kind": counts_text(live),
-            "blocking_by_kind": counts_text(blocking),
-        },
-        description=None
-        if not blocking
-        else f"credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(blocking.items()))}) with verdicts "
+    metadata = {
+        "verdict": report["verdict"],
+        "on_secret": policy.on_secret,
+        "on_unverified": policy.on_unverified,
+        "live_by_kind": counts_text(live),
+        "blocking_by_kind": counts_text(blocking),
+    }
+    description = (
+        f"credentials found ({', '.join(f'{k}: {n}' for k, n in sorted(blocking.items()))}) with verdicts "
         f"{' and '.join(sorted(policy.blocked))} blocked by policy; set on_secret (live) or on_unverified to redact, "
-        "or allowlist known placeholders",
+        "or allowlist known placeholders"
     )
+    yield dg.AssetCheckResult(
+        asset_key=NO_LIVE_SECRETS.asset_key,
+        check_name=NO_LIVE_SECRETS.name,
+        passed=not blocking,
+        metadata=metadata,
+        description=description if blocking else None,
+    )
+    if blocking:
+        raise dg.Failure(
+            description=blocked_by(NO_LIVE_SECRETS.name, NO_LIVE_SECRETS.asset_key.to_user_string(), description),
+            metadata={**metadata, "scan_report": dg.MetadataValue.path(str(report_path))},
+            allow_retries=False,
+        )
 
 
 RAW_OBJECTS_SHOWN = 200
 
 
-RAW_TREE_SECRETS = dg.AssetCheckSpec(
-    "raw_tree_secrets",
+RAW_SCAN_OFF = "off"
+
+
+@dg.asset_check(
     asset=raw_trial_listing,
     partitions_def=trace_runs,
     description="Off unless raw_scan is set: scans every object under the scope's prefix (episode prompts and "
     "logs the rows leave out) and warns when one holds a credential the policy would block or redact in "
-    "published fields (the raw objects themselves are never redacted). Off, it is skipped.",
+    "published fields (the raw objects themselves are never redacted). Off, it reports itself skipped.",
 )
-
-
-@dg.multi_asset_check(specs=[RAW_TREE_SECRETS], can_subset=True, name=RAW_TREE_SECRETS.get_python_identifier())
 def raw_tree_secrets(
     context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
-) -> Iterator[dg.AssetCheckResult]:
-    """A check that may yield no result (`can_subset`): with the raw scan off it yields none, so
-    Dagster shows it skipped (planned, its run done without it) rather than a pass it never made."""
+) -> dg.AssetCheckResult:
+    """Off, it reports a result saying so (`raw_scan: off`, "skipped: ..."): a check that yields
+    nothing is resolved by Dagster from its run's end, skipped when the run succeeded but
+    "Execution failed" when a later step failed it (a blocked run), which this check never did."""
     if not trace_config.raw_scan:
-        context.log.info(
-            f"{RAW_TREE_SECRETS.name} skipped: the raw-tree scan is off ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan turns it on)"
+        skipped = (
+            f"skipped: the raw-tree scan is off ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan turns it on)"
         )
-        return
+        context.log.info(f"raw_tree_secrets {skipped}")
+        return dg.AssetCheckResult(
+            passed=True,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={"raw_scan": dg.MetadataValue.text(RAW_SCAN_OFF)},
+            description=skipped,
+        )
     scope = scope_of(context)
     report = raw_scan(trace_config.store(object_storage), scope, trace_config.scan_options(), context.log.info)
     with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:  # only to write
@@ -122,9 +154,7 @@ def raw_tree_secrets(
         write_json_atomically(path, report)
     flagged = trace_config.scan_policy().acted_on(report)
     found = {kind: counts for kind, counts in report["kinds"].items() if counts["matches"]}
-    yield dg.AssetCheckResult(
-        asset_key=RAW_TREE_SECRETS.asset_key,
-        check_name=RAW_TREE_SECRETS.name,
+    return dg.AssetCheckResult(
         passed=not flagged,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={

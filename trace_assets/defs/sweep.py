@@ -16,6 +16,7 @@ from typing import Any
 import dagster as dg
 
 from trace_assets.defs.assets import published_shards, secret_scan_report
+from trace_assets.defs.checks import blocked_by
 from trace_assets.defs.metadata import PUBLISHED_VERSION_REMOVED
 from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
@@ -100,8 +101,10 @@ def failure_of(instance: dg.DagsterInstance, run_id: str) -> tuple[ScopeState, s
     for event in events:
         evaluation = event.event_specific_data
         if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed and evaluation.blocking:
-            where = f"{evaluation.check_name} on {evaluation.asset_key.to_user_string()}"
-            return ScopeState.BLOCKED, f"blocked by check {where}: {_one_line(evaluation.description or 'failed')}"
+            description = _one_line(evaluation.description or "failed")
+            return ScopeState.BLOCKED, blocked_by(
+                evaluation.check_name, evaluation.asset_key.to_user_string(), description
+            )
     for event in events:
         if event.is_step_failure:
             data = event.step_failure_data

@@ -13,13 +13,13 @@ from collections.abc import Collection, Iterable
 
 import polars as pl
 
-from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.privacy import PrivacyFinder, PrivateCategory, Tokens
 from trace_assets.secret_scan.scanner import (
     PLAIN_TEXT_COLUMNS,
     Judge,
     Replaceable,
     ScanOptions,
+    compiled_finder,
     has_conversations,
     judged_matches,
     replaceables,
@@ -31,7 +31,7 @@ DEFAULT_REDACTED = frozenset({Verdict.LIVE, Verdict.UNVERIFIED})
 
 
 class Redaction:
-    """Reusable across batches: the kinds are compiled and verdicts cached once."""
+    """Reusable across batches: verdicts are cached once (the kinds are compiled once a process)."""
 
     def __init__(
         self,
@@ -41,7 +41,7 @@ class Redaction:
     ) -> None:
         self.verdicts = frozenset(verdicts)
         self.private = frozenset(private) if options.privacy is not None else frozenset()
-        self._finder = Finder(options.kinds, options.wrap_width)
+        self._finder = compiled_finder(options)
         self._judge = Judge(options.allowlist)
         self._privacy = PrivacyFinder(options.privacy, self.private)
         self._tokens = Tokens()  # one scope's: rows and session files alike

@@ -75,6 +75,22 @@ def test_live_key_blocks_publishing_and_only_the_report_is_written(tmp_path):
         [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
         assert not check.passed and "private_key: 2" in check.description  # in the row and in its session
         assert instance.get_latest_materialization_event(dg.AssetKey("published_shards")) is None
+        # The run's failure opens with the reason (a Failure's description), not Dagster's "1 blocking
+        # asset check failed": the UI shows the error's first line above its stack trace.
+        [failure] = [e for e in result.all_events if e.is_step_failure]
+        reason = f"blocked by check no_live_secrets on secret_scan_report: {check.description}"
+        assert failure.step_failure_data.user_failure_data.description == reason
+        assert (
+            failure.step_failure_data.error.message.splitlines()[0]
+            == f"dagster._core.definitions.events.Failure: {reason}"
+        )
+        assert failure.step_failure_data.user_failure_data.metadata["blocking_by_kind"].value.startswith(
+            "private_key: 2"
+        )
+        [run_failure] = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+        assert run_failure.dagster_event.event_specific_data.error.message.startswith(
+            "dagster._core.definitions.events.Failure: blocked by check no_live_secrets"
+        )
 
     folder = tmp_path / "published" / RUN
     assert [p.name for p in folder.iterdir()] == ["secret_scan.json"]
@@ -158,18 +174,23 @@ def _raw_check(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
     return check
 
 
-def test_raw_tree_scan_is_off_by_default_and_its_check_skipped(tmp_path):
-    """Off, the check claims nothing: no evaluation, so Dagster shows it skipped, not passed."""
+def test_raw_tree_scan_is_off_by_default_and_its_check_says_skipped_in_a_blocked_run_too(tmp_path):
+    """Off, the check reports "skipped" itself: left without a result, Dagster would resolve it
+    from its run's end, "Execution failed" in a run the secret scan blocked."""
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / RUN)
     _plant_in_episode_prompt(tmp_path / "traces")
+    key = dg.AssetCheckKey(raw_trial_listing.key, "raw_tree_secrets")
     with dg.instance_for_test() as instance:
-        result = _materialize(instance, tmp_path, "redact")
-        assert result.success
-        assert [e for e in result.get_asset_check_evaluations() if e.check_name == "raw_tree_secrets"] == []
-        key = dg.AssetCheckKey(raw_trial_listing.key, "raw_tree_secrets")
-        [execution] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
-        status = asyncio.run(execution.resolve_status(LoadingContextForTest(instance)))
-    assert status == AssetCheckExecutionResolvedStatus.SKIPPED  # planned, and its run succeeded without it
+        for policy, published in (("redact", True), ("block", False)):
+            result = _materialize(instance, tmp_path, policy)
+            assert result.success is published
+            check = _raw_check(result)
+            assert check.passed and check.metadata["raw_scan"].value == "off"
+            assert check.description.startswith("skipped: the raw-tree scan is off (TRACE_ASSETS_RAW_SCAN=1")
+            [execution] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+            assert execution.run_id == result.run_id
+            status = asyncio.run(execution.resolve_status(LoadingContextForTest(instance)))
+            assert status == AssetCheckExecutionResolvedStatus.SUCCEEDED, policy  # not EXECUTION_FAILED
     assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))
 
 

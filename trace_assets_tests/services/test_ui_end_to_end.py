@@ -3,8 +3,8 @@
 Real `dagster-webserver` and `dagster-daemon` processes on the project's workspace.yaml, queued
 runs dequeued by the daemon (one published, one blocked by the secret scan), the metadata read
 back over GraphQL, and the pages a publisher opens rendered by one headless Chromium into
-screenshots, their text and layout checked: formatted figures, the raw-tree check skipped, the
-sensor's readable status, the blocked run's one-line reason, the sweep view's states within the
+screenshots, their text and layout checked: formatted figures, the raw-tree check saying it skipped, the
+sensor's readable status, the blocked run's one-line reason (its tag, and first on its page), the sweep view's states within the
 page's width.
 """
 
@@ -125,7 +125,7 @@ class MetadataTable(HTMLParser):
 CHECK_QUERY = """
 query Checks {
   assetCheckExecutions(assetKey: {path: ["raw_trial_listing"]}, checkName: "raw_tree_secrets", limit: 10) {
-    runId status
+    runId status evaluation { description }
   }
 }
 """
@@ -138,6 +138,21 @@ query Ticks($sensor: SensorSelector!) {
 """
 STOP_SENSOR = """
 mutation Stop($id: String!) { stopSensor(id: $id) { __typename ... on PythonError { message } } }
+"""
+RUN_FAILURES_QUERY = """
+query Failures($runId: ID!) {
+  runOrError(runId: $runId) {
+    ... on Run {
+      eventConnection {
+        events {
+          __typename
+          ... on ExecutionStepFailureEvent { stepKey error { message } failureMetadata { metadataEntries { label } } }
+          ... on RunFailureEvent { error { message } }
+        }
+      }
+    }
+  }
+}
 """
 RUN_TAGS_QUERY = """
 query Tags($runId: ID!) { runOrError(runId: $runId) { ... on Run { tags { key value } } } }
@@ -176,6 +191,17 @@ def look_at(browser: Browser, url: str, showing: str, out_dir: Path, name: str) 
     browser.open(url, showing)
     browser.screenshot(out_dir / f"{name}.png")
     return browser.dom(), browser.text(), browser.too_wide()
+
+
+def skipped_tick_details(browser: Browser, out_dir: Path, tries: int = 5) -> str:
+    """The sensor page's details of the newest tick that skipped naming the scope (a tick's "0 runs
+    requested" opens them), as text; a screenshot kept."""
+    for index in range(tries):
+        if browser.click("0 runs requested", index, "Skip reason:") and f"'{SAMPLE_RUN}'" in browser.text():
+            browser.screenshot(out_dir / "sensor-tick.png")
+            return browser.text()
+        browser.evaluate("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true}))")
+    raise AssertionError(f"no skipped tick's details name {SAMPLE_RUN}: {browser.text()[:2000]}")
 
 
 def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
@@ -244,8 +270,18 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         published = query(webserver.url, PUBLISHED_QUERY, {"partition": SAMPLE_RUN})["assetOrError"]
         published_labels = {e["label"] for e in published["assetMaterializations"][0]["metadataEntries"]}
         assert {"dagster/row_count", "dagster/column_schema"} <= published_labels and "rows" not in published_labels
+        run_events = query(webserver.url, RUN_FAILURES_QUERY, {"runId": blocked_id})["runOrError"]["eventConnection"]
+        failures = [
+            e for e in run_events["events"] if e["__typename"] in ("ExecutionStepFailureEvent", "RunFailureEvent")
+        ]
         checks = query(webserver.url, CHECK_QUERY)["assetCheckExecutions"]
-        assert {c["status"] for c in checks if c["runId"] == run_id} == {"SKIPPED"}, checks
+        # The raw-tree scan is off: the check says it skipped, in the published run and in the blocked
+        # one alike (never "Execution failed" for a run another check blocked).
+        ours_and_blocked = [c for c in checks if c["runId"] in (run_id, blocked_id)]
+        assert len(ours_and_blocked) == 2 and {c["status"] for c in ours_and_blocked} == {"SUCCEEDED"}, checks
+        assert all(
+            c["evaluation"]["description"].startswith("skipped: the raw-tree scan is off") for c in ours_and_blocked
+        )
 
         with headless_chromium(chromium, tmp_path / "chromium-profile") as browser:
             dom, partition_text, _ = look_at(
@@ -254,8 +290,12 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
             sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
             _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, "raw_tree_secrets", shots, "checks-page")
             _, runs_text, _ = look_at(browser, f"{webserver.url}/runs", "blocked by check", shots, "runs-list")
+            _, run_text, _ = look_at(
+                browser, f"{webserver.url}/runs/{blocked_id}", "blocked by check no_live_secrets", shots, "blocked-run"
+            )
             sensor_page = f"{webserver.url}/locations/{repository['repositoryLocationName']}/sensors/{SENSOR}"
             _, sensor_text, _ = look_at(browser, sensor_page, SENSOR, shots, "sensor-page")
+            tick_text = skipped_tick_details(browser, shots)
     ARTIFACTS.mkdir(exist_ok=True)
     for shot in shots.iterdir():
         shutil.copyfile(shot, ARTIFACTS / shot.name)
@@ -278,15 +318,28 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     # The sensor's tick says, in words, what it found of each scope; never its cursor's JSON.
     assert skip_reason.startswith("1 scope(s)") and f"'{SAMPLE_RUN}'" in skip_reason, skip_reason
     assert not skip_reason.lstrip().startswith("{"), skip_reason
-    # Its page lists the ticks (the skip reason is the tick's; the page also shows the raw cursor).
+    # Its page lists the ticks (the page also shows the raw cursor); a tick's details show its skip
+    # reason, the same words.
     assert "Latest tick" in sensor_text and "runs requested" in sensor_text, sensor_text[:2000]
-    # The raw-tree scan is off: its check never shows as passed (skipped in the published run, above;
-    # "Execution failed" as the latest, in the blocked run, which ended before it could be skipped).
-    assert "raw_tree_secrets" in checks_text and "Passed" not in checks_text, checks_text[:2000]
+    shown = tick_text[tick_text.index("Skip reason:") :]
+    assert "1 scope(s)" in shown and f"'{SAMPLE_RUN}'" in shown, shown[:2000]
+    # The raw-tree scan is off: its check's latest result, in the blocked run, says so, not "Execution failed".
+    assert "raw_tree_secrets" in checks_text and "Execution failed" not in checks_text, checks_text[:2000]
+    assert "skipped: the raw-tree scan is off" in checks_text, checks_text[:2000]
     # The blocked run: one line, which check blocked it and why, in the runs list (the run's page
     # keeps tags behind "View tags and config").
     assert reason.startswith("blocked by check no_live_secrets on secret_scan_report: credentials found"), reason
     assert "\n" not in reason and FAILURE_TAG in runs_text, runs_text[:2000]
+    # Its own page: the step's failure and the run's open with that line (a Failure's description,
+    # after its class name), no "1 blocking asset check failed", the stack trace below it.
+    assert [e["__typename"] for e in failures] == ["ExecutionStepFailureEvent", "RunFailureEvent"], failures
+    for failure in failures:
+        first_line = failure["error"]["message"].splitlines()[0]
+        assert first_line == f"dagster._core.definitions.events.Failure: {reason}", failure
+    assert {m["label"] for m in failures[0]["failureMetadata"]["metadataEntries"]} >= {"verdict", "scan_report"}
+    assert "blocking asset check failed" not in run_text, run_text[:3000]
+    shown = run_text.index("blocked by check no_live_secrets on secret_scan_report: credentials found")
+    assert "Stack Trace" not in run_text[:shown], run_text[:3000]
 
     # The sweep view: its Markdown table rendered as a table, the scope blocked with its reason and
     # nothing shown as published (its folder holds the scan report alone), all within the page.

@@ -1,6 +1,6 @@
 """One headless Chromium driven over its DevTools protocol, as a person looks at the UI: a page
-opened, waited on until a text shows, its rendered DOM, a screenshot, and what of it is wider
-than its box (a table cut off at the page's right edge).
+opened, waited on until a text shows, a button clicked, its rendered DOM, a screenshot, and what
+of it is wider than its box (a table cut off at the page's right edge).
 
 `--dump-dom` gives no layout; the protocol's `Runtime.evaluate` does. The websocket client is
 `websockets` (dagster-webserver's uvicorn brings it).
@@ -76,6 +76,24 @@ class Browser:
             time.sleep(0.5)
         text = self.evaluate("document.body ? document.body.innerText : ''") or ""
         raise AssertionError(f"{url}: {showing!r} not shown within {timeout:.0f}s; the page says:\n{text[:2000]}")
+
+    def click(self, text: str, index: int, showing: str, timeout: float = 30) -> bool:
+        """Click the `index`th button whose text is `text`; whether the page then shows `showing`
+        (a dialog it opened). False when there is no such button."""
+        found = self.evaluate(
+            f"""(() => {{
+              const buttons = [...document.querySelectorAll('button')].filter(b => b.innerText.trim() === {json.dumps(text)});
+              if (buttons.length <= {index}) return false;
+              buttons[{index}].click();
+              return true;
+            }})()"""
+        )
+        deadline = time.monotonic() + timeout
+        while found and time.monotonic() < deadline:
+            if self.evaluate(f"document.body.innerText.includes({json.dumps(showing)})"):
+                return True
+            time.sleep(0.5)
+        return False
 
     def dom(self) -> str:
         return self.evaluate("document.documentElement.outerHTML")

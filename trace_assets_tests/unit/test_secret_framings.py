@@ -11,16 +11,17 @@ import polars as pl
 import pytest
 
 from trace_assets.secret_scan.redaction import redact
-from trace_assets_tests.support.secret_framings import FRAMINGS, default_scanner, ec_pem, pem_split, rsa_pem, tokens
+from trace_assets.secret_scan.scanner import SecretScanner
+from trace_assets_tests.support.secret_framings import FRAMINGS, ec_pem, pem_split, rsa_pem, tallies_per_trial, tokens
 
 RNG = random.Random(14)
 SECRETS = {**tokens(RNG), "pem_rsa": ("private_key", rsa_pem()), "pem_ec": ("private_key", ec_pem())}
 
 
-def _row(messages: list[str]) -> dict:
+def _row(messages: list[str], trial_name: str = "t__1") -> dict:
     return {
         "conversations": [{"role": ("user", "assistant")[i % 2], "content": m} for i, m in enumerate(messages)],
-        "trial_name": "t__1",
+        "trial_name": trial_name,
         "task": "t",
         "trace_source": "main",
         "instruction": "Do the task.",
@@ -45,13 +46,16 @@ def _windows(secret: str, size: int = 9) -> set[str]:
     return {secret[i : i + size] for i in range(len(secret) - size + 1)}
 
 
-@pytest.mark.parametrize(("kind", "secret", "messages"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_found_live_and_redacted_whole(kind, secret, messages):
+@pytest.fixture(scope="module")
+def tallies() -> dict[str, dict[str, dict[str, int]]]:
+    """Every case's row scanned in one scan, each its own trial."""
+    return tallies_per_trial([_row(messages, case) for case, _, _, messages in CASES])
+
+
+@pytest.mark.parametrize(("case", "kind", "secret", "messages"), CASES, ids=[c[0] for c in CASES])
+def test_found_live_and_redacted_whole(tallies, case, kind, secret, messages):
+    assert tallies.get(case, {}).get(kind, {}).get("live", 0) >= 1, tallies.get(case)
     frame = pl.DataFrame([_row(messages)])
-    scanner = default_scanner()
-    scanner.scan(frame)
-    report = scanner.report()
-    assert report["kinds"][kind]["live"] >= 1, report["findings"]
     redacted, counts = redact(frame)
     assert counts.get(kind, 0) >= 1
     texts = [m["content"] for m in redacted["conversations"][0]]
@@ -66,7 +70,7 @@ def test_found_live_and_redacted_whole(kind, secret, messages):
 
 def test_report_names_the_framing():
     kind, secret = SECRETS["github"]
-    scanner = default_scanner()
+    scanner = SecretScanner("r")
     scanner.scan(pl.DataFrame([_row(["sys", FRAMINGS["rewrap"](secret)]), _row(["sys", FRAMINGS["base64"](secret)])]))
     framings = {f["framing"] for f in scanner.report()["findings"] if f["kind"] == kind}
     assert framings == {"rewrap", "base64"}
@@ -79,6 +83,6 @@ def test_a_coloured_token_three_json_layers_deep_is_found_live():
     text = f"\x1b[01;31m\x1b[KGITHUB_TOKEN\x1b[m\x1b[K=\x1b[01;31m\x1b[K{secret}\x1b[m\x1b[K\n"
     for _ in range(3):
         text = json.dumps({"output": text})
-    scanner = default_scanner()
+    scanner = SecretScanner("r")
     scanner.scan(pl.DataFrame([_row(["sys", text])]))
     assert scanner.report()["kinds"][kind]["live"] == 1

@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 
 from trace_assets.secret_scan.kinds import BUILTIN_KINDS, has_capturing_group
-from trace_assets_tests.support.secret_framings import default_scanner
+from trace_assets.secret_scan.scanner import SecretScanner
+from trace_assets_tests.support.secret_framings import tallies_per_trial
 
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
@@ -142,23 +143,41 @@ CASES: dict[str, Case] = {
 }
 
 
-def _report(text: str) -> dict:
-    scanner = default_scanner()
+def _messages(text: str) -> list[dict[str, str]]:
     messages = ["You are an agent.", f"root@sandbox:/app# cat .env\n{text}\nroot@sandbox:/app# "]
-    rows = [{"conversations": [{"role": "user", "content": m} for m in messages], "trial_name": "t__1"}]
-    scanner.scan(pl.DataFrame(rows))
+    return [{"role": "user", "content": m} for m in messages]
+
+
+def _report(text: str) -> dict:
+    scanner = SecretScanner("r")
+    scanner.scan(pl.DataFrame([{"conversations": _messages(text), "trial_name": "t__1"}]))
     return scanner.report()
 
 
+SEEDS = (1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[str, dict[str, dict[str, int]]]:
+    """Every case's key and near miss, for each seed, in one scan: each its own trial."""
+    rows = []
+    for name in CASES:
+        for seed in SEEDS:
+            text, _, near_miss = CASES[name](random.Random(f"{name}-{seed}"))
+            rows.append({"conversations": _messages(text), "trial_name": f"{name}-{seed}"})
+            rows.append({"conversations": _messages(near_miss), "trial_name": f"{name}-{seed}-near_miss"})
+    return tallies_per_trial(rows)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_generated_key_is_live_and_near_miss_is_not_found(name, seed):
-    text, secret, near_miss = CASES[name](random.Random(f"{name}-{seed}"))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generated_key_is_live_and_near_miss_is_not_found(generated, name, seed):
+    _, secret, _ = CASES[name](random.Random(f"{name}-{seed}"))
     kind = KINDS[name]
     assert kind.shape is not None and kind.shape(secret)
-    found = _report(text)["kinds"][name]
-    assert (found["matches"], found["live"]) == (1, 1), found
-    assert _report(near_miss)["kinds"][name]["matches"] == 0
+    found = generated.get(f"{name}-{seed}", {}).get(name, {})
+    assert (found.get("matches", 0), found.get("live", 0)) == (1, 1), found
+    assert generated.get(f"{name}-{seed}-near_miss", {}).get(name, {}).get("matches", 0) == 0
 
 
 def test_every_vendor_kind_has_a_case_here_or_in_the_planted_corpus():

@@ -10,13 +10,14 @@ import polars as pl
 import pytest
 
 from trace_assets.secret_scan.redaction import redact
+from trace_assets.secret_scan.scanner import SecretScanner
 from trace_assets_tests.support.secret_framings import (
     HARD_SHAPES,
     PEM_SHAPES,
-    default_scanner,
     ec_pem,
     leaked_pieces,
     rsa_pem,
+    tallies_per_trial,
     tokens,
 )
 
@@ -40,25 +41,32 @@ def _cases() -> list[tuple[str, str, str, list[str]]]:
 CASES = _cases()
 
 
-def _frame(messages: list[str], session: bool) -> pl.DataFrame:
+def _row(messages: list[str], session: bool, trial_name: str = "t__1") -> dict:
     """A row, or a session as the scan reads one: every string of its lines a message, tool calls
     and agent turns between the observations."""
     if session:
         between = ['{"command": "cat key"}', "call_1", "I will read the rest."]
         messages = [m for message in messages for m in (message, *between)]
     conversation = [{"role": ("user", "assistant")[i % 2], "content": m} for i, m in enumerate(messages)]
-    return pl.DataFrame(
-        [{"conversations": [{"role": "system", "content": "sys"}, *conversation], "trial_name": "t__1"}]
-    )
+    return {"conversations": [{"role": "system", "content": "sys"}, *conversation], "trial_name": trial_name}
+
+
+def _frame(messages: list[str], session: bool) -> pl.DataFrame:
+    return pl.DataFrame([_row(messages, session)])
+
+
+@pytest.fixture(scope="module")
+def tallies() -> dict[str, dict[str, dict[str, int]]]:
+    """Every case's row and session scanned in one scan, each its own trial."""
+    rows = [_row(c[3], session, f"{c[0]}-{session}") for c in CASES for session in (False, True)]
+    return tallies_per_trial(rows)
 
 
 @pytest.mark.parametrize("session", [False, True], ids=["row", "session"])
-@pytest.mark.parametrize(("kind", "secret", "messages"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_found_live_and_redacted_whole(kind, secret, messages, session):
+@pytest.mark.parametrize(("case", "kind", "secret", "messages"), CASES, ids=[c[0] for c in CASES])
+def test_found_live_and_redacted_whole(tallies, case, kind, secret, messages, session):
+    assert tallies.get(f"{case}-{session}", {}).get(kind, {}).get("live", 0) >= 1
     frame = _frame(messages, session)
-    scanner = default_scanner()
-    scanner.scan(frame)
-    assert scanner.report()["kinds"][kind]["live"] >= 1
     redacted, counts = redact(frame)
     assert counts.get(kind, 0) >= 1
     texts = [m["content"] for m in redacted["conversations"][0]]
@@ -66,7 +74,7 @@ def test_found_live_and_redacted_whole(kind, secret, messages, session):
 
 
 def _verdicts(text: str) -> set[tuple[str, str]]:
-    scanner = default_scanner()
+    scanner = SecretScanner("r")
     scanner.scan(_frame([text], session=False))
     return {(f["kind"], f["verdict"]) for f in scanner.report()["findings"]}
 
