@@ -35,6 +35,7 @@ from requests.structures import CaseInsensitiveDict
 from trace_assets.settings import ProcessSettings, env_name, load
 
 START_SECONDS = 180.0
+CODE_LOCATION_MODULE = "trace_assets.definitions"  # as workspace.yaml and [tool.dagster] name it
 HEADERS_ENV = env_name(ProcessSettings, "dagster_headers")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP field name (RFC 9110's token)
 
@@ -230,9 +231,10 @@ def failure_reason(url: str, run_id: str, headers: Mapping[str, str] | None = No
 
 
 @contextmanager
-def webserver(url: str | None, workspace: Path, say: Any) -> Iterator[str]:
-    """`url` as given, or a private `dagster-webserver` on the workspace (same environment and
-    DAGSTER_HOME as this process) until the block ends."""
+def webserver(url: str | None, say: Any) -> Iterator[str]:
+    """`url` as given, or a private `dagster-webserver` on the code location (same environment,
+    working directory and DAGSTER_HOME as this process, so relative roots mean the same) until the
+    block ends."""
     request_headers()  # a malformed headers variable fails here, before a webserver starts
     if url:
         yield url.rstrip("/")
@@ -245,8 +247,7 @@ def webserver(url: str | None, workspace: Path, say: Any) -> Iterator[str]:
     say(f"starting dagster-webserver on {base} for the GraphQL API (--webserver URL uses a running one)")
     with tempfile.TemporaryFile("w+") as log:
         process = subprocess.Popen(
-            [*command, "-w", str(workspace)],
-            cwd=workspace.parent,
+            [*command, "-m", CODE_LOCATION_MODULE, "-a", "defs"],
             stdout=subprocess.DEVNULL,
             stderr=log,
             start_new_session=True,

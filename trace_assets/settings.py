@@ -17,6 +17,7 @@ import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 from urllib.parse import urlsplit
 
@@ -548,6 +549,12 @@ class HubRepoSettings(BaseModel):
     )
 
 
+def dagster_home(env: Mapping[str, str]) -> Path:
+    """The Dagster instance's folder: `DAGSTER_HOME`, else `.dagster_home` in the working directory
+    (where `make` puts it), never a folder inside the installed package."""
+    return Path(env.get("DAGSTER_HOME") or ".dagster_home").absolute()
+
+
 class ProcessSettings(BaseModel):
     """Read once per process, not per run: the sensor's tick interval (its decorator takes it when the
     definitions load) and the webserver `backfill` talks to."""
@@ -778,7 +785,5 @@ def with_table(document: str) -> str:
 
 
 if __name__ == "__main__":  # rewrite docs/configuration.md's table
-    from pathlib import Path
-
     docs = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
     docs.write_text(with_table(docs.read_text()))

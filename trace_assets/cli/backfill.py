@@ -68,12 +68,11 @@ def backfill_runs(
     from trace_assets.backfill_api import BackfillStatus, backfill_status, launch_backfill, webserver
     from trace_assets.defs.jobs import ASSETS, STORE_READ_TAG
     from trace_assets.defs.partitions import register_scopes
-    from trace_assets.defs.resources import PROJECT_DIR
 
     instance = get_instance()
     register_scopes(instance, run_ids)
     paths = [list(key.path) for asset in ASSETS for key in asset.keys]
-    with webserver(url, PROJECT_DIR / "workspace.yaml", say) as base:
+    with webserver(url, say) as base:
         title = f"trace-assets backfill of {len(run_ids)} run(s)"
         tags = {**STORE_READ_TAG, SWEEP_TAG: sweep}
         backfill_id = launch_backfill(base, paths, run_ids, tags, run_config, title, headers)

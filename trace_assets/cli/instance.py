@@ -4,8 +4,8 @@ processes that died mid-run (kill -9, OOM): their runs failed, their pool slots 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 # Tags on the CLI's runs, so a later CLI can tell a run whose process is gone (kill -9, OOM).
 PID_TAG, HOST_TAG = "trace_assets/cli_pid", "trace_assets/cli_host"
 INSTANCE_INIT_LOCK = ".trace-assets-instance.lock"
+LOCAL_INSTANCE = "local_instance.yaml"  # a link to the project's dagster.yaml, copied into wheels
 
 
 def get_instance() -> dg.DagsterInstance:
@@ -24,15 +25,16 @@ def get_instance() -> dg.DagsterInstance:
     would otherwise both create the SQLite schemas (two alembic heads, every later command fails)."""
     import dagster as dg
 
-    from trace_assets.defs.resources import PROJECT_DIR
+    from trace_assets.settings import dagster_home
     from trace_assets.steps.staging import hold_lock
 
     if not os.environ.get("DAGSTER_HOME"):
-        default_home = PROJECT_DIR / ".dagster_home"
-        default_home.mkdir(exist_ok=True)
-        if not (default_home / "dagster.yaml").exists():
-            shutil.copyfile(PROJECT_DIR / "dagster.yaml", default_home / "dagster.yaml")
-        os.environ["DAGSTER_HOME"] = str(default_home)
+        home = dagster_home(os.environ)
+        home.mkdir(exist_ok=True)
+        if not (home / "dagster.yaml").exists():
+            # The project's dagster.yaml (queue, limits, run monitoring), shipped in the package.
+            (home / "dagster.yaml").write_bytes(resources.files(__package__).joinpath(LOCAL_INSTANCE).read_bytes())
+        os.environ["DAGSTER_HOME"] = str(home)
     with hold_lock(Path(os.environ["DAGSTER_HOME"], INSTANCE_INIT_LOCK), "the Dagster instance", say, "instance init"):
         instance = dg.DagsterInstance.get()
         from trace_assets.defs.partitions import TRACE_RUNS

@@ -19,14 +19,21 @@ from trace_assets.progress import Progress
 from trace_assets.publishing.hub.naming import check_repo_id_template
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target, naming_fields, publishes_to_hub
 from trace_assets.scope import RunScope, ScopeUnit
-from trace_assets.settings import ConfigError, HubRepoSettings, PipelineSettings, ProcessSettings, env_name, load
+from trace_assets.settings import (
+    ConfigError,
+    HubRepoSettings,
+    PipelineSettings,
+    ProcessSettings,
+    dagster_home,
+    env_name,
+    load,
+)
 from trace_assets.steps.context import ScopeContext, scope_context
 from trace_assets.steps.staging import RunStaging
 from trace_assets.steps.staging_mirror import StagingMirror, staging_scratch
 from trace_assets.store.trace_store import TraceStore
 
 __all__ = ["ConfigError", "HuggingFaceHub", "ObjectStorage", "TraceAssetsConfig", "config_from_env", "hub_from_env"]
-PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 ROOTS = ("traces_root", "publish_root")
 
 
@@ -177,7 +184,7 @@ def config_from_env(
     options (None: not given). Raises `ConfigError` naming the variable or option, the value and
     what is allowed; the process-wide settings (the sensor's interval) are checked too."""
     load(ProcessSettings, env)
-    home = Path(env.get("DAGSTER_HOME") or PROJECT_DIR / ".dagster_home")
+    home = dagster_home(env)
     settings = load(PipelineSettings, env, options, {"staging_root": str(home / "trace_assets_staging")})
     settings.require(*require)
     return TraceAssetsConfig(**settings.model_dump())
