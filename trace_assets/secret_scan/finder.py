@@ -248,8 +248,7 @@ class Finder:
         raw_views = {text_id: View.raw(text, text_id) for text_id, text in by_id.items()}
         matches = self._locate(raw, raw_views)
         views: list[View] = []
-        for text_id in normalised:
-            view = self.normaliser.normalised(raw_views[text_id])
+        for view in self.normaliser.normalised_many([raw_views[text_id] for text_id in normalised]):
             if view is not None:
                 views.append(view)
                 # a blob cut by wraps or escapes is whole only here
