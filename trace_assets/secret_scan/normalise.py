@@ -234,6 +234,7 @@ class Normaliser:
 
     def __init__(self, wrap_width: int, base64_triggers: Iterable[str], line_join: str | None = None) -> None:
         self.wrap = _rewrap_pattern(wrap_width) if wrap_width > 0 else None
+        self.triggers = sorted(set(base64_triggers))
         triggers = "|".join(sorted({re.escape(t) for t in base64_triggers}, key=len, reverse=True))
         self.blob = re.compile(rf"(?:{triggers})[A-Za-z0-9+/_-]{{8,{MAX_BLOB_CHARS}}}={{0,2}}")
         self.line_join = line_join
@@ -256,6 +257,16 @@ class Normaliser:
                 current = self._joined_lines(current, found[i]) or current
             normalised.append(None if current is view else current)
         return normalised
+
+    def blobs(self, views: list[View]) -> list[list[str]]:
+        """The distinct base64 blobs in each view, in order; only views holding a trigger (one
+        vectorised test for them all) are searched."""
+        texts = pl.Series([view.text for view in views], dtype=pl.String)
+        holding = texts.str.contains_any(self.triggers).to_list() if views else []
+        return [
+            list(dict.fromkeys(m.group(0) for m in self.blob.finditer(view.text))) if holds else []
+            for view, holds in zip(views, holding)
+        ]
 
     def _unframed(self, view: View) -> View:
         """The view with every framing but cut tokens undone (itself when none applies)."""
