@@ -177,7 +177,7 @@ class _Tick:
 def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
     """What a tick found, for a person reading the sensor's ticks (its cursor is for the code): a
     count of scopes by outcome, then one line per scope, at most `shown`: requested, or why it
-    waits (its state, and when it is checked next), or its listing's error."""
+    waits (its state, and when it is checked next), or its listing's error; each line a sentence."""
     retried = set(plan.retried)
     lines = [
         *(
@@ -194,7 +194,8 @@ def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
     ]
     head = f"{len(lines)} scope(s): " + ", ".join(f"{n} {what}" for n, what in counts if n) if lines else "no scopes"
     more = [f"(and {len(lines) - shown} more)"] if len(lines) > shown else []
-    return "\n".join([*notes, head, *lines[:shown], *more])
+    # Each line ends with a full stop: the UI's tick details show the text as one paragraph.
+    return "\n".join(f"{line}." for line in [*notes, head, *lines[:shown], *more])
 
 
 def load_cursor(cursor: str | None) -> dict[str, ScopeEntry]:
