@@ -156,6 +156,23 @@ def fsync_parents(path: Path, created: Sequence[Path] = ()) -> None:
         fsync_path(folder)
 
 
+def files_below(folder: Path) -> dict[str, int]:
+    """Every file below `folder` (`Path.is_file`'s: a link to a file counts, a folder reached
+    through a link is not entered, as `rglob` does), by its path relative to `folder` with `/`
+    separators, with its size. os.scandir: a fraction of pathlib's cost for a version's 22,000 files."""
+    found: dict[str, int] = {}
+    pending = [("", str(folder))]
+    while pending:
+        prefix, path = pending.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((f"{prefix}{entry.name}/", entry.path))
+                elif entry.is_file():
+                    found[prefix + entry.name] = entry.stat().st_size
+    return found
+
+
 def remove_path(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from trace_assets.atomic_files import files_below
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.publishing.parquet_layout import published_writer, write_published_table, written_so
 from trace_assets.steps.staged_rows import RowParts, iter_rows
@@ -116,7 +117,8 @@ def version_folder(folder: Path) -> str:
     """Move a folder's files into `<folder>/<version>/`, named by their content, as shards are: a
     publish puts the new version beside the old and the card names the one to read."""
     folder.mkdir(parents=True, exist_ok=True)
-    version = content_version(folder, sorted(p for p in folder.rglob("*") if p.is_file()))
+    names = sorted(files_below(folder), key=lambda name: name.split("/"))  # as Paths sort: part by part
+    version = content_version(folder, [folder / name for name in names])
     building = folder.with_name(f"{folder.name}.{_BUILDING}")
     folder.rename(building)
     folder.mkdir()

@@ -34,6 +34,7 @@ from fsspec.implementations.local import LocalFileSystem
 from trace_assets.atomic_files import (
     TEMP_MARK,
     copy_atomically,
+    files_below,
     fsync_parents,
     is_leftover,
     make_parents,
@@ -360,14 +361,14 @@ def replace_folder(
     fs, target = fsspec.core.url_to_fs(target_url, **_pooled(target_url, storage_options or {}, concurrency))
     target = target.rstrip("/")
     local = isinstance(fs, LocalFileSystem)
-    new_files = sorted(p.relative_to(local_dir).as_posix() for p in local_dir.rglob("*") if p.is_file())
+    sizes = files_below(local_dir)
+    new_files = sorted(sizes)
     # One listing with sizes: no request per file to tell whether a versioned file is there already
     # (on object storage a prefix holding nothing lists as nothing: no request to ask first).
     listed = fs.find(target, detail=True) if not local or fs.exists(target) else {}
     old_files = {path[len(target) + 1 :]: path for path in listed}
     old_sizes = {path[len(target) + 1 :]: info.get("size") for path, info in listed.items()}
 
-    sizes = {name: (local_dir / name).stat().st_size for name in new_files}
     cards = [n for n in CARDS if n in new_files]  # last, the flips: from then on readers load the new version
     shards = [n for n in new_files if n.startswith(VERSIONED_DIRS) and n not in cards]
     # Shards are named by their content: one already there with the same size is this one.
@@ -531,10 +532,16 @@ def move_into_place(source: Path, destination: Path) -> None:
 
 
 def _remove_empty_folders(folder: Path) -> None:
-    """Empty folders below `folder` (never `folder` itself: the scope's folder is never missing)."""
-    for path in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)) if folder.is_dir() else []:
-        if path.is_dir() and not any(path.iterdir()):
-            path.rmdir()
+    """Empty folders below `folder` (never `folder` itself: the scope's folder is never missing),
+    the deepest first, so a folder holding only emptied ones goes too. A link is never removed
+    nor followed."""
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    removed: set[str] = set()
+    for path, folders, files in os.walk(folder, topdown=False):
+        if path != str(folder) and not files and all(os.path.join(path, name) in removed for name in folders):
+            os.rmdir(path)
+            removed.add(path)
 
 
 def _remove_old_swap_leftovers(target: Path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -317,13 +317,13 @@ def iter_staged(folder: Path, batch_sessions: int = SCAN_BATCH_SESSIONS) -> Iter
     if not wanted or not store.is_file():
         return
     parquet = pq.ParquetFile(store, pre_buffer=False)
-    wanted_paths = pa.array(sorted(wanted), pa.string())
     pending: list[pa.Table] = []
     held = 0
     for group in range(parquet.metadata.num_row_groups):
         table = parquet.read_row_group(group, use_threads=False)
-        keep = pc.is_in(table.column("path"), value_set=wanted_paths)
-        table = table.filter(keep)
+        keep = [path in wanted for path in table.column("path").to_pylist()]  # a set: no hash table per group
+        if not all(keep):
+            table = table.filter(pa.array(keep, pa.bool_()))
         offset = 0
         while offset < table.num_rows:
             piece = table.slice(offset, batch_sessions - held)
@@ -401,8 +401,8 @@ def copy_sessions(
 ) -> SessionCounts:
     """The staged session files, written into the dataset folder (a build folder published whole,
     so each file is written in place); with `redact`, every text goes through it."""
-    total = session_counts(folder).sessions
-    reporter = ProgressReporter("published_shards", "session files", total, progress, bar=terminal())
+    counts = session_counts(folder)  # the manifests read once, not again at the end
+    reporter = ProgressReporter("published_shards", "session files", counts.sessions, progress, bar=terminal())
     made: set[Path] = set()
     size = 0
     for batch in iter_staged(folder):
@@ -432,7 +432,7 @@ def copy_sessions(
                 file.write(data)
         reporter.advance(batch.num_rows)
     reporter.finish()
-    return session_counts(folder, size)
+    return replace(counts, bytes=size)
 
 
 def _changed_rows(before: pa.Table, after: pa.Table) -> set[int]:

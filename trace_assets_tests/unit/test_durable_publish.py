@@ -149,3 +149,27 @@ def test_every_file_and_folder_of_a_local_publish_is_flushed(tmp_path, recorded)
         renamed = _index(recorded, "rename", card)
         assert ("fsync", card.stat().st_ino) in [(k, i) for k, _, i in recorded[:renamed]]
         assert recorded[renamed + 1][:2] == ("fsync", str(card.parent))
+
+
+def test_files_below_lists_what_rglob_lists_and_empty_folders_go_deepest_first(tmp_path):
+    """The publish walks a version's 22,000 files with os.scandir (`files_below`) and removes the
+    old versions' folders with os.walk: the same files and folders as pathlib's rglob, links
+    neither followed into nor removed."""
+    root = tmp_path / "scope"
+    for name in ("a/b/c.jsonl", "a-c/d.jsonl", "a/e.jsonl", "top.md"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+    (root / "old" / "v1" / "ab").mkdir(parents=True)  # an old version, emptied
+    (root / "elsewhere").mkdir()
+    (root / "elsewhere" / "x.jsonl").write_text("x")
+    (root / "link-to-file").symlink_to(root / "top.md")
+    (root / "a" / "link-to-folder").symlink_to(root / "elsewhere")
+    expected = {p.relative_to(root).as_posix(): p.stat().st_size for p in root.rglob("*") if p.is_file()}
+    listed = atomic_files.files_below(root)
+    assert listed == expected
+    assert [root / name for name in sorted(listed, key=lambda name: name.split("/"))] == sorted(
+        root / name for name in listed
+    )
+    targets._remove_empty_folders(root)
+    assert not (root / "old").exists() and (root / "a" / "link-to-folder").is_symlink()
+    assert atomic_files.files_below(root) == expected
