@@ -100,7 +100,7 @@ def main() -> None:
                 sources,
                 [],
                 now,
-                settle,
+                settle=settle,
             )
             return plan, proxy.stats["requests"], time.perf_counter() - started
 
@@ -222,7 +222,9 @@ def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, curso
         reads.clear()
         started = time.perf_counter()
         bodies, handles = queue.receive(visibility_seconds=300)
-        plan = plan_queue_tick(cursor, read_messages(bodies, bucket, "traces/").touches, sources, [], now, SETTLE)
+        plan = plan_queue_tick(
+            cursor, read_messages(bodies, bucket, "traces/").touches, sources, [], now, settle=SETTLE
+        )
         assert queue.delete(handles) == []  # the sensor deletes them at the next tick's start
         seconds = time.perf_counter() - started
         return plan.cursor, {

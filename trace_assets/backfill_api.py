@@ -175,6 +175,7 @@ def launch_backfill(
     url: str,
     asset_paths: list[list[str]],
     partitions: list[str],
+    *,
     tags: dict[str, str],
     run_config: dict[str, Any],
     title: str,

@@ -163,10 +163,21 @@ class TickPlan:
     cursor: str = ""
 
 
+@dataclass(frozen=True)
+class _Tick:
+    """What every scope of one tick is planned with: what it reads, its time and settle window,
+    and the plan its decisions go to."""
+
+    sources: TickSources
+    now: float
+    settle: float
+    plan: TickPlan
+
+
 def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
     """What a tick found, for a person reading the sensor's ticks (its cursor is for the code): a
     count of scopes by outcome, then one line per scope, at most `shown`: requested, or why it
-    waits (its state, and when it is checked next), or its listing's error."""
+    waits (its state, and when it is checked next), or its listing's error; each line a sentence."""
     retried = set(plan.retried)
     lines = [
         *(
@@ -183,7 +194,8 @@ def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
     ]
     head = f"{len(lines)} scope(s): " + ", ".join(f"{n} {what}" for n, what in counts if n) if lines else "no scopes"
     more = [f"(and {len(lines) - shown} more)"] if len(lines) > shown else []
-    return "\n".join([*notes, head, *lines[:shown], *more])
+    # Each line ends with a full stop: the UI's tick details show the text as one paragraph.
+    return "\n".join(f"{line}." for line in [*notes, head, *lines[:shown], *more])
 
 
 def load_cursor(cursor: str | None) -> dict[str, ScopeEntry]:
@@ -237,6 +249,7 @@ def plan_tick(
     sources: TickSources,
     known: Iterable[str],
     now: float,
+    *,
     settle: float,
     run_recheck: float = RUN_RECHECK,
     recheck: Collection[str] = (),
@@ -247,6 +260,7 @@ def plan_tick(
     runs, scopes = _load(cursor)
     known = set(known)
     plan = TickPlan()
+    tick = _Tick(sources, now, settle, plan)
     next_runs: dict[str, list] = {}
     next_scopes: dict[str, ScopeEntry] = {}
     for run_id in sorted(run_ids):
@@ -269,7 +283,7 @@ def plan_tick(
                 next_runs[run_id] = [run_check]
                 continue
         for key in keys:
-            planned = _plan_scope(key, scopes.get(key), sources, now, settle, plan, key in recheck)
+            planned = _plan_scope(key, scopes.get(key), tick, force=key in recheck)
             if planned is not None:
                 next_scopes[key] = planned
         plan.new_keys += [key for key in keys if key not in known and key in next_scopes]
@@ -304,6 +318,7 @@ def plan_queue_tick(
     sources: TickSources,
     known: Iterable[str],
     now: float,
+    *,
     settle: float,
     recheck: Collection[str] = (),
     extra: Mapping[str, Any] | None = None,
@@ -315,6 +330,7 @@ def plan_queue_tick(
     touches = set(touches) | {Touch(run_id, step) for run_id, step in data.get("retry", [])}
     known = set(known)
     plan = TickPlan()
+    tick = _Tick(sources, now, settle, plan)
     next_runs, next_scopes = dict(runs), dict(scopes)
     retry: set[Touch] = set()
     settling = {key for key, entry in scopes.items() if entry.settling}
@@ -357,7 +373,7 @@ def plan_queue_tick(
             if key not in touched and key not in asked and key not in settling and key not in due and entry is not None:
                 continue  # nothing happened to it
             trusted = entry is not None and key not in touched and key not in asked  # settling or due
-            planned = _plan_scope(key, entry, sources, now, settle, plan, key in touched or key in asked, trusted)
+            planned = _plan_scope(key, entry, tick, force=key in touched or key in asked, unchanged=trusted)
             if key in plan.gone:
                 next_scopes.pop(key, None)
                 continue
@@ -373,20 +389,14 @@ def plan_queue_tick(
 
 
 def _plan_scope(
-    key: str,
-    entry: ScopeEntry | None,
-    sources: TickSources,
-    now: float,
-    settle: float,
-    plan: TickPlan,
-    force: bool = False,
-    unchanged: bool = False,
+    key: str, entry: ScopeEntry | None, tick: _Tick, *, force: bool, unchanged: bool = False
 ) -> ScopeEntry | None:
     """The scope's next cursor entry (None: a new scope whose listing failed, tried afresh next tick,
     or a scope that is gone).
 
     `force`: list it whatever its back-off; `unchanged`: take the cursor's listing as current
     (queue mode: no event touched the scope since)."""
+    sources, now, settle, plan = tick.sources, tick.now, tick.settle, tick.plan
     if entry is not None and not entry.settling and now < entry.next_check and not force:
         plan.skipped[key] = _waiting_reason(entry.last_check, entry.retries, entry.next_check - now)
         return entry
@@ -409,7 +419,7 @@ def _plan_scope(
         since = newest if newest is not None and (since is None or newest > since) else now
         since = min(since, now)
     if previous.requested == current:
-        return _check_export(key, current, since, previous.backoff, previous.retries, sources, now, plan, force)
+        return _check_export(key, previous, current, since, tick, force)
     if now - since < settle:
         plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
         return ScopeEntry(
@@ -429,21 +439,13 @@ def _plan_scope(
     return ScopeEntry(current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START, 0, found)
 
 
-def _check_export(
-    key: str,
-    current: str,
-    since: float,
-    backoff: float,
-    retries: int,
-    sources: TickSources,
-    now: float,
-    plan: TickPlan,
-    force: bool,
-) -> ScopeEntry:
-    """The next entry of a scope whose export was requested for its current listing: published,
-    still on its way, or failed (requested again, at most `MAX_RETRIES` times unless `force`)."""
-    backoff = min(max(backoff * 2, BACKOFF_START), BACKOFF_MAX)
-    due = now + _spread(key, backoff)
+def _check_export(key: str, previous: ScopeEntry, current: str, since: float, tick: _Tick, force: bool) -> ScopeEntry:
+    """The next entry of a scope whose export was requested for its current listing (`previous`:
+    its entry, for its back-off and retries): published, still on its way, or failed (requested
+    again, at most `MAX_RETRIES` times unless `force`)."""
+    sources, plan, retries = tick.sources, tick.plan, previous.retries
+    backoff = min(max(previous.backoff * 2, BACKOFF_START), BACKOFF_MAX)
+    due = tick.now + _spread(key, backoff)
     published = sources.published_at(key)
     if published is not None and published >= since:
         plan.skipped[key] = "published and unchanged"

@@ -75,7 +75,9 @@ def backfill_runs(
     with webserver(url, say) as base:
         title = f"trace-assets backfill of {len(run_ids)} run(s)"
         tags = {**STORE_READ_TAG, SWEEP_TAG: sweep}
-        backfill_id = launch_backfill(base, paths, run_ids, tags, run_config, title, headers)
+        backfill_id = launch_backfill(
+            base, paths, run_ids, tags=tags, run_config=run_config, title=title, headers=headers
+        )
         say(f"backfill {backfill_id} queued for {len(run_ids)} run(s)")
         status = BackfillStatus.REQUESTED
         while wait and not status.finished:

@@ -23,6 +23,7 @@ from trace_assets.settings import (
     choices,
     declared,
     default_text,
+    env_name,
     meta,
     plain,
 )
@@ -99,6 +100,16 @@ def _setting(parser: argparse._ActionsContainer, model: type[BaseModel], name: s
 
 def _traces_root(parser: argparse.ArgumentParser) -> None:
     _setting(parser, PipelineSettings, "traces_root")
+
+
+def _root_shown(parser: argparse.ArgumentParser) -> None:
+    """`status`'s root, optional: it only narrows the view."""
+    parser.add_argument(
+        "--traces-root",
+        metavar="URL",
+        help=f"show only the scopes listed from this root (env {env_name(PipelineSettings, 'traces_root')}); "
+        "without one, every scope",
+    )
 
 
 def _scope(parser: argparse.ArgumentParser) -> None:
@@ -237,9 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
         failed, exporting, canceled or not exported yet; trial folders, scored, exported, export
         ratio, mean reward, rows, secret verdict and when, of what is published), the reason of a
         scope that did not publish on the line under it, and per-run and sweep totals; the
-        sweep_coverage asset's table. Needs no traces root and no staging.
+        sweep_coverage asset's table. Needs no staging. With a traces root (the option or the
+        environment's), only the scopes listed from it, and a line counting those of other roots
+        on the instance; without one, every scope.
         """,
-        ["trace-assets status", "DAGSTER_HOME=/srv/dagster trace-assets status"],
+        ["trace-assets status", "DAGSTER_HOME=/srv/dagster trace-assets status --traces-root s3://bucket/traces"],
+        _root_shown,
     )
 
     forget = _command(

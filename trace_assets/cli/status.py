@@ -1,15 +1,18 @@
 """`trace-assets status`: the same table as the `sweep_coverage` asset, read from the instance: every
-scope tried, its state and why (no staging, no traces root needed)."""
+scope tried, its state and why (no staging needed; of one traces root's scopes when one is set)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from trace_assets.cli.instance import get_instance
+from trace_assets.settings import PipelineSettings, env_name
 
 
 def run(args: argparse.Namespace) -> int:
     from trace_assets.defs.sweep import status_text
 
-    print(status_text(get_instance()), end="", flush=True)
+    traces_root = args.traces_root or os.environ.get(env_name(PipelineSettings, "traces_root")) or None
+    print(status_text(get_instance(), traces_root), end="", flush=True)
     return 0

@@ -11,6 +11,7 @@ import dagster as dg
 
 from trace_assets.defs.metadata import (
     PUBLISHED_VERSION_REMOVED,
+    TRACES_ROOT,
     counts_text,
     coverage_metadata,
     dataset_metadata,
@@ -59,6 +60,7 @@ def raw_trial_listing(
             "objects_outside_trials": dg.MetadataValue.int(stats.stray_objects),
             "without_result_json": dg.MetadataValue.int(stats.unscored),
             "path": dg.MetadataValue.path(str(ctx.staging.listing)),
+            TRACES_ROOT: dg.MetadataValue.text(trace_config.traces_root),  # whose scope: see sweep.scope_statuses
         }
     )
 

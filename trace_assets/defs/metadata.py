@@ -37,6 +37,8 @@ EXCLUDED_TRIALS_SHOWN = 300
 DETAIL_CHARS = 300
 # On a blocked scan report: whether blocking removed the scope's earlier published version.
 PUBLISHED_VERSION_REMOVED = "published_version_removed"
+# On a listing: the traces root it was listed from, so a view of one root leaves out another's scopes.
+TRACES_ROOT = "traces_root"
 
 
 def size_text(num_bytes: int) -> dg.MetadataValue:
@@ -169,10 +171,26 @@ def scan_metadata(report: dict[str, Any], path: Path) -> dict[str, dg.MetadataVa
 
 
 def privacy_metadata(report: dict[str, Any]) -> dict[str, dg.MetadataValue]:
-    """Per privacy category: matches, placeholders among them, distinct values, rows and trials (counts only)."""
+    """Per privacy category: matches, placeholders among them, distinct values, rows and trials
+    (counts only); then the trials holding a private value, one row per category with its tokens
+    (the first trials met, the rest counted): tokens, never a value."""
     if "privacy" not in report:
         return {}
-    categories = report["privacy"]["categories"]
+    privacy = report["privacy"]
+    categories = privacy["categories"]
+    trials = [
+        dg.TableRecord(
+            {
+                "trial_name": entry["trial_name"],
+                "category": category,
+                "values": int(listed["values"]),
+                "tokens": _tokens_text(listed["tokens"], int(listed["values"])),
+            }
+        )
+        for entry in privacy.get("trials", [])
+        for category, listed in entry["categories"].items()
+    ]
+    omitted = int(privacy.get("trials_omitted", 0))
     return {
         "privacy": dg.MetadataValue.table(
             records=[
@@ -182,5 +200,23 @@ def privacy_metadata(report: dict[str, Any]) -> dict[str, dg.MetadataValue]:
             schema=dg.TableSchema(
                 columns=[dg.TableColumn("category", "string")] + [dg.TableColumn(k, "int") for k in PRIVACY_COUNTS]
             ),
-        )
+        ),
+        "private_trials": dg.MetadataValue.table(
+            records=trials,
+            schema=dg.TableSchema(
+                columns=[
+                    dg.TableColumn("trial_name", "string"),
+                    dg.TableColumn("category", "string"),
+                    dg.TableColumn("values", "int"),
+                    dg.TableColumn("tokens", "string"),
+                ]
+            ),
+        ),
+        **({"private_trials_omitted": dg.MetadataValue.int(omitted)} if omitted else {}),
     }
+
+
+def _tokens_text(tokens: list[str], values: int) -> str:
+    """`[EMAIL-1], [EMAIL-3]`, and how many more the report left out."""
+    more = values - len(tokens)
+    return ", ".join(tokens) + (f" (and {more:,} more)" if more > 0 else "")

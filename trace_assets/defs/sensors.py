@@ -107,9 +107,9 @@ def _tick(
             sources,
             known,
             now,
-            trace_config.settle_seconds,
-            recheck,
-            {"rechecked_through": seen, "acks": handles},
+            settle=trace_config.settle_seconds,
+            recheck=recheck,
+            extra={"rechecked_through": seen, "acks": handles},
         )
     else:  # the root, listed with a delimiter; with a queue, only on the first tick (no cursor)
         plan = plan_tick(
@@ -118,7 +118,7 @@ def _tick(
             sources,
             known,
             now,
-            trace_config.settle_seconds,
+            settle=trace_config.settle_seconds,
             recheck=recheck,
             extra={"rechecked_through": seen},
         )

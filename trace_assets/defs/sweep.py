@@ -15,12 +15,13 @@ from typing import Any
 
 import dagster as dg
 
-from trace_assets.defs.assets import published_shards, secret_scan_report
+from trace_assets.defs.assets import published_shards, raw_trial_listing, secret_scan_report
 from trace_assets.defs.checks import blocked_by
-from trace_assets.defs.metadata import PUBLISHED_VERSION_REMOVED
+from trace_assets.defs.metadata import PUBLISHED_VERSION_REMOVED, TRACES_ROOT
 from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.publishing.shrink_guard import ShrinkRefused
+from trace_assets.roots import root_location
 from trace_assets.run_tags import FAILURE_TAG, PARTITION_TAG
 from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.sweep import (
@@ -50,15 +51,52 @@ def latest_export_run(instance: dg.DagsterInstance, key: str) -> dg.DagsterRun |
     return instance.get_run_by_id(planned.run_id) if planned is not None else None
 
 
-def scope_statuses(instance: dg.DagsterInstance) -> list[ScopeStatus]:
-    """Every scope still a partition: its newest try's state, and what is published of it."""
+def scope_statuses(instance: dg.DagsterInstance, traces_root: str | None = None) -> tuple[list[ScopeStatus], int]:
+    """Every scope still a partition: its newest try's state, and what is published of it; with
+    `traces_root`, only the scopes of that root (one instance may serve several), and how many
+    of other roots were left out. A scope never listed, or listed before listings recorded their
+    root, is kept: nothing says it is another root's."""
+    keys = instance.get_dynamic_partitions(TRACE_RUNS)
+    hidden = 0
+    if traces_root:
+        roots = listed_roots(instance, set(keys))
+        here = root_location(traces_root)
+        ours = [key for key in keys if key not in roots or root_location(roots[key]) == here]
+        hidden, keys = len(keys) - len(ours), ours
     published = {record.scope: record for record in published_records(instance)}
-    return [_status(instance, key, published.get(key)) for key in instance.get_dynamic_partitions(TRACE_RUNS)]
+    return [_status(instance, key, published.get(key)) for key in keys], hidden
 
 
-def status_text(instance: dg.DagsterInstance) -> str:
-    """`trace-assets status`: the sweep view as a terminal table."""
-    return text_table(scope_statuses(instance))
+def hidden_text(hidden: int) -> str:
+    """The line under the view saying what it left out."""
+    return f"{hidden} scope(s) of other traces roots on this instance not shown\n" if hidden else ""
+
+
+def status_text(instance: dg.DagsterInstance, traces_root: str | None = None) -> str:
+    """`trace-assets status`: the sweep view as a terminal table (of `traces_root`'s scopes, if given)."""
+    statuses, hidden = scope_statuses(instance, traces_root)
+    return text_table(statuses) + hidden_text(hidden)
+
+
+def listed_roots(instance: dg.DagsterInstance, scopes: set[str]) -> dict[str, str]:
+    """The traces root each scope was last listed from (`raw_trial_listing`'s `traces_root`), newest
+    listing first from the event log."""
+    roots: dict[str, str] = {}
+    seen: set[str] = set()
+    cursor = None
+    while seen != scopes:
+        page = instance.fetch_materializations(raw_trial_listing.key, limit=PAGE, cursor=cursor, ascending=False)
+        for record in page.records:
+            key = record.partition_key
+            if key in scopes and key not in seen and record.asset_materialization is not None:
+                seen.add(key)
+                root = record.asset_materialization.metadata.get(TRACES_ROOT)
+                if isinstance(root, dg.TextMetadataValue) and root.value:
+                    roots[key] = root.value
+        if not page.has_more:
+            break
+        cursor = page.cursor
+    return roots
 
 
 def _status(instance: dg.DagsterInstance, key: str, published: ScopeRecord | None) -> ScopeStatus:
@@ -189,11 +227,12 @@ def sweep_coverage(
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
-    """Every scope tried, with its state and why (`status`, a table the UI wraps, with totals per run
-    and for the sweep); one row per published scope (`scopes`): coverage, exclusions, verdict,
+    """Every scope of the configured traces root tried, with its state and why (`status`, a table the
+    UI wraps, with totals per run and for the sweep; `other_roots_hidden`, the scopes of other roots
+    on the instance left out); one row per published scope (`scopes`): coverage, exclusions, verdict,
     rows, when and where; a Parquet file and an SVG plot of those beside the datasets (folder
     targets; a Hub target keeps neither)."""
-    statuses = scope_statuses(context.instance)
+    statuses, hidden = scope_statuses(context.instance, trace_config.traces_root)
     records = [status.published for status in statuses if status.published is not None]
     target = trace_config.publish_target(object_storage, hub)
     with tempfile.TemporaryDirectory() as folder:
@@ -214,7 +253,8 @@ def sweep_coverage(
                     ]
                 ),
             ),
-            "status": dg.MetadataValue.md(markdown_table(statuses)),
+            "status": dg.MetadataValue.md(markdown_table(statuses) + (f"\n{hidden_text(hidden)}" if hidden else "")),
+            "other_roots_hidden": dg.MetadataValue.int(hidden),
             "dagster/row_count": dg.MetadataValue.int(len(records)),
             "parquet": dg.MetadataValue.text(written or "not written: Hub targets keep no sweep file"),
             "svg": dg.MetadataValue.text(plot_written or "not written: Hub targets keep no sweep file"),

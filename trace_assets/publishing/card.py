@@ -688,6 +688,7 @@ def dataset_card(
     scan_report: dict[str, Any],
     shards: ShardSet,
     schema: pa.Schema,
+    *,
     options: ExportOptions | None = None,
     subsets: Subsets | None = None,
     sessions: SessionCounts | None = None,

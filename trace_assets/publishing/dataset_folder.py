@@ -98,14 +98,14 @@ def build_run_folder(
         scan_report,
         shards,
         schema,
-        options,
-        subsets,
-        session_counts,
-        card,
-        source_prefix,
-        versions,
-        step,
-        example,
+        options=options,
+        subsets=subsets,
+        sessions=session_counts,
+        context=card,
+        source_prefix=source_prefix,
+        versions=versions,
+        step=step,
+        example=example,
     )
     (out_dir / CARD_FILE).write_text(text)
     progress(f"card: {CARD_FILE}, {VERSIONS_FILE}, {COVERAGE_FILE}, {TRIALS_FILE} and {SCAN_REPORT_FILE} written")

@@ -247,14 +247,13 @@ class Finder:
         by_id: dict[int, str] = dict(zip(matched["text_id"].to_list(), matched["text"].to_list()))
         raw_views = {text_id: View.raw(text, text_id) for text_id, text in by_id.items()}
         matches = self._locate(raw, raw_views)
+        normalised_views = self.normaliser.normalised_many([raw_views[text_id] for text_id in normalised])
+        unframed = [view for view in normalised_views if view is not None]
         views: list[View] = []
-        for text_id in normalised:
-            view = self.normaliser.normalised(raw_views[text_id])
-            if view is not None:
-                views.append(view)
-                # a blob cut by wraps or escapes is whole only here
-                for blob in list(dict.fromkeys(m.group(0) for m in self.normaliser.blob.finditer(view.text))):
-                    views += self.normaliser.decoded(view, blob, Framing.BASE64)
+        for view, blobs_in_view in zip(unframed, self.normaliser.blobs(unframed)):
+            views.append(view)
+            for blob in blobs_in_view:  # a blob cut by wraps or escapes is whole only here
+                views += self.normaliser.decoded(view, blob, Framing.BASE64)
         for text_id, blob, framing in blobs:
             views += self.normaliser.decoded(raw_views[text_id], blob, framing)
         if pem_marked is not None:

@@ -172,19 +172,28 @@ def _rewrap_pattern(width: int) -> re.Pattern[str]:
     return re.compile(rf"^[^\n]{{{width}}}(\r?\n)", re.MULTILINE)
 
 
-def _found(text: str, regex: str) -> Iterator[tuple[int, int]]:
-    """Spans of `regex`'s matches in `text`, by the Rust engine: Python's `re` takes a whole
-    second over a few MB for an alternation of the kinds' 200 literals, Rust's literal prefilter not."""
+def _all_found(texts: list[str], regex: str) -> list[list[str]]:
+    """`regex`'s matches in each text, by the Rust engine in one call for them all: Python's `re`
+    takes a whole second over a few MB for an alternation of the kinds' 200 literals, Rust's
+    literal prefilter not; and one call per text cost more than the search (the regex is
+    compiled at each call)."""
+    if not texts:
+        return []
+    return pl.Series(texts, dtype=pl.String).str.extract_all(regex).to_list()
+
+
+def _spans(text: str, matches: list[str]) -> Iterator[tuple[int, int]]:
+    """Where each of `text`'s matches (in order) is."""
     cursor = 0
-    for match in pl.Series([text]).str.extract_all(regex)[0]:
+    for match in matches:
         start = text.find(match, cursor)
         cursor = start + len(match)
         yield start, cursor
 
 
-def _wrapped_breaks(text: str, regex: str) -> list[tuple[int, int]]:
-    """The line breaks inside tokens that `regex` (a literal, token characters to the end of the
-    line, a line starting with one more) finds: the first after the literal, then each next one
+def _wrapped_breaks(text: str, matches: list[str]) -> list[tuple[int, int]]:
+    """The line breaks inside tokens that the line-join regex (a literal, token characters to the
+    end of the line, a line starting with one more) found (`matches`): the first after the literal, then each next one
     while the line before it is full and all token characters, as a terminal of any width wraps a
     long token. The first line must be as long as the text's longest (a wrap fills the screen's
     width; a JSON prefix may make it longer), the next as long as it or as the longest of the rest,
@@ -192,7 +201,7 @@ def _wrapped_breaks(text: str, regex: str) -> list[tuple[int, int]]:
     the end of its line or text): a line that merely ends with a token, then `root@host:~# `, is no wrap."""
     breaks: list[tuple[int, int]] = []
     lengths: list[int] = []
-    for found_start, found_end in _found(text, regex):
+    for found_start, found_end in _spans(text, matches):
         newline = text.rfind("\n", found_start, found_end)
         start = newline - (text[newline - 1] == "\r")
         if breaks and start <= breaks[-1][0]:
@@ -225,6 +234,7 @@ class Normaliser:
 
     def __init__(self, wrap_width: int, base64_triggers: Iterable[str], line_join: str | None = None) -> None:
         self.wrap = _rewrap_pattern(wrap_width) if wrap_width > 0 else None
+        self.triggers = sorted(set(base64_triggers))
         triggers = "|".join(sorted({re.escape(t) for t in base64_triggers}, key=len, reverse=True))
         self.blob = re.compile(rf"(?:{triggers})[A-Za-z0-9+/_-]{{8,{MAX_BLOB_CHARS}}}={{0,2}}")
         self.line_join = line_join
@@ -232,6 +242,34 @@ class Normaliser:
     def normalised(self, view: View) -> View | None:
         """JSON unescaped (up to MAX_JSON_LAYERS times), colours and `cat` prefixes stripped, hard wraps and
         tokens cut by a line break joined: one view, or None."""
+        return self.normalised_many([view])[0]
+
+    def normalised_many(self, views: list[View]) -> list[View | None]:
+        """`normalised` of each view, the line-join regex run once over them all."""
+        unframed = [self._unframed(view) for view in views]
+        found: dict[int, list[str]] = {}
+        if self.line_join is not None:
+            joinable = [i for i, view in enumerate(unframed) if "\n" in view.text]
+            found = dict(zip(joinable, _all_found([unframed[i].text for i in joinable], self.line_join)))
+        normalised: list[View | None] = []
+        for i, (view, current) in enumerate(zip(views, unframed)):
+            if found.get(i):
+                current = self._joined_lines(current, found[i]) or current
+            normalised.append(None if current is view else current)
+        return normalised
+
+    def blobs(self, views: list[View]) -> list[list[str]]:
+        """The distinct base64 blobs in each view, in order; only views holding a trigger (one
+        vectorised test for them all) are searched."""
+        texts = pl.Series([view.text for view in views], dtype=pl.String)
+        holding = texts.str.contains_any(self.triggers).to_list() if views else []
+        return [
+            list(dict.fromkeys(m.group(0) for m in self.blob.finditer(view.text))) if holds else []
+            for view, holds in zip(views, holding)
+        ]
+
+    def _unframed(self, view: View) -> View:
+        """The view with every framing but cut tokens undone (itself when none applies)."""
         current = view
         for _ in range(MAX_JSON_LAYERS):
             if "\\" not in current.text or not _STILL_ESCAPED.search(current.text):
@@ -247,13 +285,10 @@ class Normaliser:
             )
         if self.wrap is not None:
             current = _substitute(current, self.wrap, lambda m: "", Framing.REWRAP) or current
-        if self.line_join is not None and "\n" in current.text:
-            current = self._joined_lines(current) or current
-        return None if current is view else current
+        return current
 
-    def _joined_lines(self, view: View) -> View | None:
-        assert self.line_join is not None
-        breaks = _wrapped_breaks(view.text, self.line_join)
+    def _joined_lines(self, view: View, matches: list[str]) -> View | None:
+        breaks = _wrapped_breaks(view.text, matches)
         if not breaks:
             return None
         pieces: list[tuple[str, int, int, bool]] = []

@@ -17,6 +17,7 @@ e-mail's hash is as good as the e-mail to anyone with a list); replacements are 
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
 from collections.abc import Iterable, Iterator
@@ -257,18 +258,24 @@ class PrivacyFinder:
 
 
 _ORIGIN = ("row_id", "trial_name", "column")
+TRIALS_LISTED = 100  # trials a report lists with their tokens, the first met; the rest are counted
+TOKENS_LISTED = 20  # tokens listed per trial and category; the rest are counted
 
 
 class PrivacyScanner:
-    """Counts per category over batches of texts; keeps counts and sets of ids, never values."""
+    """Counts per category over batches of texts; keeps counts, sets of ids and, for the first
+    TRIALS_LISTED trials holding a value, their tokens per category: never a value."""
 
     def __init__(self, options: PrivacyOptions | None = None) -> None:
         self._finder = PrivacyFinder(options)
+        self.tokens = Tokens()  # the scope's numbering, which publishing's redaction goes on with
         self._counts = {c: {"matches": 0, "placeholders": 0} for c in PrivateCategory}
-        self._values: dict[PrivateCategory, set[int]] = {c: set() for c in PrivateCategory}  # hash(), in memory only
         self._rows: dict[PrivateCategory, set[int]] = {c: set() for c in PrivateCategory}
         self._trials: dict[PrivateCategory, set[str]] = {c: set() for c in PrivateCategory}
         self._columns: dict[PrivateCategory, dict[str, int]] = {c: {} for c in PrivateCategory}
+        self._values: dict[PrivateCategory, set[int]] = {c: set() for c in PrivateCategory}  # hash(), in memory only
+        # trial -> category -> its tokens, in the order met (a dict as an ordered set)
+        self._listed: dict[str, dict[PrivateCategory, dict[str, None]]] = {}
 
     def scan_texts(self, texts: pl.DataFrame) -> None:
         """Add texts (text_id, row_id, trial_name, column, text) to the tallies."""
@@ -288,15 +295,33 @@ class PrivacyScanner:
             if match.placeholder:
                 counts["placeholders"] += 1
                 continue
+            token = self.tokens.name(match)
             self._values[match.category].add(hash(match.value))
             self._rows[match.category].add(row_id)
-            if trial_name is not None:
-                self._trials[match.category].add(trial_name)
             by_column = self._columns[match.category]
             by_column[str(column)] = by_column.get(str(column), 0) + 1
+            if trial_name is None:
+                continue
+            self._trials[match.category].add(trial_name)
+            listed = self._listed.get(trial_name)
+            if listed is None and len(self._listed) < TRIALS_LISTED:
+                listed = self._listed[trial_name] = {}
+            if listed is not None:
+                listed.setdefault(match.category, {})[token] = None
 
     def report(self) -> dict[str, Any]:
-        """Per category: matches, placeholders among them, distinct values, rows and trials holding one."""
+        """Per category: matches, placeholders among them, distinct values, rows and trials holding
+        one; then the listed trials, by name, with their tokens per category."""
+        listed = [
+            {
+                "trial_name": trial,
+                "categories": {
+                    str(c): {"values": len(tokens), "tokens": list(tokens)[:TOKENS_LISTED]}
+                    for c, tokens in sorted(categories.items())
+                },
+            }
+            for trial, categories in sorted(self._listed.items())
+        ]
         return {
             "categories": {
                 str(c): {
@@ -308,6 +333,8 @@ class PrivacyScanner:
                 }
                 for c in PrivateCategory
             },
+            "trials": listed,
+            "trials_omitted": len(set().union(*self._trials.values())) - len(listed),
         }
 
 
@@ -320,22 +347,57 @@ def found_values(report: dict[str, Any], categories: Iterable[str]) -> int:
     )
 
 
+# What one scope's token numbering records: per category, the digests of its values in token order.
+Assignment = dict[str, list[str]]
+
+
 class Tokens:
     """Replacement tokens for one scope: the same value the same token, numbered per category in the
-    order values are first met (publishing reads rows, then session files, in a fixed order)."""
+    order the scan first meets values (rows in staged order, then session files). The scan assigns
+    them, and publishing's redaction starts from the scan's assignment (`assigned`), so the report's
+    tokens are the published ones however publishing cuts its batches. Values are held by sha256."""
 
-    def __init__(self) -> None:
-        self._tokens: dict[tuple[PrivateCategory, str], str] = {}
+    def __init__(self, assigned: Assignment | None = None) -> None:
+        self._tokens: dict[str, str] = {}
         self._next = dict.fromkeys(PrivateCategory, 1)
+        for category, digests in (assigned or {}).items():
+            for digest in digests:
+                self._add(PrivateCategory(category), digest)
+
+    def _add(self, category: PrivateCategory, digest: str) -> str:
+        token = self._tokens[digest] = f"[{TOKEN_NAMES[category]}-{self._next[category]}]"
+        self._next[category] += 1
+        return token
+
+    def name(self, match: PrivateMatch) -> str:
+        """`[EMAIL-1]`: the value's token, assigned when first asked for."""
+        digest = _digest(match.category, _named(match))
+        token = self._tokens.get(digest)
+        return token if token is not None else self._add(match.category, digest)
 
     def token(self, match: PrivateMatch) -> str:
-        """`[EMAIL-1]`; for a home path the folder above stays (`/home/[HOME-1]`): the user is the value."""
-        prefix, name = "", match.value.lower()
-        if match.category is PrivateCategory.HOME_PATH:
-            head, _, user = match.value.rpartition("/")
-            prefix, name = head + "/", user
-        key = (match.category, name)
-        if key not in self._tokens:
-            self._tokens[key] = f"[{TOKEN_NAMES[match.category]}-{self._next[match.category]}]"
-            self._next[match.category] += 1
-        return prefix + self._tokens[key]
+        """The value's replacement: its token; for a home path the folder above stays (`/home/[HOME-1]`),
+        as the user is the value."""
+        prefix = match.value.rpartition("/")[0] + "/" if match.category is PrivateCategory.HOME_PATH else ""
+        return prefix + self.name(match)
+
+    def assigned(self) -> Assignment:
+        """The numbering so far, as `Tokens(assigned)` takes it."""
+        numbered: Assignment = {}
+        for digest, token in self._tokens.items():  # in the order assigned
+            numbered.setdefault(_TOKEN_CATEGORY[token[1:].rpartition("-")[0]], []).append(digest)
+        return numbered
+
+
+_TOKEN_CATEGORY = {name: str(category) for category, name in TOKEN_NAMES.items()}
+
+
+def _named(match: PrivateMatch) -> str:
+    """What a token stands for: the value in lower case; for a home path, the user as written."""
+    if match.category is PrivateCategory.HOME_PATH:
+        return match.value.rpartition("/")[2]
+    return match.value.lower()
+
+
+def _digest(category: PrivateCategory, name: str) -> str:
+    return hashlib.sha256(f"{category}\0{name}".encode()).hexdigest()[:32]

@@ -38,13 +38,15 @@ class Redaction:
         options: ScanOptions,
         verdicts: Collection[Verdict] = DEFAULT_REDACTED,
         private: Iterable[PrivateCategory] = (),
+        tokens: Tokens | None = None,
     ) -> None:
+        """`tokens`: the scope's numbering as the scan assigned it, which redaction goes on with."""
         self.verdicts = frozenset(verdicts)
         self.private = frozenset(private) if options.privacy is not None else frozenset()
         self._finder = compiled_finder(options)
         self._judge = Judge(options.allowlist)
         self._privacy = PrivacyFinder(options.privacy, self.private)
-        self._tokens = Tokens()  # one scope's: rows and session files alike
+        self._tokens = tokens if tokens is not None else Tokens()  # one scope's: rows and session files alike
         self.private_counts: dict[str, int] = {}
 
     def __call__(

@@ -23,7 +23,7 @@ from trace_assets.secret_scan.finder import Finder, Match
 from trace_assets.secret_scan.kinds import KEY_BLOCK_KINDS, PUBLIC_SAMPLE_KEYS, Judged, SecretKind, all_kinds
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.pem import PEM_MARKER, PemAnalysis, analyse_pem_block
-from trace_assets.secret_scan.privacy import PrivacyOptions, PrivacyScanner
+from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, PrivacyScanner
 from trace_assets.secret_scan.verdicts import RunVerdict, Verdict, run_verdict
 
 FINDINGS_CAP = 1000
@@ -374,6 +374,11 @@ class SecretScanner:
                 self._findings[tuple(key)] = {**dict(zip(keys, key)), "occurrences": occurrences}
             else:
                 self._findings_omitted += occurrences
+
+    @property
+    def private_tokens(self) -> Assignment | None:
+        """The scope's private-value tokens as numbered so far (None: no privacy scan)."""
+        return self._privacy.tokens.assigned() if self._privacy is not None else None
 
     @property
     def rows_with_matches(self) -> int:

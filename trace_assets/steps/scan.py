@@ -15,13 +15,12 @@ from typing import Any, Literal
 import polars as pl
 import pyarrow as pa
 
-from trace_assets.atomic_files import remove_path
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import ScanPolicy
-from trace_assets.secret_scan.privacy import PrivacyOptions
+from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, Tokens
 from trace_assets.secret_scan.redaction import Redaction
 from trace_assets.secret_scan.scanner import Replaceable, ScanOptions, SecretScanner, parse_allowlist
 from trace_assets.secret_scan.verdicts import RunVerdict, Verdict
@@ -43,17 +42,19 @@ class ScannedMatches:
     """What the scan found in each batch of the rows and of the session files, as it cut them
     (`rows_batch`, `sessions_batch` at a time, in publishing order): redaction reading batches cut
     alike replaces it without running the finder again (most batches hold no match). It holds the
-    matched text, as the staged rows it sits beside do. `rows_scanned` and `bytes_scanned` tie it
-    to the report it was made with, `options` to the scan's kinds, allowlist and wrap width: any
-    other report or options ignore it."""
+    matched text, as the staged rows it sits beside do, and the private values' token numbering
+    (by digest), which redaction goes on with so that the report's tokens are the published ones.
+    `rows_scanned` and `bytes_scanned` tie it to the report it was made with, `options` to the
+    scan's kinds, allowlist, wrap width and privacy options: any other report or options ignore it."""
 
     rows_batch: int
     sessions_batch: int
-    rows: Found
-    sessions: Found | None  # None: the scan read no session files
+    rows: Found | None  # None: too many matches to record (MAX_RECORDED)
+    sessions: Found | None  # None: the scan read no session files, or too many matches
     rows_scanned: int
     bytes_scanned: int
     options: str
+    tokens: Assignment | None = None  # None: no privacy scan
 
     def write(self, path: Path) -> None:
         def found(batches: Found | None) -> dict[str, list[list[Any]]] | None:
@@ -77,7 +78,7 @@ class ScannedMatches:
 
         try:
             fields = json.loads(path.read_text())
-            scanned = cls(**{**fields, "rows": found(fields["rows"]) or {}, "sessions": found(fields["sessions"])})
+            scanned = cls(**{**fields, "rows": found(fields["rows"]), "sessions": found(fields["sessions"])})
         except (OSError, ValueError, TypeError, KeyError):
             return None
         tied = (scanned.rows_scanned, scanned.bytes_scanned) == _tie(report) and scanned.options == _digest(options)
@@ -130,9 +131,12 @@ def _tie(report: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _digest(options: ScanOptions) -> str:
-    """What the finder and the judge were given: each kind's rules, the allowlist, the wrap width."""
+    """What the finder and the judge were given: each kind's rules, the allowlist, the wrap width;
+    and the privacy scan its operator values."""
     kinds = [[kind.name, str(kind.judged), [rule.regex for rule in kind.rules]] for kind in options.kinds]
-    given = json.dumps([kinds, list(options.allowlist), options.wrap_width])
+    privacy = options.privacy
+    operator = None if privacy is None else [list(privacy.literals), list(privacy.patterns)]
+    given = json.dumps([kinds, list(options.allowlist), options.wrap_width, operator])
     return hashlib.sha256(given.encode()).hexdigest()
 
 
@@ -146,7 +150,7 @@ def scan_run(
 ) -> dict[str, Any]:
     """Scan every text column of every row, a batch at a time, then every text of the session
     files but those the rows' scan already covered (see `CandidateRecorder`). With `matched`, what it
-    found in each batch is recorded there (`ScannedMatches`)."""
+    found in each batch and the private values' tokens are recorded there (`ScannedMatches`)."""
     finder = CandidateRecorder(options)
     scanner = SecretScanner(run_id, options, finder)
     reporter = ProgressReporter("secret_scan_report", "rows", rows.rows, progress or quiet, bar=terminal())
@@ -166,13 +170,18 @@ def scan_run(
         )
     report = scanner.report()
     recorded = sum(map(len, in_rows.values())) + sum(map(len, (in_sessions or {}).values()))
-    if matched is not None and recorded <= MAX_RECORDED:
+    if matched is not None:
+        small = recorded <= MAX_RECORDED
         record = ScannedMatches(
-            SCAN_BATCH_ROWS, SCAN_BATCH_SESSIONS, in_rows, in_sessions, *_tie(report), _digest(options)
+            SCAN_BATCH_ROWS,
+            SCAN_BATCH_SESSIONS,
+            in_rows if small else None,
+            in_sessions if small else None,
+            *_tie(report),
+            _digest(options),
+            scanner.private_tokens,
         )
         record.write(matched)
-    elif matched is not None:
-        remove_path(matched)
     return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
 
 
@@ -180,7 +189,8 @@ class Redactor:
     """The per-batch transform publishing applies when the policy redacts, counting what it replaced."""
 
     def __init__(self, options: ScanOptions, policy: ScanPolicy, scanned: ScannedMatches | None = None) -> None:
-        self._redaction = Redaction(options, policy.redacted, policy.private_redacted)
+        tokens = Tokens(scanned.tokens) if scanned is not None and scanned.tokens is not None else None
+        self._redaction = Redaction(options, policy.redacted, policy.private_redacted, tokens)
         self.counts: dict[str, int] = {}
         self.scanned = scanned
 
@@ -202,7 +212,7 @@ class Redactor:
         if not self._redaction.verdicts <= REPLACEABLE:  # the record keeps no other verdict
             return self
         found = scanned.rows if what == "rows" else scanned.sessions
-        if found is None:  # the scan read no session files
+        if found is None:  # the scan read no session files, or found too much to record
             return self
         index = itertools.count()
         return lambda table: self(table, found.get(next(index), []))

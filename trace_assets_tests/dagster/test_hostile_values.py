@@ -108,7 +108,7 @@ def _check_run(instance: dg.DagsterInstance, root: Path, run: str, drawn: list[d
     check_scope_folder(folder, root / "hf_cache")  # every config its cards declare, sessions' too
 
     _metadata(instance, run)
-    [status] = [s for s in scope_statuses(instance) if s.scope == run]
+    [status] = [s for s in scope_statuses(instance)[0] if s.scope == run]
     record = status.published
     assert record is not None and (record.mean_reward is None or math.isfinite(record.mean_reward))
     assert run in text_table([status]) and run in markdown_table([status]) and run in status_text(instance)
@@ -125,7 +125,7 @@ def test_a_nan_or_infinite_reward_does_not_fail_the_run(tmp_path):
     with dg.instance_for_test() as instance:
         assert _export(instance, tmp_path).success
         metadata = _metadata(instance, RUN)["published_shards"]
-        [status] = scope_statuses(instance)
+        [status], _ = scope_statuses(instance)
     record = status.published
     assert record is not None and record.mean_reward == metadata["mean_reward"]
     assert RUN in text_table([status]) + markdown_table([status])

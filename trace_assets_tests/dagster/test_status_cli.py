@@ -199,3 +199,40 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
         view = str(event.asset_materialization.metadata["status"].value)
     assert "| blocked-run | blocked | - |" in view and "| waiting-run | not exported yet |" in view
     assert "| **sweep total** | 8 scopes |" in view
+
+
+def test_one_instance_two_traces_roots_each_view_shows_its_own(tmp_path):
+    """Scopes listed from another traces root on the same instance are left out of `status` and the
+    sweep view when a root is set, and counted; without a root `status` shows every scope."""
+    out = tmp_path / "out"
+    roots = {"a-run": tmp_path / "traces-a", "b-run": tmp_path / "traces-b"}
+    for run, root in roots.items():
+        shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, root / run)
+        flags = ["--traces-root", str(root), "--publish-root", str(out), "--on-secret", "redact"]
+        done = run_cli(["materialize", run, *flags], tmp_path)
+        assert done.returncode == 0, done.stderr
+    register = run_cli(["status"], tmp_path)  # no root: every scope, nothing said hidden
+    assert [line.split()[0] for line in register.stdout.splitlines()[1::2]][:2] == ["a-run", "b-run"]
+    assert "not shown" not in register.stdout
+
+    # The root as given another way (a trailing slash, `..`) is the same root.
+    mine = run_cli(["status", "--traces-root", f"{roots['a-run']}/../traces-a/"], tmp_path)
+    assert mine.returncode == 0, mine.stderr
+    lines = mine.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["a-run", "excluded:", "1"], mine.stdout
+    assert lines[-1] == "1 scope(s) of other traces roots on this instance not shown"
+    from_env = run_cli(["status"], tmp_path, TRACE_ASSETS_TRACES_ROOT=str(roots["b-run"]))
+    assert from_env.stdout.splitlines()[1].split()[0] == "b-run" and "a-run" not in from_env.stdout
+
+    config = config_from_env(
+        {}, traces_root=str(roots["a-run"]), publish_root=str(out), staging_root=str(tmp_path / "staging")
+    )
+    refresh = build_definitions(config).resolve_job_def(refresh_sweep_coverage.name)
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        assert refresh.execute_in_process(instance=instance).success
+        event = instance.get_latest_materialization_event(sweep_coverage.key)
+        assert event is not None and event.asset_materialization is not None
+        metadata = event.asset_materialization.metadata
+    assert [r.data["scope"] for r in metadata["scopes"].value.records] == ["a-run"]
+    assert metadata["other_roots_hidden"].value == 1 and "b-run" not in metadata["status"].value
+    assert metadata["status"].value.endswith("1 scope(s) of other traces roots on this instance not shown\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -139,3 +140,51 @@ def test_a_repo_per_scope_is_named_from_the_template_and_loads_alone(through_the
     with pytest.raises(ValueError, match=r"scope 'flat' has no step folder to fill \{step\}"):
         target.check_writable(RunScope("flat"))  # the pre-flight's: that run fails, saying so
     assert target.location(RunScope("flat")) == f"hf://datasets/{template}"
+
+
+def test_the_root_cards_merge_downloads_another_scopes_files_once_per_content(
+    through_the_stand_in, tmp_path, monkeypatch
+):
+    """Each publish to a repo per sweep rewrites the root card from every other scope's four files;
+    kept by blob id on local disk, an unchanged one is downloaded once, not on every publish, and the
+    card is byte for byte the one written from fresh downloads."""
+    hub = through_the_stand_in
+    built = build_scope_folders(tmp_path)
+
+    def scope_file_reads(repo: str, method: str = "GET") -> int:
+        """Requests for files inside a scope's folder (not the root card): HEAD, or GET (a download)."""
+        return len(hub.requests_to(method, rf"/datasets/{repo}/resolve/[^/]+/[^?]+/[^/?]+$"))
+
+    cards, rounds = {}, {}
+    for repo, cached in (("acme/cold", False), ("acme/warm", True)):
+        target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), repo, "main", "", SWEEP_CARD)
+        for round in (1, 2):  # every scope published twice: the second round changes nothing
+            for n, scope in enumerate(built):
+                cache = tmp_path / "cache" / (repo if cached else f"{repo}-{round}-{n}")  # cold: empty each time
+                monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+                target.publish(built[scope][0], scope)
+            rounds[repo, round] = (scope_file_reads(repo, "HEAD"), scope_file_reads(repo))
+        cards[repo] = hub.files(repo)["README.md"]
+    others = sum(range(len(built))) + len(built) * (len(built) - 1)  # other scopes' folders read, both rounds
+    assert rounds["acme/cold", 2][0] == 4 * others  # four files a folder looked up on every publish
+    assert rounds["acme/warm", 2][1] <= 4 * len(built)  # each folder's files at most once: when first read
+    per_file = Counter(
+        r.path.split("/", 6)[-1] for r in hub.requests_to("GET", r"/datasets/acme/warm/resolve/[^/]+/[^?]+/[^/?]+$")
+    )
+    assert set(per_file.values()) == {1}, per_file  # at whichever head, never downloaded twice
+    assert cards["acme/cold"] == cards["acme/warm"]
+    print(
+        f"scope-file requests (HEAD, GET) over {2 * len(built)} publishes: cold {rounds['acme/cold', 2]}, "
+        f"kept {rounds['acme/warm', 2]}"
+    )
+
+    # A kept file that no longer matches its id (torn, altered) is read from the Hub again.
+    kept = sorted(path for path in (tmp_path / "cache" / "acme/warm").rglob("*") if path.is_file())
+    for path in kept:
+        path.write_bytes(b"altered")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache" / "acme/warm"))
+    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), "acme/warm", "main", "", SWEEP_CARD)
+    first = next(iter(built))
+    target.publish(built[first][0], first)
+    assert scope_file_reads("acme/warm") > rounds["acme/warm", 2][1]
+    assert hub.files("acme/warm")["README.md"] == cards["acme/cold"]

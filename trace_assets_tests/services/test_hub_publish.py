@@ -163,16 +163,16 @@ def test_a_commit_landing_between_planning_and_committing_fails_the_publish(
 ) -> None:
     """Otherwise a shard another writer added after the listing would survive next to the new ones."""
     publish(hub_server, write_run_folder(tmp_path / "first", "run-1", [2, 2]))
-    list_repo_files = HfApi.list_repo_files
+    list_repo_tree = HfApi.list_repo_tree
 
-    def list_then_let_another_writer_commit(api: HfApi, *args: object, **kwargs: object) -> list[str]:
-        files = list_repo_files(api, *args, **kwargs)  # type: ignore[arg-type]
+    def list_then_let_another_writer_commit(api: HfApi, *args: object, **kwargs: object) -> list[object]:
+        entries = list(list_repo_tree(api, *args, **kwargs))  # type: ignore[arg-type]
         HfApi(endpoint=hub_server.url, token=hub_server.token).upload_file(
             path_or_fileobj=b"{}", path_in_repo="data/late.json", repo_id=REPO_ID, repo_type="dataset"
         )
-        return files
+        return entries
 
-    monkeypatch.setattr(HfApi, "list_repo_files", list_then_let_another_writer_commit)
+    monkeypatch.setattr(HfApi, "list_repo_tree", list_then_let_another_writer_commit)
 
     with pytest.raises(HubPublishError, match="HTTP 412"):
         publish(hub_server, write_run_folder(tmp_path / "second", "run-1", [4]))

@@ -14,14 +14,15 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
 import pytest
-import s3fs
-from aiobotocore.session import AioSession
 
 from trace_assets_tests.support.fault_proxy import FaultProxy
+
+if TYPE_CHECKING:  # imported where used: every pytest run loads this plugin, most use no S3 (0.6 s)
+    import s3fs
+    from aiobotocore.session import AioSession
 
 ENDPOINT_ENV_VAR = "TRACE_ASSETS_TEST_S3_ENDPOINT"
 FAKE_ACCESS_KEY = "testing"
@@ -32,6 +33,8 @@ REGION = "us-east-1"
 @functools.cache
 def _shared_botocore_session() -> AioSession:
     """One session for every test filesystem: it caches the S3 service model, slow to load for each client."""
+    from aiobotocore.session import AioSession
+
     return AioSession()
 
 
@@ -43,6 +46,8 @@ def make_s3fs(endpoint_url: str, *, retries: int | None = None, **kwargs: Any) -
     the constructor does not take); other keyword arguments, such as
     ``config_kwargs={"retries": {...}}`` for botocore's, go to S3FileSystem.
     """
+    import s3fs
+
     fs = s3fs.S3FileSystem(
         endpoint_url=endpoint_url,
         key=FAKE_ACCESS_KEY,
@@ -99,6 +104,8 @@ def s3_endpoint() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def s3_admin_client(s3_endpoint: str) -> Any:
     """A boto3 S3 client for setting up and tearing down buckets; made once, as clients are slow to build."""
+    import boto3
+
     return boto3.client(
         "s3",
         endpoint_url=s3_endpoint,

@@ -9,8 +9,16 @@ import polars as pl
 import pytest
 
 from trace_assets.defs.resources import ConfigError, config_from_env
+from trace_assets.secret_scan import privacy
 from trace_assets.secret_scan.policy import ScanPolicy
-from trace_assets.secret_scan.privacy import PrivacyFinder, PrivacyOptions, PrivateCategory, operator_literals
+from trace_assets.secret_scan.privacy import (
+    PrivacyFinder,
+    PrivacyOptions,
+    PrivateCategory,
+    Tokens,
+    operator_literals,
+)
+from trace_assets.secret_scan.redaction import Redaction
 from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
 from trace_assets.steps.scan import Redactor, secret_redactor
 
@@ -143,3 +151,75 @@ def test_operator_values_alone_are_those_every_category_finds() -> None:
     assert len(every) >= 6
     assert PrivacyFinder(OPERATOR, {PrivateCategory.OPERATOR}).find(frame) == every
     assert PrivacyFinder(PrivacyOptions(), {PrivateCategory.OPERATOR}).find(frame) == []
+
+
+def _trial_rows(trials: dict[str, str]) -> pl.DataFrame:
+    conversations = [[{"role": "user", "content": f"ssh {text}"}] for text in trials.values()]
+    return pl.DataFrame(
+        {"conversations": conversations, "trial_name": list(trials), "instruction": ["go"] * len(trials)}
+    )
+
+
+TRIALS = {
+    "t__a": "alice@corp.io at 10.0.0.5",
+    "t__b": "ALICE@corp.io and bob@corp.io from /home/carol",
+    "t__c": "bob@corp.io on 10.0.0.6 and /Users/carol",
+    "t__d": "nothing here but bob@example.com",
+}
+
+
+def test_the_scan_numbers_tokens_in_its_order_and_lists_them_per_trial():
+    scanner = SecretScanner("r", ScanOptions(privacy=PrivacyOptions()))
+    scanner.scan(_trial_rows(TRIALS))
+    listed = {e["trial_name"]: e["categories"] for e in scanner.report()["privacy"]["trials"]}
+    assert listed == {
+        "t__a": {"email": {"values": 1, "tokens": ["[EMAIL-1]"]}, "private_ip": {"values": 1, "tokens": ["[IP-1]"]}},
+        "t__b": {"email": {"values": 2, "tokens": ["[EMAIL-1]", "[EMAIL-2]"]}, "home_path": {"values": 1, "tokens": ["[HOME-1]"]}},
+        "t__c": {
+            "email": {"values": 1, "tokens": ["[EMAIL-2]"]},
+            "home_path": {"values": 1, "tokens": ["[HOME-1]"]},  # the user is the value, under /home or /Users
+            "private_ip": {"values": 1, "tokens": ["[IP-2]"]},
+        },
+    }  # fmt: skip
+    assert scanner.report()["privacy"]["trials_omitted"] == 0
+    # The numbering as recorded for publishing, held by digest: no value in it.
+    assigned = scanner.private_tokens
+    assert assigned is not None and [len(assigned[c]) for c in ("email", "private_ip", "home_path")] == [2, 2, 1]
+    assert not any(v in json.dumps(assigned) for v in ("alice", "bob", "carol", "10.0.0"))
+
+
+def test_redaction_goes_on_with_the_scans_numbering_however_it_cuts_batches():
+    """Publishing one trial at a time, last first, gives each value the scan's token."""
+    options = ScanOptions(privacy=PrivacyOptions())
+    scanner = SecretScanner("r", options)
+    scanner.scan(_trial_rows(TRIALS))
+
+    def published(redaction: Redaction, trial: str) -> str:
+        return redaction(_trial_rows({trial: TRIALS[trial]}))[0]["conversations"][0][0]["content"]
+
+    seeded = Redaction(options, (), PrivateCategory, Tokens(scanner.private_tokens))
+    assert [published(seeded, trial) for trial in ("t__c", "t__a")] == [
+        "ssh [EMAIL-2] on [IP-2] and /Users/[HOME-1]",
+        "ssh [EMAIL-1] at [IP-1]",
+    ]
+    unseeded = Redaction(options, (), PrivateCategory)  # numbered in its own order of meeting them
+    assert published(unseeded, "t__c") == "ssh [EMAIL-1] on [IP-1] and /Users/[HOME-1]"
+
+
+def test_tokens_go_on_after_the_assigned_ones():
+    first = Tokens()
+    match = PrivacyFinder().matches("a@corp.io b@corp.io")
+    assert [first.name(m) for m in match] == ["[EMAIL-1]", "[EMAIL-2]"]
+    second = Tokens(first.assigned())
+    later = PrivacyFinder().matches("c@corp.io B@CORP.IO")
+    assert [second.name(m) for m in later] == ["[EMAIL-3]", "[EMAIL-2]"]
+
+
+def test_only_the_first_trials_are_listed_and_the_rest_counted(monkeypatch):
+    monkeypatch.setattr(privacy, "TRIALS_LISTED", 2)
+    monkeypatch.setattr(privacy, "TOKENS_LISTED", 1)
+    scanner = SecretScanner("r", ScanOptions(privacy=PrivacyOptions()))
+    scanner.scan(_trial_rows(TRIALS))
+    report = scanner.report()["privacy"]
+    assert [e["trial_name"] for e in report["trials"]] == ["t__a", "t__b"] and report["trials_omitted"] == 1
+    assert report["trials"][1]["categories"]["email"] == {"values": 2, "tokens": ["[EMAIL-1]"]}

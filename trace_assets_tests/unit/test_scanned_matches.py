@@ -97,6 +97,8 @@ def test_a_record_of_another_scan_is_ignored(staged: tuple[RunStaging, Coverage]
     other_kinds = ScanOptions(tuple(parse_pattern_specs("mine=sk-mine-[a-z]{12}")), privacy=OPTIONS.privacy)
     assert ScannedMatches.read(staging.scan_matches, report, other_kinds) is None
     assert ScannedMatches.read(staging.scan_matches, report, ScanOptions(allowlist=("0" * 16,))) is None
+    other_literals = ScanOptions(privacy=PrivacyOptions(literals=("debian",)))  # another numbering
+    assert ScannedMatches.read(staging.scan_matches, report, other_literals) is None
     staging.scan_matches.write_text("{not json")
     assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is None
     assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
@@ -127,5 +129,8 @@ def test_only_what_a_policy_can_replace_is_recorded_while_the_record_is_small(
     assert verdicts and verdicts <= scan.REPLACEABLE
     monkeypatch.setattr(scan, "MAX_RECORDED", 1)  # hostile text: matches past the cap
     report = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
-    assert not staging.scan_matches.exists()
-    assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
+    record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
+    assert record is not None and record.rows is None and record.sessions is None
+    assert record.tokens is not None  # the numbering is kept all the same
+    redactor = secret_redactor(POLICY, report, OPTIONS, staging.scan_matches)
+    assert redactor is not None and redactor.cut_as_scanned("rows", 256) is redactor  # the finder reads every batch

@@ -374,21 +374,21 @@ def test_a_ticks_summary_counts_scopes_then_says_each_ones_state_and_next_check(
     runs = list(newest)
     first = plan_tick(None, runs, sources, [], 2100.0, settle=600)
     assert tick_summary(first, shown=20).splitlines() == [
-        "3 scope(s): 2 export requested, 1 waiting",
-        "'run-a': export requested",
-        "'run-b': export requested",
-        "'run-c': settling, 9 min left",
+        "3 scope(s): 2 export requested, 1 waiting.",
+        "'run-a': export requested.",
+        "'run-b': export requested.",
+        "'run-c': settling, 9 min left.",
     ]
     published["run-b"] = 2200.0
     checked = plan_tick(first.cursor, runs, sources, [], 2220.0, settle=600, recheck={"run-a", "run-b"})
     lines = tick_summary(checked, shown=2, notes=["queue messages ignored: 1 test_event"]).splitlines()
     assert lines == [
-        "queue messages ignored: 1 test_event",
-        "3 scope(s): 3 waiting",
-        "'run-a': export requested, not published yet",
-        "'run-b': published and unchanged",
-        "(and 1 more)",
+        "queue messages ignored: 1 test_event.",
+        "3 scope(s): 3 waiting.",
+        "'run-a': export requested, not published yet.",
+        "'run-b': published and unchanged.",
+        "(and 1 more).",
     ]
     later = tick_summary(plan_tick(checked.cursor, runs[:2], sources, [], 2280.0, settle=600), shown=20)
     assert "'run-b': published and unchanged; re-checked in " in later
-    assert tick_summary(plan_tick(None, [], sources, [], 2000.0, settle=600), shown=20) == "no scopes"
+    assert tick_summary(plan_tick(None, [], sources, [], 2000.0, settle=600), shown=20) == "no scopes."

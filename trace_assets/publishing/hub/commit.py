@@ -27,6 +27,7 @@ from trace_assets.publishing.hub.base import (
 )
 from trace_assets.publishing.hub.batched import BatchedPublish, RetryPolicy
 from trace_assets.publishing.hub.naming import DEFAULT_REVISION, normalize_path_in_repo, validate_repo_id
+from trace_assets.publishing.hub.reads import BlobCache
 
 if TYPE_CHECKING:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
@@ -155,12 +156,15 @@ def _publish(
     progress: Progress = quiet,
 ) -> PublishedCommit:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+    from huggingface_hub.hf_api import RepoFile
 
     head = _prepare_revision(api, repo_id, revision, private)
-    remote_files = api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head)
+    tree = api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE, revision=head)
+    blob_ids = {entry.path: entry.blob_id if entry.lfs is None else "" for entry in tree if isinstance(entry, RepoFile)}
+    remote_files = list(blob_ids)
     if shared:
         shared_file, scratch = shared
-        read = partial(_read_at, api, repo_id, head, scratch, set(remote_files))
+        read = partial(_read_at, api, repo_id, head, scratch, blob_ids, BlobCache.default())
         existing = read([shared_file.path]).get(shared_file.path)
         merged = scratch / "shared-file"
         merged.write_text(
@@ -213,14 +217,28 @@ READ_WORKERS = 8  # files of the head read at once for a shared file's merge
 
 
 def _read_at(
-    api: HfApi, repo_id: str, head: str, scratch: Path, present: set[str], paths: list[str]
+    api: HfApi,
+    repo_id: str,
+    head: str,
+    scratch: Path,
+    blob_ids: dict[str, str],
+    cache: BlobCache,
+    paths: list[str],
 ) -> dict[str, bytes]:
-    """The files of `paths` the head holds, downloaded `READ_WORKERS` at a time."""
-    wanted = [path for path in dict.fromkeys(paths) if path in present]
+    """The files of `paths` the head holds (`blob_ids`: each one's blob id, "" for an LFS file),
+    from `cache` when kept there, else downloaded `READ_WORKERS` at a time and kept."""
+    wanted = [path for path in dict.fromkeys(paths) if path in blob_ids]
 
     def one(path: str) -> bytes:
+        blob_id = blob_ids[path]
+        kept = cache.get(blob_id) if blob_id else None
+        if kept is not None:
+            return kept
         local = api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE, revision=head, cache_dir=scratch)
-        return Path(local).read_bytes()
+        data = Path(local).read_bytes()
+        if blob_id:
+            cache.put(blob_id, data)
+        return data
 
     with ThreadPoolExecutor(READ_WORKERS) as pool:
         return dict(zip(wanted, pool.map(one, wanted)))

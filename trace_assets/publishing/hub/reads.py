@@ -1,13 +1,17 @@
-"""Calls that only read the Hub: the token and repo checked before any work, and a file of the
-published version read back (its coverage and versions, for the shrink guard and the card)."""
+"""Calls that only read the Hub: the token and repo checked before any work, a file of the
+published version read back (its coverage and versions, for the shrink guard and the card), and
+the local cache of a repo's small files by blob id."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from trace_assets.atomic_files import replaced_atomically
 from trace_assets.publishing.hub.base import REPO_TYPE, HubPublishError, describe_hub_failure
 from trace_assets.publishing.hub.naming import DEFAULT_REVISION
 
@@ -63,3 +67,45 @@ def check_hub_access(repo_id: str, *, token: str | None, endpoint: str | None) -
     else:
         return
     raise HubPublishError(failure)
+
+
+def git_blob_id(data: bytes) -> str:
+    """The id git (and the Hub's tree listing, as `oid`) gives a file of these bytes."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+class BlobCache:
+    """A repo's small (non-LFS) files kept on local disk by their git blob id. The id names the
+    content, so a file read at one head is the same at every head listing that id: the root card's
+    merge, which reads every other scope's card and JSON files on each publish to a repo per sweep,
+    downloads only those that changed since this host last read them. Each file is checked against
+    its id when kept and when read (a torn or altered copy is read from the Hub again); a folder
+    that cannot be written only means no caching."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    @classmethod
+    def default(cls) -> BlobCache:
+        """Under the user's cache folder (`XDG_CACHE_HOME`, else ~/.cache), read when called."""
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return cls(Path(base) / "trace_assets" / "hub-blobs")
+
+    def _path(self, blob_id: str) -> Path:
+        return self.folder / blob_id[:2] / blob_id
+
+    def get(self, blob_id: str) -> bytes | None:
+        try:
+            data = self._path(blob_id).read_bytes()
+        except (OSError, ValueError):  # missing or unreadable; ValueError: not an id-shaped name
+            return None
+        return data if git_blob_id(data) == blob_id else None
+
+    def put(self, blob_id: str, data: bytes) -> None:
+        if git_blob_id(data) != blob_id or len(blob_id) != 40 or not blob_id.isalnum():
+            return  # not the file the listing named: not kept
+        try:
+            with replaced_atomically(self._path(blob_id)) as temp:
+                temp.write_bytes(data)
+        except OSError:
+            return
