@@ -388,7 +388,7 @@ def replace_folder(
             transfer.advance(1, sizes[name])
     else:
         for phase in (changed, rest):  # each phase whole before the next starts
-            _put_all(fs, local_dir, target, phase, sizes, transfer, concurrency)
+            _put_all(fs, local_dir, target, phase, sizes=sizes, transfer=transfer, concurrency=concurrency)
         for name in cards:  # one PUT each, in order: the old object or the new
             fs.put_file(str(local_dir / name), f"{target}/{name}")
             transfer.advance(1, sizes[name])
@@ -445,6 +445,7 @@ def _put_all(
     local_dir: Path,
     target: str,
     names: list[str],
+    *,
     sizes: dict[str, int],
     transfer: FileTransfer,
     concurrency: int,
