@@ -88,6 +88,7 @@ class BatchedPublish:
         repo_id: str,
         uploads: dict[str, Path],
         stale_folders: tuple[str, ...],
+        *,
         max_files: int,
         retry: RetryPolicy,
         progress: Progress = quiet,

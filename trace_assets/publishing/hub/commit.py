@@ -174,7 +174,13 @@ def _publish(
     stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
     if len(uploads) + len(stale_shards) > max_files_per_commit:
         batches = BatchedPublish(
-            api, repo_id, uploads, stale_folders, max_files_per_commit, retry or RetryPolicy(), progress
+            api,
+            repo_id,
+            uploads,
+            stale_folders,
+            max_files=max_files_per_commit,
+            retry=retry or RetryPolicy(),
+            progress=progress,
         )
         return batches.publish(revision, commit_message, head)
     logger.info(
