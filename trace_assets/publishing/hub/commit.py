@@ -125,15 +125,15 @@ def publish_run_folder(
             return _publish(
                 api,
                 uploads,
-                repo_id,
-                revision,
-                private,
-                stale_folders,
-                commit_message,
-                max_files_per_commit,
-                retry,
-                (shared_file, Path(scratch)) if shared_file else None,
-                progress,
+                repo_id=repo_id,
+                revision=revision,
+                private=private,
+                stale_folders=stale_folders,
+                commit_message=commit_message,
+                max_files_per_commit=max_files_per_commit,
+                retry=retry,
+                shared=(shared_file, Path(scratch)) if shared_file else None,
+                progress=progress,
             )
     except HfHubHTTPError as error:
         failure, status = describe_hub_failure(error, repo_id, revision, token), error.response.status_code
@@ -145,16 +145,19 @@ def publish_run_folder(
 def _publish(
     api: HfApi,
     uploads: dict[str, Path],
+    *,
     repo_id: str,
     revision: str,
     private: bool,
     stale_folders: tuple[str, ...],
     commit_message: str,
-    max_files_per_commit: int = MAX_FILES_PER_COMMIT,
-    retry: RetryPolicy | None = None,
-    shared: tuple[SharedFile, Path] | None = None,
-    progress: Progress = quiet,
+    max_files_per_commit: int,
+    retry: RetryPolicy | None,
+    shared: tuple[SharedFile, Path] | None,
+    progress: Progress,
 ) -> PublishedCommit:
+    """`publish_folder`'s work once its arguments are checked: `uploads` maps each path in the
+    repo to its local file; `shared` is the shared file with a scratch folder for its merge."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
     from huggingface_hub.hf_api import RepoFile
 
