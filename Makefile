@@ -37,9 +37,10 @@ test: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml services
 
 # Only unit/ is collected: the other folders' modules import Dagster's test tooling for nothing.
 # No unit test uses Hypothesis: its plugin is not loaded (importing it was a second of each run).
-# One pytest worker a core (pytest-xdist): the pure tests share no file, port or process.
+# One pytest worker a core (pytest-xdist): the pure tests share no file, port or process; a
+# file's tests go to one worker, so its module fixtures (a staged run, a batch scan) run once.
 test-unit: $(BIN)/trace-assets
-	$(BIN)/pytest -p no:hypothesispytest -n auto -m "not dagster and not services and not slow" trace_assets_tests/unit
+	$(BIN)/pytest -p no:hypothesispytest -n auto --dist loadfile -m "not dagster and not services and not slow" trace_assets_tests/unit
 
 lint: $(BIN)/trace-assets
 	$(BIN)/ruff format --check trace_assets trace_assets_tests benchmarks

@@ -101,7 +101,7 @@ def _c_syncfs() -> Callable[[int], int] | None:
     """The C library's `syncfs(fd)`, where it has one (glibc on Linux); None elsewhere."""
     try:
         return ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no such function; no C library to load by None
         return None
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import requests
 from requests.structures import CaseInsensitiveDict
 
+from trace_assets.run_tags import failure_line
 from trace_assets.settings import ProcessSettings, env_name, load
 
 START_SECONDS = 180.0
@@ -223,8 +224,7 @@ def failure_reason(url: str, run_id: str, headers: Mapping[str, str] | None = No
             error = event["error"] or {}
             while error.get("cause"):
                 error = error["cause"]
-            first_line = (error.get("message") or "failed").strip().splitlines()[0]
-            return f"step {event['stepKey']} failed: {first_line}"
+            return f"step {event['stepKey']} failed: {failure_line(error.get('message'))}"
     for event in events:
         if event["__typename"] == "RunFailureEvent":
             return str(event["message"])

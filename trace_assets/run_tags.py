@@ -17,6 +17,15 @@ PARTITION_TAG = "dagster/partition"  # Dagster sets it on every partitioned run 
 SWEEP_LABEL = r"^$|^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 _NOT_IN_LABEL = re.compile(r"[^-A-Za-z0-9_.]+")
 DEFAULT_SWEEP = "traces"
+# Dagster's "module.Class: " before an error's message; the class says nothing to a reader.
+_EXCEPTION_CLASS = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*: ")
+
+
+def failure_line(message: str | None) -> str:
+    """An error's one-line reason, as the failure tag, the CLI, `backfill --wait` and the sweep view
+    say it: its first line without the exception's class path ("failed" if it has none)."""
+    text = (message or "").strip()
+    return _EXCEPTION_CLASS.sub("", text.splitlines()[0]) if text else "failed"
 
 
 def sweep_label(traces_root: str) -> str:

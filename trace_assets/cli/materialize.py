@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import socket
 import threading
 import uuid
@@ -21,7 +20,7 @@ from trace_assets.cli.dry_run import dry_run_runs
 from trace_assets.cli.instance import HOST_TAG, PID_TAG, free_slots_of_dead_runs, get_instance
 from trace_assets.cli.report import coverage_sentence, unblocking
 from trace_assets.cli.scopes import expand_scopes, preflight
-from trace_assets.run_tags import SWEEP_TAG
+from trace_assets.run_tags import SWEEP_TAG, failure_line
 from trace_assets.scope import RunScope, validate_scope_keys
 
 if TYPE_CHECKING:
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
     from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
 
 SLOT_WAIT_LOG_SECONDS = 10.0
-_EXCEPTION_CLASS = re.compile(r"^(?:[A-Za-z_][\w]*\.)+[A-Za-z_]\w*: ")  # a dotted class path, kept only with -v
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,12 +146,9 @@ def _failure_reason(result: dg.ExecuteInProcessResult, unblocking: str = "") -> 
     for event in result.all_events:
         if event.is_step_failure:
             error = event.step_failure_data.error
-            message = error.message.strip() if error else "failed"
             while error is not None and error.cause is not None:
                 error = error.cause
-                message = error.message.strip()
-            first_line = message.splitlines()[0] if message else "failed"
-            return f"step {event.step_key} failed: {_EXCEPTION_CLASS.sub('', first_line)}"
+            return f"step {event.step_key} failed: {failure_line(error.message if error else None)}"
     return "run failed"
 
 

@@ -7,7 +7,6 @@ description, the shrink guard's refusal, or the failed step's error). `trace-ass
 prints the same (`status_text`).
 """
 
-import re
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +21,7 @@ from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.publishing.shrink_guard import ShrinkRefused
 from trace_assets.roots import root_location
-from trace_assets.run_tags import FAILURE_TAG, PARTITION_TAG
+from trace_assets.run_tags import FAILURE_TAG, PARTITION_TAG, failure_line
 from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.sweep import (
     DISPLAY_COLUMNS,
@@ -39,7 +38,6 @@ from trace_assets.sweep import (
 )
 
 PAGE = 1000  # materializations (or finished runs) read per request
-_EXCEPTION_CLASS = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*: ")  # Dagster's "module.Class: " before a message
 _CANCELED = (dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.CANCELING)
 
 
@@ -139,7 +137,7 @@ def failure_of(instance: dg.DagsterInstance, run_id: str) -> tuple[ScopeState, s
     for event in events:
         evaluation = event.event_specific_data
         if isinstance(evaluation, dg.AssetCheckEvaluation) and not evaluation.passed and evaluation.blocking:
-            description = _one_line(evaluation.description or "failed")
+            description = failure_line(evaluation.description or "failed")
             return ScopeState.BLOCKED, blocked_by(
                 evaluation.check_name, evaluation.asset_key.to_user_string(), description
             )
@@ -152,18 +150,14 @@ def failure_of(instance: dg.DagsterInstance, run_id: str) -> tuple[ScopeState, s
             if data.user_failure_data is not None and data.user_failure_data.description:
                 message = data.user_failure_data.description
             else:
-                message = _EXCEPTION_CLASS.sub("", error.message.strip()) if error else "failed"
+                message = error.message if error else "failed"
             refused = error is not None and error.cls_name == ShrinkRefused.__name__
             state = ScopeState.REFUSED if refused else ScopeState.FAILED
-            return state, f"step {event.step_key} failed: {_one_line(message)}"
+            return state, f"step {event.step_key} failed: {failure_line(message)}"
     for event in events:
         if event.event_type == dg.DagsterEventType.RUN_FAILURE:
-            return ScopeState.FAILED, _one_line(event.message or "run failed")
+            return ScopeState.FAILED, failure_line(event.message or "run failed")
     return ScopeState.FAILED, "run failed"
-
-
-def _one_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else "failed"
 
 
 def published_records(instance: dg.DagsterInstance) -> list[ScopeRecord]:

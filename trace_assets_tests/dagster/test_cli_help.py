@@ -39,7 +39,7 @@ OPTIONS = {
     "runs": {"--traces-root", "--scope"},
     "materialize": {"--traces-root", "--scope", "--dry-run", *EXPORT},
     "backfill": {"--traces-root", "--scope", "--all", "--wait", "--webserver", "--webserver-header", *EXPORT},
-    "status": set(),
+    "status": {"--traces-root"},
     "forget": {"--traces-root"},
     "recheck": set(),
 }

@@ -7,9 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 
-import datasets
 import pyarrow.parquet as pq
-from datasets.arrow_writer import ParquetWriter as DatasetsParquetWriter
 
 from trace_assets.publishing import parquet_layout
 from trace_assets.publishing.dataset_folder import TRIALS_FILE, build_run_folder
@@ -35,6 +33,9 @@ def _laid_out_as_the_hub_writes(path) -> bool:
 
 
 def test_the_options_are_the_ones_datasets_writes_with():
+    import datasets  # here: at collection it was half a second of every unit run, each pytest worker's
+    from datasets.arrow_writer import ParquetWriter as DatasetsParquetWriter
+
     assert CDC_OPTIONS == datasets.config.DEFAULT_CDC_OPTIONS
     defaults = inspect.signature(DatasetsParquetWriter.__init__).parameters
     assert defaults["use_content_defined_chunking"].default is True  # meaning DEFAULT_CDC_OPTIONS

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from trace_assets.defs.resources import ConfigError, config_from_env
-from trace_assets.run_tags import SWEEP_LABEL, sweep_label
+from trace_assets.run_tags import SWEEP_LABEL, failure_line, sweep_label
 
 
 @pytest.mark.parametrize(
@@ -38,3 +38,17 @@ def test_a_configured_sweep_wins_and_is_checked(tmp_path):
     assert config_from_env({}, **roots).sweep_name() == "t"
     with pytest.raises(ConfigError, match="TRACE_ASSETS_SWEEP='lr 3e-4'"):
         config_from_env({"TRACE_ASSETS_SWEEP": "lr 3e-4"}, **roots)
+
+
+@pytest.mark.parametrize(
+    ("message", "line"),
+    [
+        ("dagster._core.definitions.events.Failure: blocked by check x: y\nStack trace", "blocked by check x: y"),
+        ("ValueError: disk full", "disk full"),
+        ("refusing to publish run 'r': 3 rows < 5", "refusing to publish run 'r': 3 rows < 5"),
+        ("  \n", "failed"),
+        (None, "failed"),
+    ],
+)
+def test_a_failure_is_told_in_its_first_line_without_the_exception_class(message, line):
+    assert failure_line(message) == line
