@@ -359,14 +359,15 @@ class Tokens:
 
     def __init__(self, assigned: Assignment | None = None) -> None:
         self._tokens: dict[str, str] = {}
-        self._next = dict.fromkeys(PrivateCategory, 1)
+        self._numbered: dict[PrivateCategory, list[str]] = {c: [] for c in PrivateCategory}  # digests, in order
         for category, digests in (assigned or {}).items():
             for digest in digests:
                 self._add(PrivateCategory(category), digest)
 
     def _add(self, category: PrivateCategory, digest: str) -> str:
-        token = self._tokens[digest] = f"[{TOKEN_NAMES[category]}-{self._next[category]}]"
-        self._next[category] += 1
+        numbered = self._numbered[category]
+        numbered.append(digest)
+        token = self._tokens[digest] = f"[{TOKEN_NAMES[category]}-{len(numbered)}]"
         return token
 
     def name(self, match: PrivateMatch) -> str:
@@ -383,13 +384,7 @@ class Tokens:
 
     def assigned(self) -> Assignment:
         """The numbering so far, as `Tokens(assigned)` takes it."""
-        numbered: Assignment = {}
-        for digest, token in self._tokens.items():  # in the order assigned
-            numbered.setdefault(_TOKEN_CATEGORY[token[1:].rpartition("-")[0]], []).append(digest)
-        return numbered
-
-
-_TOKEN_CATEGORY = {name: str(category) for category, name in TOKEN_NAMES.items()}
+        return {str(category): list(digests) for category, digests in self._numbered.items() if digests}
 
 
 def _named(match: PrivateMatch) -> str:

@@ -79,7 +79,8 @@ class ScannedMatches:
         try:
             fields = json.loads(path.read_text())
             scanned = cls(**{**fields, "rows": found(fields["rows"]), "sessions": found(fields["sessions"])})
-        except (OSError, ValueError, TypeError, KeyError):
+            Tokens(scanned.tokens)  # its categories are ours
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
         tied = (scanned.rows_scanned, scanned.bytes_scanned) == _tie(report) and scanned.options == _digest(options)
         return scanned if tied else None

@@ -4,6 +4,7 @@ batch makes, byte for byte."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,9 @@ def test_a_record_of_another_scan_is_ignored(staged: tuple[RunStaging, Coverage]
     assert ScannedMatches.read(staging.scan_matches, report, ScanOptions(allowlist=("0" * 16,))) is None
     other_literals = ScanOptions(privacy=PrivacyOptions(literals=("debian",)))  # another numbering
     assert ScannedMatches.read(staging.scan_matches, report, other_literals) is None
+    record = json.loads(staging.scan_matches.read_text())
+    staging.scan_matches.write_text(json.dumps({**record, "tokens": {"phone": ["0" * 32]}}))
+    assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is None  # a category not ours
     staging.scan_matches.write_text("{not json")
     assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is None
     assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
