@@ -43,6 +43,10 @@ class ScopeRecord:
     published_to: str
     excluded: dict[str, int] = field(default_factory=dict)
     mean_reward: float | None = None  # exported trials with a finite, valid reward; None before it was recorded
+    # Private values (`email: 3, home_path: 1`, or "none") the scan found and publishing replaced,
+    # as recorded (counts by category, never a value); "" before publishes recorded them.
+    private_found: str = ""
+    private_replaced: str = ""
 
     def __post_init__(self) -> None:
         # A NaN or infinite mean is no figure to show, plot or compare: unknown, in every view and the file.
@@ -241,6 +245,8 @@ def detail_text(status: ScopeStatus, where: bool = True) -> str:
     record = status.published
     if record is not None:
         parts.append(f"excluded: {exclusions_text(record.excluded) or 'none'}")
+        if record.private_found not in ("", "none"):
+            parts.append(f"private values found: {record.private_found}, replaced: {record.private_replaced or 'none'}")
         if where:
             parts.append(f"published to {record.published_to}")
     return "; ".join(parts) or "no run has tried to publish it"

@@ -22,6 +22,7 @@ from trace_assets.defs.metadata import (
 )
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.secret_scan.privacy import found_by_category
 from trace_assets.steps.context import ScopeContext
 from trace_assets.steps.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
 
@@ -180,6 +181,7 @@ def _publish_scope(
             "shards": dg.MetadataValue.int(len(shards.files)),
             "download_size": size_text(shards.download_size),
             "redacted": counts_text(redactor.counts if redactor else {}),
+            "private_found": counts_text(found_by_category(done.report)),
             "private_replaced": counts_text(redactor.private_counts if redactor else {}),
             "secret_verdict": dg.MetadataValue.text(
                 (redactor.published_report(done.report) if redactor else done.report)["verdict"]

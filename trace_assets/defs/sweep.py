@@ -196,6 +196,8 @@ def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
         if isinstance(excluded, dg.TableMetadataValue)
         else {},
         mean_reward=float(mean_reward) if isinstance(mean_reward, int | float) else None,
+        private_found=str(values.get("private_found", "")),
+        private_replaced=str(values.get("private_replaced", "")),
     )
 
 

@@ -338,6 +338,13 @@ class PrivacyScanner:
         }
 
 
+def found_by_category(report: dict[str, Any]) -> dict[str, int]:
+    """The non-placeholder matches of each category a report's `privacy` section found (none: left out)."""
+    counts = (report.get("privacy") or {}).get("categories", {})
+    found = {category: v.get("matches", 0) - v.get("placeholders", 0) for category, v in counts.items()}
+    return {category: n for category, n in found.items() if n}
+
+
 def found_values(report: dict[str, Any], categories: Iterable[str]) -> int:
     """How many non-placeholder matches a report's `privacy` section holds in `categories`."""
     counts = (report.get("privacy") or {}).get("categories", {})

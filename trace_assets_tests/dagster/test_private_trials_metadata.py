@@ -1,5 +1,5 @@
 """The scan asset's metadata lists the trials holding private values, with their tokens and never a
-value (a value written as Markdown or HTML neither), and each trial's published row and session
+value (a value written as Markdown or HTML neither), `status` counts them per category, and each trial's published row and session
 files hold those very tokens (the order publishing meets values in may differ from the scan's:
 test_privacy_scan shows redaction going on with the scan's numbering then)."""
 
@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.defs.resources import config_from_env
+from trace_assets.defs.sweep import status_text
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
 # Values whose text would be a link, emphasis or an element if shown as it is.
@@ -57,6 +58,7 @@ def test_the_scan_metadata_lists_trials_with_their_tokens_and_no_value(tmp_path:
         event = instance.get_latest_materialization_event(dg.AssetKey("secret_scan_report"))
         assert event is not None and event.asset_materialization is not None
         metadata = event.asset_materialization.metadata
+        status = status_text(instance)
 
     table = metadata["private_trials"]
     assert isinstance(table, dg.TableMetadataValue)
@@ -68,6 +70,11 @@ def test_the_scan_metadata_lists_trials_with_their_tokens_and_no_value(tmp_path:
         for value in (URL.format(n=n), EMAIL.format(n=n), "10.0.3.", "javascript:", "corp-research"):
             assert value not in shown, value
     assert "<img" not in shown and "onerror" not in shown
+    # `trace-assets status` says per category what was found and replaced, never a value.
+    [found] = [line for line in status.splitlines() if "private values found: " in line]
+    assert "email: " in found and "operator: " in found and "replaced: " in found and "replaced: none" not in found
+    for value in ("10.0.3.", "javascript:", "corp-research", "<img", "onerror"):
+        assert value not in status, value
 
     folder = tmp_path / "published" / SAMPLE_RUN
     published: dict[str, str] = {}  # per trial, its row and session files as published

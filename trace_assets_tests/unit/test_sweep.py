@@ -3,6 +3,7 @@ with states and totals, the plot."""
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 
 import pyarrow.parquet as pq
@@ -12,6 +13,7 @@ from trace_assets.sweep import (
     ScopeRecord,
     ScopeState,
     ScopeStatus,
+    detail_text,
     display_rows,
     markdown_table,
     plot_svg,
@@ -162,3 +164,18 @@ def test_a_huge_mean_reward_reads_in_a_few_digits():
     huge = _record("huge", 10, 1e308)
     line = text_table([ScopeStatus(huge.scope, ScopeState.PUBLISHED, published=huge)]).splitlines()[1]
     assert line.split()[6] == "1e+308"
+
+
+def test_a_scope_with_private_values_says_per_category_what_was_found_and_replaced():
+    found = dataclasses.replace(
+        _record("sweep-a", 5), private_found="email: 3, home_path: 1", private_replaced="email: 3, home_path: 1"
+    )
+    kept = dataclasses.replace(_record("sweep-b", 5), private_found="email: 2", private_replaced="none")
+    assert "private values found: email: 3, home_path: 1, replaced: email: 3, home_path: 1" in detail_text(
+        ScopeStatus("sweep-a", ScopeState.PUBLISHED, published=found)
+    )
+    assert detail_text(ScopeStatus("sweep-b", ScopeState.PUBLISHED, published=kept), where=False) == (
+        "excluded: none; private values found: email: 2, replaced: none"
+    )
+    for clean in (_record("sweep-c", 5), dataclasses.replace(_record("sweep-c", 5), private_found="none")):
+        assert "private" not in detail_text(ScopeStatus("sweep-c", ScopeState.PUBLISHED, published=clean))
