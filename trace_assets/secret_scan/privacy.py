@@ -347,11 +347,8 @@ def found_by_category(report: dict[str, Any]) -> dict[str, int]:
 
 def found_values(report: dict[str, Any], categories: Iterable[str]) -> int:
     """How many non-placeholder matches a report's `privacy` section holds in `categories`."""
-    counts = (report.get("privacy") or {}).get("categories", {})
-    return sum(
-        counts.get(category, {}).get("matches", 0) - counts.get(category, {}).get("placeholders", 0)
-        for category in categories
-    )
+    found = found_by_category(report)
+    return sum(found.get(category, 0) for category in categories)
 
 
 # What one scope's token numbering records: per category, the digests of its values in token order.
