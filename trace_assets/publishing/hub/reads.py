@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,9 @@ def check_hub_access(repo_id: str, *, token: str | None, endpoint: str | None) -
     raise HubPublishError(failure)
 
 
+_BLOB_ID = re.compile(r"[0-9a-f]{40}")  # a sha1 hex digest, as git and the Hub's `oid` write it
+
+
 def git_blob_id(data: bytes) -> str:
     """The id git (and the Hub's tree listing, as `oid`) gives a file of these bytes."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
@@ -95,14 +99,16 @@ class BlobCache:
         return self.folder / blob_id[:2] / blob_id
 
     def get(self, blob_id: str) -> bytes | None:
+        if not _BLOB_ID.fullmatch(blob_id):  # the listing's id names a path only when it is a git id
+            return None
         try:
             data = self._path(blob_id).read_bytes()
-        except (OSError, ValueError):  # missing or unreadable; ValueError: not an id-shaped name
+        except OSError:  # missing or unreadable
             return None
         return data if git_blob_id(data) == blob_id else None
 
     def put(self, blob_id: str, data: bytes) -> None:
-        if git_blob_id(data) != blob_id or len(blob_id) != 40 or not blob_id.isalnum():
+        if git_blob_id(data) != blob_id:  # so it is a git id too
             return  # not the file the listing named: not kept
         try:
             with replaced_atomically(self._path(blob_id)) as temp:
