@@ -12,8 +12,9 @@ entries the listing skipped without excluding the trial are counted (`skipped`) 
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
+from collections import Counter, deque
+from collections.abc import Generator, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,22 +23,24 @@ import pyarrow as pa
 
 from trace_assets.accounting import SCORED, Coverage, Exclusion, Reason, TrialStatus
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, TrialExport, export_trial, rows_schema
-from trace_assets.harbor.trajectory import ParsedTrajectories
+from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, rows_schema
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
 from trace_assets.progress import Progress, ProgressReporter, terminal
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import PLAIN_TEXT_COLUMNS
 from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_objects, previous_records
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
-from trace_assets.steps.scoring import StepStats, encode_per_trial, rows_salt, summary_from_scored
+from trace_assets.steps.scoring import StepStats, rows_salt
 from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
+from trace_assets.steps.trial_rows import SliceJob, SliceWork, TrialWork, export_slice
 from trace_assets.store.fetch_ahead import fetched_ahead
-from trace_assets.store.trace_store import TraceStore
+from trace_assets.store.process_pool import WorkerError, ordered_map
+from trace_assets.store.trace_store import TraceStore, available_cores
 
 DEFAULT_ROWS_PER_SHARD = 2000
+PARALLEL_ROWS_MIN_TRIALS = 1000  # below this, starting workers costs more than it saves
 
 STATUS_SCHEMA = pa.schema(
     [
@@ -70,11 +73,14 @@ def export_rows(
     progress: Progress,
     rows_per_part: int = DEFAULT_ROWS_PER_SHARD,
     sessions: SessionWriter | None = None,
+    workers: int | None = None,
 ) -> tuple[Coverage, StepStats]:
     """Each scored trial's rows and every folder's status; unchanged trials come from the last run.
 
     Rows go into parts of `rows_per_part` rows, the published shard size, so publishing can
     copy them. With `sessions`, each exported trial's session files are written from the same bytes.
+    Trials are exported in `workers` processes (default: `row_workers`), each batch split
+    between them; everything that depends on order stays here (see `_export_batch`).
     """
     listing_path = staging.require(staging.listing, "raw_trial_listing")
     scored_path = staging.require(staging.scored, "scored_trials")
@@ -100,9 +106,21 @@ def export_rows(
                 zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes
             )
             planned = (_plan_batch(staging.scope, batch, options, previous_statuses, sessions) for batch in batches)
-            for plan, blobs in fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
+            fetched = fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead)
+            count = row_workers(total) if workers is None else workers
+            job = SliceJob(
+                staging.scope.run_id,
+                staging.scope.step,
+                options,
+                sessions is not None,
+                sessions.harness if sessions is not None else "",
+                PLAIN_TEXT_COLUMNS,
+            )
+            sent: deque[_Batch] = deque()  # the batch of each slice sent and not yet answered
+            answers = ordered_map(export_slice, _slice_jobs(fetched, job, count, sent), count, ahead=1)
+            for plan, works in _batch_answers(answers, sent, staging.scope):
                 table, statuses = _export_batch(
-                    staging.scope, plan, blobs, options, previous_statuses, previous_rows, stats, sessions
+                    staging.scope, plan, works, schema, previous_statuses, previous_rows, stats, sessions
                 )
                 for status in statuses:
                     trial_rows.append((status["trial_dir"], status["rows"]))
@@ -148,44 +166,6 @@ def _storable(text: str | None) -> str | None:
     if text is None or text.isascii():
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _exported(
-    summary_record: dict[str, Any],
-    files: dict[str, bytes | Exclusion],
-    scope: RunScope,
-    options: ExportOptions,
-    sessions: SessionWriter | None,
-    trial_dir: str,
-) -> TrialExport:
-    """One trial's rows (and session files); an unreadable file, or anything export raises, is the
-    trial's exclusion. A session that cannot be written is named in the status detail, never the
-    exclusion of a trial whose rows are good."""
-    blobs: dict[str, bytes] = {}
-    for key, blob in files.items():
-        if isinstance(blob, Exclusion):
-            return TrialExport(exclusion=blob)
-        blobs[key] = blob
-    parsed = ParsedTrajectories(blobs)  # each trajectory parsed once, for the rows and the sessions
-    try:
-        summary = summary_from_scored(summary_record)
-        result = export_trial(summary, blobs, scope.run_id, options, parsed)
-    except Exception as err:  # a shape no rule foresaw: this trial's problem, not the run's
-        detail = f"{type(err).__name__} while building rows from {', '.join(sorted(files))}: {err}"
-        return TrialExport(exclusion=Exclusion(Reason.INVALID_TRAJECTORY, detail))
-    if sessions is not None and result.exclusion is None:
-        skipped = sessions.write(trial_dir, summary, blobs, scope, parsed, _row_texts(result.rows))
-        result.notes.extend(session.note for session in skipped)
-    return result
-
-
-def _row_texts(rows: list[dict[str, Any]]) -> set[str]:
-    """Every text of the rows the secret scan reads (see `scanner._texts`): message contents,
-    instruction and verifier output where the rows have them."""
-    texts = {message["content"] for row in rows for message in row["conversations"]}
-    texts.update(row[column] for row in rows for column in PLAIN_TEXT_COLUMNS if row.get(column) is not None)
-    texts.discard(None)  # a message without content (null) is no text
-    return texts
 
 
 def _repaired_note(repaired: int) -> str | None:
@@ -239,18 +219,90 @@ def _plan_batch(
     return _Batch(trials, scored, wanted, sources)
 
 
+def row_workers(trials: int) -> int:
+    """Processes for a run of `trials` listed trials: every available core, but one (this process)
+    for a run too small to repay starting the others."""
+    cores = available_cores()
+    return cores if cores > 1 and trials >= PARALLEL_ROWS_MIN_TRIALS else 1
+
+
+def _slice_jobs(
+    fetched: Iterable[tuple[_Batch, dict[str, bytes | Exclusion]]], job: SliceJob, count: int, sent: deque[_Batch]
+) -> Iterator[tuple[tuple[_Batch, bool], tuple[SliceJob, list[Any]]]]:
+    """Each fetched batch's trials to read, in `count` slices of about equal bytes (one per worker;
+    some may be empty), each `((batch, last slice of it), (job, trials))`; `sent` gets the batch of
+    each slice as it is drawn."""
+    for plan, blobs in fetched:
+        slices: list[list[Any]] = [[] for _ in range(max(1, count))]
+        sizes = {
+            trial_dir: sum(len(blob) for key in keys if isinstance(blob := blobs[f"{trial_dir}/{key}"], bytes))
+            for trial_dir, keys in plan.wanted.items()
+        }
+        total, before = sum(sizes.values()), 0
+        for trial, record in zip(plan.trials, plan.scored):
+            if trial.trial_dir in plan.wanted:
+                files = {key: blobs.pop(f"{trial.trial_dir}/{key}") for key in plan.wanted[trial.trial_dir]}
+                slices[before * len(slices) // total if total else 0].append((trial.trial_dir, record, files))
+                before += sizes[trial.trial_dir]
+        del blobs
+        for index, trials in enumerate(slices):
+            sent.append(plan)
+            yield (plan, index == len(slices) - 1), (job, trials)
+
+
+def _batch_answers(
+    answers: Generator[tuple[tuple[_Batch, bool], SliceWork]], sent: deque[_Batch], scope: RunScope
+) -> Iterator[tuple[_Batch, list[SliceWork]]]:
+    """Each batch with its slices' answers; a worker that dies or fails names the run and the batch."""
+    works: list[SliceWork] = []
+    with closing(answers):  # workers still busy are ended when the step stops early
+        while True:
+            try:
+                answer = next(answers, None)
+            except WorkerError as err:
+                first = sent[0].trials[0].trial_dir
+                raise RuntimeError(
+                    f"run {scope.key!r}: a worker process failed exporting the batch from {first}: {err}"
+                ) from err
+            if answer is None:
+                return
+            sent.popleft()
+            (plan, last), work = answer
+            works.append(work)
+            if last:
+                yield plan, works
+                works = []
+
+
+def _fresh(works: list[SliceWork]) -> Iterator[tuple[TrialWork, pa.Table | None, pa.Table]]:
+    """Each read trial's work, in order, with its rows (None when they could not be stored) and
+    its session records, both slices of its slice's tables."""
+    for slice_work in works:
+        rows_at = sessions_at = 0
+        for work in slice_work.trials:
+            rows = None
+            if work.trial_dir not in slice_work.failed:
+                rows = slice_work.rows.slice(rows_at, work.rows)
+                rows_at += work.rows
+            yield work, rows, slice_work.sessions.slice(sessions_at, len(work.session_paths))
+            sessions_at += len(work.session_paths)
+
+
 def _export_batch(
     scope: RunScope,
     plan: _Batch,
-    blobs: dict[str, bytes | Exclusion],
-    options: ExportOptions,
+    works: list[SliceWork],
+    schema: pa.Schema,
     previous_statuses: dict[str, dict[str, Any]],
     previous_rows: PreviousRows,
     stats: StepStats,
     sessions: SessionWriter | None = None,
 ) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """The batch's rows and statuses from its slices' answers, in order: session paths are claimed
+    here, trial by trial, as are the unchanged trials' rows and sessions of the run before."""
     trials, scored, wanted, sources = plan.trials, plan.scored, plan.wanted, plan.sources
-    rows: list[tuple[str, list[dict[str, Any]]]] = []
+    fresh = _fresh(works)
+    rows: list[tuple[str, pa.Table | list[dict[str, Any]] | None]] = []  # None: rows that cannot be stored
     statuses: list[dict[str, Any]] = []
     for trial, record in zip(trials, scored):
         earlier_rows = previous_rows.take(trial)
@@ -266,18 +318,20 @@ def _export_batch(
             "repaired": record["repaired"] or 0,
         }
         if trial.trial_dir in wanted:
-            files = {key: blobs.pop(f"{trial.trial_dir}/{key}") for key in wanted[trial.trial_dir]}
-            result = _exported(record, files, scope, options, sessions, trial.trial_dir)
-            del files
+            work, trial_rows, records = next(fresh)
+            result = work.export
+            if sessions is not None and result.exclusion is None:
+                skipped = sessions.add(trial.trial_dir, work.session_paths, work.skipped, records)
+                result.notes.extend(session.note for session in skipped)
             reason = result.exclusion.reason.value if result.exclusion else None
             status.update(
                 status=TrialStatus.EXCLUDED.value if reason else TrialStatus.EXPORTED.value,
                 reason=reason,
                 detail=result.detail or None,
-                rows=len(result.rows),
+                rows=work.rows,
                 repaired=status["repaired"] + result.repaired,
             )
-            rows.append((trial.trial_dir, result.rows))
+            rows.append((trial.trial_dir, trial_rows))
             stats.reread += 1
         elif record["status"] == SCORED:
             cached = previous_statuses[trial.trial_dir]
@@ -294,8 +348,7 @@ def _export_batch(
                     status["detail"] = "; ".join(filter(None, [status["detail"], *(s.note for s in taken)]))
         else:
             status.update(status=TrialStatus.EXCLUDED.value, reason=record["status"], detail=record["detail"])
-        fresh = trial.trial_dir in wanted or record["status"] != SCORED  # else all came from the cache
-        if fresh:
+        if trial.trial_dir in wanted or record["status"] != SCORED:  # else all came from the cache
             notes = [status["detail"], _repaired_note(status["repaired"])]
             if trial.blocked() is None:
                 notes.append(trial.skipped_note())
@@ -303,7 +356,8 @@ def _export_batch(
         status["detail"] = _storable(status["detail"])
         statuses.append(status)
 
-    table, failed = encode_per_trial(rows, rows_schema(options))
+    table, failed = _batch_table(rows, schema)
+    failed.update({trial_dir: error for work in works for trial_dir, error in work.failed.items()})
     for status in statuses:
         if status["trial_dir"] in failed:
             detail = f"rows hold values that cannot be stored: {failed[status['trial_dir']]}"
@@ -312,3 +366,32 @@ def _export_batch(
             if sessions is not None:
                 sessions.drop(status["trial_dir"])
     return table, statuses
+
+
+def _batch_table(
+    rows: list[tuple[str, pa.Table | list[dict[str, Any]] | None]], schema: pa.Schema
+) -> tuple[pa.Table, dict[str, str]]:
+    """The batch's rows (a read trial's as its worker encoded them, None if they could not be
+    stored; an unchanged trial's as the run before staged them) as one table, laid out in memory as
+    `encode_per_trial` lays out a batch (so the parts' bytes and recorded sizes do not depend on
+    the process that encoded them): one chunk, or one per trial when a trial's rows are left out."""
+    encoded: list[tuple[pa.Table | None, bool]] = []  # (rows, encoded here)
+    failed: dict[str, str] = {}
+    for trial_dir, got in rows:
+        if isinstance(got, list):
+            try:
+                encoded.append((pa.Table.from_pylist(got, schema=schema), True))
+            except Exception as err:
+                failed[trial_dir] = f"{type(err).__name__}: {err}"
+                encoded.append((None, True))
+        else:
+            encoded.append((got, False))
+    if all(table is not None for table, _ in encoded):
+        tables = [table for table, _ in encoded if table is not None]
+        return (pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()), failed
+    tables = [
+        table if here else pa.Table.from_pylist(table.to_pylist(), schema=schema)
+        for table, here in encoded
+        if table is not None
+    ]
+    return (pa.concat_tables(tables) if tables else schema.empty_table()), failed

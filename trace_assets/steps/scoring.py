@@ -21,6 +21,7 @@ from trace_assets.steps.incremental import fingerprint, listed_objects, previous
 from trace_assets.steps.job_results import load_job_results
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers
+from trace_assets.steps.trial_rows import encode_per_trial
 from trace_assets.store.fetch_ahead import fetched_ahead
 from trace_assets.store.trace_store import TraceStore
 
@@ -94,42 +95,6 @@ def _parsed_result(blob: bytes | Exclusion, trial: ListedTrial) -> TrialSummary 
         return parse_trial_result(blob, trial.trial_name)
     except Exception as err:  # a shape no rule foresaw: this trial's problem, not the run's
         return Exclusion(Reason.INVALID_RESULT_JSON, f"{RESULT_JSON}: {type(err).__name__}: {err}")
-
-
-def encode_per_trial(
-    records: list[tuple[str, list[dict[str, Any]]]], schema: pa.Schema
-) -> tuple[pa.Table, dict[str, str]]:
-    """Each trial's records as one table; if the batch does not encode, each trial on its own,
-    leaving out the trials that fail, with their error."""
-    try:
-        return pa.Table.from_pylist([r for _, rows in records for r in rows], schema=schema), {}
-    except Exception:  # one trial's values; found below
-        pass
-    tables, failed = [], {}
-    for trial_dir, rows in records:
-        try:
-            tables.append(pa.Table.from_pylist(rows, schema=schema))
-        except Exception as err:
-            failed[trial_dir] = f"{type(err).__name__}: {err}"
-    return (pa.concat_tables(tables) if tables else schema.empty_table()), failed
-
-
-def summary_from_scored(record: dict[str, Any]) -> TrialSummary:
-    return TrialSummary(
-        trial_name=record["result_trial_name"],
-        task=record["task"],
-        agent=record["agent"],
-        model=record["model"],
-        model_provider=record["model_provider"],
-        started_at=record["started_at"],
-        job_id=record["job_id"],
-        reward=record["reward"],
-        exception_type=record["exception_type"],
-        result=record["result"],
-        success=bool(record["success"]),
-        reward_valid=record["reward_valid"],
-        repaired=record["repaired"] or 0,
-    )
 
 
 def rows_salt(record: dict[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,20 +23,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from trace_assets.atomic_files import remove_path, temp_sibling
-from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import CONVERSATION_TYPE
 from trace_assets.harbor.sessions import (
     SESSIONS_DIR,
     SessionSkip,
     SkippedSession,
     SlottedText,
-    sessions_from_files,
 )
-from trace_assets.harbor.trajectory import ParsedTrajectories
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import Replaceable, SecretScanner
 from trace_assets.steps.staging import RunStaging, write_json_atomically
+from trace_assets.steps.trial_rows import STORE_SCHEMA
 
 MANIFEST = "sessions.json"
 SKIPPED = "sessions_skipped.json"
@@ -51,18 +48,6 @@ _TEXT_TABLE = pa.schema(
         ("trace_source", pa.string()),
     ]
 )
-STORE_SCHEMA = pa.schema(
-    [
-        ("trial_dir", pa.string()),
-        ("path", pa.string()),  # in the dataset folder, e.g. sessions/3f/<trial>.jsonl
-        ("trial_name", pa.string()),  # the header's, as the scan report names the texts
-        ("task", pa.string()),
-        ("skeleton", pa.string()),  # see SlottedText
-        ("texts", pa.list_(pa.string())),
-        ("in_rows", pa.list_(pa.bool_())),  # per text: the very string of a text of the trial's rows
-    ]
-)
-
 # Staging only (never published): texts are mostly distinct and long, so no dictionary and no
 # min/max statistics (which would copy a whole text into the footer); LZ4 decodes faster than Snappy.
 STORE_WRITE_OPTIONS: dict[str, Any] = {"use_dictionary": False, "write_statistics": False, "compression": "lz4"}
@@ -156,7 +141,7 @@ class SessionWriter:
         self._current: dict[str, list[str]] = {}
         self._skipped: dict[str, list[SkippedSession]] = {}
         self._owners: dict[str, str] = {}  # path -> the trial folder holding it this run
-        self._pending: list[tuple[str, pa.Table | list[dict[str, Any]]]] = []  # this batch, in order
+        self._pending: list[tuple[str, pa.Table]] = []  # this batch, in order
         self._temp = temp_sibling(store_path(folder))
         self._writer: pq.ParquetWriter | None = None
 
@@ -182,32 +167,17 @@ class SessionWriter:
         self._claim(trial_dir, paths, skipped)
         return taken
 
-    def write(
-        self,
-        trial_dir: str,
-        summary: TrialSummary,
-        files: Mapping[str, bytes],
-        scope: RunScope,
-        parsed: ParsedTrajectories | None = None,
-        row_texts: Collection[str] = (),
+    def add(
+        self, trial_dir: str, paths: list[str], skipped: list[SkippedSession], records: pa.Table
     ) -> list[SkippedSession]:
-        """Stage the trial's session files; returns the sessions it gets none of, and why.
-        `parsed` holds the trajectories its rows were made from, so none is parsed twice;
-        `row_texts` the texts of its rows as staged, which the scan need not read twice."""
-        try:
-            sessions, skipped = sessions_from_files(summary, files, scope.run_id, scope.step, self.harness, parsed)
-            records = [
-                _record(trial_dir, session.path, session.header, session.slotted(), row_texts) for session in sessions
-            ]
-        except Exception as err:  # a shape no rule foresaw: this trial's session, not its rows
-            sessions, skipped = [], [SkippedSession(SessionSkip.UNCONVERTIBLE, f"{type(err).__name__}: {err}")]
-            records = []
-        taken = self._taken(trial_dir, [session.path for session in sessions])
+        """Stage an exported trial's session files (`records`, made by `trial_rows.export_slice`, one
+        per path); returns the sessions it gets none of, and why."""
+        taken = self._taken(trial_dir, paths)
         if taken:
-            sessions, skipped, records = [], [*skipped, *taken], []
-        if records:
+            paths, skipped = [], [*skipped, *taken]
+        elif records.num_rows:
             self._pending.append((trial_dir, records))
-        self._claim(trial_dir, [session.path for session in sessions], skipped)
+        self._claim(trial_dir, paths, skipped)
         return skipped
 
     def _taken(self, trial_dir: str, paths: list[str]) -> list[SkippedSession]:
@@ -240,10 +210,7 @@ class SessionWriter:
 
     def flush(self) -> None:
         """Stage the batch's sessions (one row group): the rows step calls it after each batch."""
-        tables = [
-            item if isinstance(item, pa.Table) else pa.Table.from_pylist(item, schema=STORE_SCHEMA)
-            for _, item in self._pending
-        ]
+        tables = [table for _, table in self._pending]
         self._pending = []
         if not tables:
             return
@@ -278,21 +245,6 @@ class SessionWriter:
         write_json_atomically(self.folder.parent / SKIPPED, skipped)
         write_json_atomically(self.folder.parent / MANIFEST, self._current)
         return session_counts(self.folder)
-
-
-def _record(
-    trial_dir: str, path: str, header: dict[str, Any], slotted: SlottedText, row_texts: Collection[str]
-) -> dict[str, Any]:
-    trial_name, task = header.get("trial_name"), header.get("task")
-    return {
-        "trial_dir": trial_dir,
-        "path": path,
-        "trial_name": trial_name if isinstance(trial_name, str) else None,
-        "task": task if isinstance(task, str) else None,
-        "skeleton": slotted.skeleton,
-        "texts": slotted.texts,
-        "in_rows": [text in row_texts for text in slotted.texts],
-    }
 
 
 def session_counts(folder: Path, size: int = 0) -> SessionCounts:

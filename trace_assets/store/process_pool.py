@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, TypeVar
 
 Context = TypeVar("Context")
@@ -97,7 +97,7 @@ def ordered_map(
     jobs: Iterable[tuple[Context, tuple]],
     workers: int,
     ahead: int = 2,
-) -> Iterator[tuple[Context, Any]]:
+) -> Generator[tuple[Context, Any]]:
     """`(context, function(*args))` for each `(context, args)` job, in the jobs' order.
 
     `function` must be a module-level function whose module imports cheaply. Jobs are drawn

@@ -77,7 +77,7 @@ def _is_s3(fs: fsspec.AbstractFileSystem) -> bool:
     return "s3" in protocols
 
 
-def _available_cores() -> int:
+def available_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -192,7 +192,7 @@ class TraceStore:
         self.root = self.root.rstrip("/")
         self.max_concurrency = max_concurrency
         self.fetch_ahead = fetch_ahead
-        self.walk_workers = walk_workers if walk_workers is not None else _available_cores()
+        self.walk_workers = walk_workers if walk_workers is not None else available_cores()
         self.batch_bytes = batch_bytes
 
     @property

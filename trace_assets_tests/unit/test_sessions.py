@@ -12,6 +12,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -29,6 +30,7 @@ from trace_assets.harbor.sessions import (
     epoch_ms,
     file_stem,
     session_path,
+    sessions_from_files,
     slotted_jsonl,
     trial_sessions,
 )
@@ -37,6 +39,7 @@ from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.scope import RunScope
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps import trial_rows
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run, secret_redactor
@@ -306,7 +309,7 @@ def test_a_trial_whose_rows_cannot_be_stored_loses_its_session_files(
 ) -> None:
     """The session is written before the batch's rows are encoded; a trial excluded then must not
     leave a session without a row."""
-    import trace_assets.steps.rows as rows_step
+    import trace_assets.steps.trial_rows as rows_step
 
     sample = export(SAMPLE_TRACES, SAMPLE_RUN, tmp_path / "before")
     victim = sorted(read_manifest(staged_sessions(sample)))[0]
@@ -556,13 +559,19 @@ def test_a_kept_session_written_over_this_run_is_refused_by_name(tmp_path: Path)
         assert "session skipped (session_path_taken)" in _statuses(again)["B__2"]["detail"]
 
 
+def _add(writer: SessionWriter, trial_dir: str, summary: TrialSummary, files: dict[str, bytes]) -> list:
+    sessions, skipped = sessions_from_files(summary, files, "run")
+    made = [trial_rows._record(trial_dir, s.path, s.header, s.slotted(), ()) for s in sessions]
+    records = pa.Table.from_pylist(made, schema=trial_rows.STORE_SCHEMA)
+    return writer.add(trial_dir, [session.path for session in sessions], skipped, records)
+
+
 def test_the_writer_never_overwrites_another_trials_path(tmp_path: Path) -> None:
     writer = SessionWriter(tmp_path / SESSIONS_DIR)
-    scope = RunScope("run")
     files = {"agent/trajectory.json": json.dumps(_said("first")).encode()}
-    assert writer.write("one", _summary("same"), files, scope) == []
+    assert _add(writer, "one", _summary("same"), files) == []
     copy = {"agent/trajectory.json": json.dumps(_said("second")).encode()}
-    [refused] = writer.write("two", _summary("same"), copy, scope)
+    [refused] = _add(writer, "two", _summary("same"), copy)
     assert refused.reason is SessionSkip.PATH_TAKEN and "one" in refused.detail
     counts = writer.close()
     assert counts.sessions == 1 and counts.skipped == {"session_path_taken": 1}
@@ -587,7 +596,7 @@ def test_a_trial_whose_session_fails_keeps_its_row(tmp_path: Path) -> None:
 
 
 def test_an_unconvertible_session_is_named_not_an_exclusion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import trace_assets.steps.sessions as sessions_step
+    sessions_step = trial_rows
 
     def trip(*_: Any) -> Any:
         raise TypeError("'int' object is not iterable")
@@ -622,8 +631,8 @@ def test_a_refused_trial_counts_each_of_its_sessions(tmp_path: Path) -> None:
         "agent/trajectory.json": json.dumps(main).encode(),
         "agent/trajectory.summarization-1-summary.json": json.dumps(_said("sub")).encode(),
     }
-    assert writer.write("one", _summary("same"), files, RunScope("run")) == []
-    refused = writer.write("two", _summary("same"), files, RunScope("run"))
+    assert _add(writer, "one", _summary("same"), files) == []
+    refused = _add(writer, "two", _summary("same"), files)
     assert [s.reason for s in refused] == [SessionSkip.PATH_TAKEN] * 2
     counts = writer.close()
     assert (counts.sessions, counts.subagent_sessions, counts.skipped) == (2, 1, {"session_path_taken": 2})
