@@ -13,13 +13,16 @@ entries the listing skipped without excluding the trial are counted (`skipped`) 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from trace_assets.accounting import SCORED, Coverage, Exclusion, Reason, TrialStatus
 from trace_assets.harbor.options import ExportOptions
@@ -32,7 +35,7 @@ from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_obj
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
 from trace_assets.steps.scoring import StepStats, rows_salt
 from trace_assets.steps.sessions import SessionWriter
-from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
+from trace_assets.steps.staged_rows import RowPartWriter, staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
 from trace_assets.steps.trial_rows import SliceJob, SliceWork, TrialWork, export_slice
 from trace_assets.store.fetch_ahead import fetched_ahead
@@ -99,6 +102,7 @@ def export_rows(
         with (
             staged_row_parts(staging.rows, schema, rows_per_part) as rows_out,
             staged_writers((staging.statuses, STATUS_SCHEMA)) as [status_out],
+            _BatchWrites() as writes,
         ):
             listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
             records = (record for scored in _iter_scored(scored_path, batch_size) for record in scored)
@@ -134,11 +138,12 @@ def export_rows(
                     coverage.subagent_rows += table.num_rows - table.column(TRACE_SOURCE_COLUMN).to_pylist().count(
                         MAIN_TRACE_SOURCE
                     )
-                rows_out.write(table)
-                status_out.write_table(pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA))
-                if sessions is not None:
-                    sessions.flush()
+                status_table = pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA)
+                session_table = sessions.take_batch() if sessions is not None else None
+
+                writes.submit(partial(_write_batch, rows_out, table, status_out, status_table, sessions, session_table))
                 reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
+            writes.wait()
             reporter.finish()
             rows_out.statuses_digest = trial_rows_digest(trial_rows)
             if sessions is not None:
@@ -154,6 +159,45 @@ def export_rows(
     coverage.scored = coverage.trial_dirs - coverage.unscored
     write_json_atomically(staging.coverage, coverage.as_dict())
     return coverage, stats
+
+
+def _write_batch(
+    rows_out: RowPartWriter,
+    table: pa.Table,
+    status_out: pq.ParquetWriter,
+    statuses: pa.Table,
+    sessions: SessionWriter | None,
+    session_table: pa.Table | None,
+) -> None:
+    rows_out.write(table)
+    status_out.write_table(statuses)
+    if sessions is not None:
+        sessions.write_batch(session_table)
+
+
+class _BatchWrites:
+    """A batch's Parquet writes (row parts, statuses, session store) in a thread, since they
+    release the GIL: this process meanwhile builds the next batch and keeps the workers fed. One
+    batch at a time, in order; a write's error is raised at the next `submit` or `wait`."""
+
+    def __init__(self) -> None:
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rows-write")
+        self._last: Future[None] | None = None
+
+    def submit(self, write: Callable[[], None]) -> None:
+        self.wait()
+        self._last = self._thread.submit(write)
+
+    def wait(self) -> None:
+        last, self._last = self._last, None
+        if last is not None:
+            last.result()
+
+    def __enter__(self) -> _BatchWrites:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._thread.shutdown(wait=True)  # before the writers are closed or discarded
 
 
 def _held_bytes(item: tuple[ListedTrial, dict[str, Any]]) -> int:

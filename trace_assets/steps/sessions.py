@@ -209,12 +209,18 @@ class SessionWriter:
         self._pending = [(owner, item) for owner, item in self._pending if owner != trial_dir]
 
     def flush(self) -> None:
-        """Stage the batch's sessions (one row group): the rows step calls it after each batch."""
+        """Stage the batch's sessions (one row group): the rows step does so after each batch."""
+        self.write_batch(self.take_batch())
+
+    def take_batch(self) -> pa.Table | None:
+        """The sessions of the batch so far, for `write_batch` (which may run in another thread)."""
         tables = [table for _, table in self._pending]
         self._pending = []
-        if not tables:
+        return pa.concat_tables(tables) if tables else None
+
+    def write_batch(self, table: pa.Table | None) -> None:
+        if table is None:
             return
-        table = pa.concat_tables(tables)
         if self._writer is None:
             self._temp.parent.mkdir(parents=True, exist_ok=True)
             self._writer = pq.ParquetWriter(self._temp, STORE_SCHEMA, **STORE_WRITE_OPTIONS)
