@@ -43,7 +43,7 @@ from trace_assets.store.process_pool import WorkerError, ordered_map
 from trace_assets.store.trace_store import TraceStore, available_cores
 
 DEFAULT_ROWS_PER_SHARD = 2000
-PARALLEL_ROWS_MIN_TRIALS = 1000  # below this, starting workers costs more than it saves
+PARALLEL_ROWS_MIN_TRIALS = 10_000  # measured: 2,000 trials 1.25x slower in workers, 6,000 even, 22,047 0.87x
 
 STATUS_SCHEMA = pa.schema(
     [
