@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from collections import deque
 from pathlib import Path
 
@@ -107,3 +109,13 @@ def test_a_worker_that_dies_fails_the_step_naming_the_run_and_the_batch(traces: 
         RuntimeError, match=f"run '{RUN}': a worker process failed exporting the batch from {listed[0].trial_dir}"
     ):
         list(rows_step._batch_answers(answers, sent, staging.scope))
+
+
+def test_a_rows_worker_imports_no_polars_fsspec_or_dagster() -> None:
+    code = (
+        "import sys; import trace_assets.steps.trial_rows; "
+        "print(sorted(m for m in ('polars', 'fsspec', 'dagster', 'pandas') if m in sys.modules))"
+    )
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
+    assert loaded.strip() == "[]"
