@@ -140,7 +140,6 @@ def export_rows(
                     )
                 status_table = pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA)
                 session_table = sessions.take_batch() if sessions is not None else None
-
                 writes.submit(partial(_write_batch, rows_out, table, status_out, status_table, sessions, session_table))
                 reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
             writes.wait()
