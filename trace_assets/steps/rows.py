@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from trace_assets.accounting import SCORED, Coverage, Exclusion, Reason, TrialStatus
+from trace_assets.ahead import mapped_ahead
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, TrialExport, export_trial, rows_schema
 from trace_assets.harbor.trajectory import ParsedTrajectories
@@ -34,7 +35,6 @@ from trace_assets.steps.scoring import StepStats, encode_per_trial, rows_salt, s
 from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
-from trace_assets.store.fetch_ahead import fetched_ahead
 from trace_assets.store.trace_store import TraceStore
 
 DEFAULT_ROWS_PER_SHARD = 2000
@@ -100,7 +100,7 @@ def export_rows(
                 zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes
             )
             planned = (_plan_batch(staging.scope, batch, options, previous_statuses, sessions) for batch in batches)
-            for plan, blobs in fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
+            for plan, blobs in mapped_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
                 table, statuses = _export_batch(
                     staging.scope, plan, blobs, options, previous_statuses, previous_rows, stats, sessions
                 )
