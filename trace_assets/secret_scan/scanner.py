@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import polars as pl
 
+from trace_assets.ahead import mapped_ahead
 from trace_assets.secret_scan import judge
 from trace_assets.secret_scan.finder import Finder, Match
 from trace_assets.secret_scan.kinds import KEY_BLOCK_KINDS, PUBLIC_SAMPLE_KEYS, Judged, SecretKind, all_kinds
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.pem import PEM_MARKER, PemAnalysis, analyse_pem_block
-from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, PrivacyScanner
+from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, PrivacyScanner, PrivateMatch
 from trace_assets.secret_scan.verdicts import RunVerdict, Verdict, run_verdict
 
 FINDINGS_CAP = 1000
@@ -238,6 +239,32 @@ def _counted_here(start: int, text_id: int, counted: CountedSpans) -> bool:
     return span_start <= start and (span_end is None or start < span_end)
 
 
+class ScanRows(NamedTuple):
+    """A batch of rows as the scanner reads them, and the UTF-8 bytes of the texts left out of it
+    (null) because each is the very string of a text scanned already that the finder's prefilter
+    let by: it holds no literal (no match, marker or blob, alone or beside another), so it is
+    counted as scanned, as scanning it would have."""
+
+    rows: pl.DataFrame
+    known_clean_bytes: int = 0
+
+
+Batch = TypeVar("Batch", bound=Sized)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One batch's texts with what the finders found in them, before it is tallied."""
+
+    texts: pl.DataFrame
+    matches: list[Match]
+    judgements: list[Judgement]
+    by_id: dict[int, str]
+    markers: pl.DataFrame  # texts holding PEM markers, with their counts
+    private: list[tuple[int, PrivateMatch]]
+    text_bytes: int
+
+
 _EMPTY_KIND: dict[str, int] = {"matches": 0, **{str(v): 0 for v in Verdict}}
 
 
@@ -268,28 +295,63 @@ class SecretScanner:
         self._findings: dict[tuple, dict[str, Any]] = {}
         self._findings_omitted = 0
         self.last_found: list[Replaceable] = []  # the last batch's matches, as redaction replaces them
+        self.last_found_rows: list[int] = []  # the row id of each, as the scanner numbered the rows
 
     def scan(self, rows: pl.DataFrame) -> None:
         """Add one batch of rows to the tallies."""
-        texts = _texts(rows, self._rows_scanned)
-        self._rows_scanned += rows.height
-        self.scan_texts(texts)
+        self._add(self._found_in(_texts(rows, self._rows_scanned), {}), rows.height)
 
-    def count_known_clean(self, text_bytes: int) -> None:
-        """Texts left out of a batch (null) because each is the very string of a text scanned
-        already that the finder's prefilter let by (so it holds no literal: no match, marker or
-        blob, alone or beside another): counted as scanned, as scanning them would have."""
-        self._bytes_scanned += text_bytes
+    def scan_batches(
+        self, batches: Iterable[Batch], read: Callable[[Batch], ScanRows], workers: int = 1
+    ) -> Iterator[Batch]:
+        """Add batches to the tallies in order, as `scan` does with each batch's `read(batch)`,
+        yielding each batch once it is added (`last_found` is then its matches). Reading and the
+        finders of up to `workers` batches run ahead in threads (their time is polars' and Arrow's,
+        which release the GIL); tallies stay in this thread, in order, so the report and the private
+        values' tokens are those of a scan in turn. A batch's length is its number of rows."""
+
+        def numbered() -> Iterator[tuple[Batch, int]]:
+            first_row_id = self._rows_scanned
+            for batch in batches:
+                yield batch, first_row_id
+                first_row_id += len(batch)
+
+        def find(numbered_batch: tuple[Batch, int]) -> _Found:
+            batch, first_row_id = numbered_batch
+            rows, known_clean_bytes = read(batch)
+            found = self._found_in(_texts(rows, first_row_id), {})
+            return replace(found, text_bytes=found.text_bytes + known_clean_bytes)
+
+        ahead = workers if workers > 1 else 0
+        for (batch, _), found in mapped_ahead(numbered(), find, ahead, workers):
+            self._add(found, len(batch))
+            yield batch
 
     def scan_texts(self, texts: pl.DataFrame, counted: CountedSpans | None = None) -> None:
         """Add texts that are not rows (`TEXT_SCHEMA`) to the tallies. Only matches (and PEM markers)
         starting inside `counted[text_id]` count: a chunk of a large object also holds context before
         its part (the previous chunk's) and after it (the next chunk's), where the neighbours count."""
-        matches, judgements, by_id, markers = _judged_texts(self._finder, self._judge, texts, counted or {})
-        self.last_found = replaceables(matches, judgements, by_id)
+        self._add(self._found_in(texts, counted or {}))
+
+    def _found_in(self, texts: pl.DataFrame, counted: CountedSpans) -> _Found:
+        """What the finders find in texts, judged; no tally is touched, so batches may be found in
+        threads (the judge's cache and the finder's record of candidates take any order)."""
+        matches, judgements, by_id, markers = _judged_texts(self._finder, self._judge, texts, counted)
+        private = self._privacy.find(texts) if self._privacy is not None else []
+        text_bytes = int(texts.select(pl.col("text").str.len_bytes().sum()).item() or 0)
+        return _Found(texts, matches, judgements, by_id, markers, private, text_bytes)
+
+    def _add(self, found: _Found, rows: int = 0) -> None:
+        self._rows_scanned += rows
+        texts, matches, judgements, markers = found.texts, found.matches, found.judgements, found.markers
+        self.last_found = replaceables(matches, judgements, found.by_id)
+        sources = [match.source for match in matches]
+        row_ids = texts.filter(pl.col("text_id").is_in(sources)).select("text_id", "row_id") if sources else None
+        row_of = dict(row_ids.iter_rows()) if row_ids is not None else {}
+        self.last_found_rows = [row_of[source] for source in sources]
         if self._privacy is not None:
-            self._privacy.scan_texts(texts)
-        self._bytes_scanned += int(texts.select(pl.col("text").str.len_bytes().sum()).item() or 0)
+            self._privacy.add(texts, found.private)
+        self._bytes_scanned += found.text_bytes
         self._pem["markers"] += int(markers["pem_markers"].sum() or 0)
         self._pem_rows.update(markers["row_id"].unique().to_list())
         self._pem["rows"] = len(self._pem_rows)
@@ -379,6 +441,11 @@ class SecretScanner:
     def private_tokens(self) -> Assignment | None:
         """The scope's private-value tokens as numbered so far (None: no privacy scan)."""
         return self._privacy.tokens.assigned() if self._privacy is not None else None
+
+    @property
+    def rows_scanned(self) -> int:
+        """Rows added so far: the next batch's first row id."""
+        return self._rows_scanned
 
     @property
     def rows_with_matches(self) -> int:

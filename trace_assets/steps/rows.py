@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trace_assets.accounting import SCORED, Coverage, Exclusion, Reason, TrialStatus
+from trace_assets.ahead import available_cores, mapped_ahead
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, rows_schema
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
@@ -38,9 +39,8 @@ from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import RowPartWriter, staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
 from trace_assets.steps.trial_rows import SliceJob, SliceWork, TrialWork, export_slice
-from trace_assets.store.fetch_ahead import fetched_ahead
 from trace_assets.store.process_pool import WorkerError, ordered_map
-from trace_assets.store.trace_store import TraceStore, available_cores
+from trace_assets.store.trace_store import TraceStore
 
 DEFAULT_ROWS_PER_SHARD = 2000
 PARALLEL_ROWS_MIN_TRIALS = 10_000  # measured: 2,000 trials 1.25x slower in workers, 6,000 even, 22,047 0.87x
@@ -110,7 +110,7 @@ def export_rows(
                 zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes
             )
             planned = (_plan_batch(staging.scope, batch, options, previous_statuses, sessions) for batch in batches)
-            fetched = fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead)
+            fetched = mapped_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead)
             count = row_workers(total) if workers is None else workers
             job = SliceJob(
                 staging.scope.run_id,

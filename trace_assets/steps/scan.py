@@ -15,6 +15,7 @@ from typing import Any, Literal
 import polars as pl
 import pyarrow as pa
 
+from trace_assets.ahead import available_cores
 from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
@@ -22,7 +23,7 @@ from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, Tokens
 from trace_assets.secret_scan.redaction import Redaction
-from trace_assets.secret_scan.scanner import Replaceable, ScanOptions, SecretScanner, parse_allowlist
+from trace_assets.secret_scan.scanner import Replaceable, ScanOptions, ScanRows, SecretScanner, parse_allowlist
 from trace_assets.secret_scan.verdicts import RunVerdict, Verdict
 from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, scan_sessions
 from trace_assets.steps.staged_rows import RowParts, iter_rows
@@ -120,6 +121,10 @@ class CandidateRecorder(Finder):
         return found
 
 
+def _scan_rows(table: pa.Table) -> ScanRows:
+    return ScanRows(pl.DataFrame(table))
+
+
 def record_found(found: Found, index: int, batch: list[Replaceable]) -> None:
     """Keep what a batch's scan found that a policy can have replaced, while the record is small."""
     replaceable = [match for match in batch if match.verdict in REPLACEABLE]
@@ -156,10 +161,10 @@ def scan_run(
     scanner = SecretScanner(run_id, options, finder)
     reporter = ProgressReporter("secret_scan_report", "rows", rows.rows, progress or quiet, bar=terminal())
     in_rows: Found = {}
-    for index, table in enumerate(iter_rows(rows, SCAN_BATCH_ROWS)):
-        scanner.scan(pl.DataFrame(table))
+    workers = available_cores()
+    for index, batch in enumerate(scanner.scan_batches(iter_rows(rows, SCAN_BATCH_ROWS), _scan_rows, workers)):
         record_found(in_rows, index, scanner.last_found)
-        reporter.advance(table.num_rows)
+        reporter.advance(batch.num_rows)
     reporter.finish()
     known = finder.seen if finder.skips else None
     in_sessions: Found | None = None
@@ -167,7 +172,7 @@ def scan_run(
     if sessions is not None:
         in_sessions = {}
         sessions_scanned = scan_sessions(
-            scanner, sessions, progress or quiet, known, partial(record_found, in_sessions)
+            scanner, sessions, progress or quiet, known, partial(record_found, in_sessions), workers
         )
     report = scanner.report()
     recorded = sum(map(len, in_rows.values())) + sum(map(len, (in_sessions or {}).values()))

@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from trace_assets.accounting import SCORED, Exclusion, Reason
+from trace_assets.ahead import mapped_ahead
 from trace_assets.harbor.job_result import JobResults, with_job_outcomes
 from trace_assets.harbor.result import TrialSummary, parse_trial_result
 from trace_assets.harbor.trial_files import RESULT_JSON
@@ -22,7 +23,6 @@ from trace_assets.steps.job_results import load_job_results
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers
 from trace_assets.steps.trial_rows import encode_per_trial
-from trace_assets.store.fetch_ahead import fetched_ahead
 from trace_assets.store.trace_store import TraceStore
 
 SCORED_SCHEMA = pa.schema(
@@ -127,7 +127,7 @@ def score_trials(store: TraceStore, staging: RunStaging, batch_size: int, progre
         for trials in bounded_batches(listed, _result_bytes, batch_size, store.fetch_batch_bytes)
     )
     with staged_writers((staging.scored, SCORED_SCHEMA)) as [writer]:
-        for plan, blobs in fetched_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
+        for plan, blobs in mapped_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead):
             trials, sources, blocked, unchanged = plan.trials, plan.sources, plan.blocked, plan.unchanged
             records = []
             for trial in trials:

@@ -32,6 +32,7 @@ from fsspec.asyn import AsyncFileSystem, sync
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.accounting import Exclusion, Reason
+from trace_assets.ahead import available_cores
 from trace_assets.scope import TRACE_JOBS, RunScope, ScopeUnit, run_scopes
 from trace_assets.store.local_walk import Columns, walk_folder, walk_folders
 from trace_assets.store.objects import ObjectBatch
@@ -75,10 +76,6 @@ def _is_s3(fs: fsspec.AbstractFileSystem) -> bool:
     """s3fs, told by its protocol: importing s3fs to check would load botocore for local roots too."""
     protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
     return "s3" in protocols
-
-
-def available_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 DEFAULT_BATCH_BYTES = 128 * 2**20  # parsed JSON takes a few times its bytes: well under 1 GB RSS
@@ -180,7 +177,7 @@ class TraceStore:
         """`max_concurrency`: object-store requests in flight; `walk_workers`: processes walking a
         local run (default: one per available core); `batch_bytes`: listed bytes of the trials'
         files the steps hold fetched at once (a trial larger than that is a batch of its own);
-        `fetch_ahead`: batches fetched while one is parsed (see `fetch_ahead.py`)."""
+        `fetch_ahead`: batches fetched while one is parsed (see `trace_assets/ahead.py`)."""
         self.root_url = root_url.rstrip("/")
         options = dict(storage_options or {})
         if self.root_url.startswith(("s3://", "s3a://")):

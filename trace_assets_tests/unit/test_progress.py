@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import io
+import time
 
+from trace_assets.ahead import mapped_ahead
 from trace_assets.progress import BYTES, FileTransfer, ProgressReporter, bytes_text, duration_text
 from trace_assets.publishing.targets import replace_folder
-from trace_assets.store.fetch_ahead import fetched_ahead
 
 
 class Clock:
@@ -108,7 +109,7 @@ def test_durations_read_as_clock_times():
     assert [duration_text(s) for s in (0, 59.6, 61, 3725)] == ["0:00", "1:00", "1:01", "1:02:05"]
 
 
-def test_fetched_ahead_keeps_order_and_holds_at_most_ahead_plus_one_batches():
+def test_mapped_ahead_keeps_order_and_holds_at_most_ahead_plus_one_batches():
     started, finished = [], []
 
     def fetch(batch: int) -> int:
@@ -116,12 +117,22 @@ def test_fetched_ahead_keeps_order_and_holds_at_most_ahead_plus_one_batches():
         return batch * 10
 
     seen = []
-    for batch, fetched in fetched_ahead(range(6), fetch, ahead=1):
+    for batch, fetched in mapped_ahead(range(6), fetch, ahead=1):
         assert len(started) <= batch + 2  # this batch's and at most the next one's fetch have begun
         seen.append((batch, fetched))
         finished.append(batch)
     assert seen == [(b, b * 10) for b in range(6)]
-    assert list(fetched_ahead(range(3), fetch, ahead=0)) == [(0, 0), (1, 10), (2, 20)]
+    assert list(mapped_ahead(range(3), fetch, ahead=0)) == [(0, 0), (1, 10), (2, 20)]
+
+
+def test_mapped_ahead_in_several_threads_answers_in_order():
+    """Later batches finishing first (the scan's finders run two at a time) still come in order."""
+
+    def work(batch: int) -> int:
+        time.sleep(0.02 if batch % 2 == 0 else 0)
+        return batch * 10
+
+    assert list(mapped_ahead(range(8), work, ahead=2, workers=2)) == [(b, b * 10) for b in range(8)]
 
 
 def test_a_failed_fetch_is_raised_at_its_batch():
@@ -132,7 +143,7 @@ def test_a_failed_fetch_is_raised_at_its_batch():
 
     seen = []
     try:
-        for batch, _ in fetched_ahead(range(5), fetch, ahead=2):
+        for batch, _ in mapped_ahead(range(5), fetch, ahead=2):
             seen.append(batch)
     except OSError as error:
         assert str(error) == "endpoint down"

@@ -138,3 +138,24 @@ def test_only_what_a_policy_can_replace_is_recorded_while_the_record_is_small(
     assert record.tokens is not None  # the numbering is kept all the same
     redactor = secret_redactor(POLICY, report, OPTIONS, staging.scan_matches)
     assert redactor is not None and redactor.cut_as_scanned("rows", 256) is redactor  # the finder reads every batch
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_scan_in_threads_is_the_scan_in_turn(
+    staged: tuple[RunStaging, Coverage],
+    scanned: dict[str, Any],
+    first_scan: tuple[dict[str, Any], bytes],
+    monkeypatch: pytest.MonkeyPatch,
+    workers: int,
+) -> None:
+    """Batches searched at once (two where the machine has two cores, as `first_scan` ran) are
+    tallied in order: the report, each batch's record and the private values' numbering are
+    those of one batch after another; and the session files' findings, read eight batches at a
+    time, are recorded per batch as publishing redacts them."""
+    staging, _ = staged
+    record = ScannedMatches.read(staging.scan_matches, scanned, OPTIONS)
+    assert record is not None and record.sessions and max(record.sessions) > 0  # not in a group's first batch
+    monkeypatch.setattr(scan, "available_cores", lambda: workers)
+    again = scan_run(staging.require_rows(), "gen-run", OPTIONS, staged_sessions(staging), None, staging.scan_matches)
+    assert again == scanned
+    assert staging.scan_matches.read_bytes() == first_scan[1]
