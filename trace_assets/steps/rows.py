@@ -121,7 +121,9 @@ def export_rows(
                 PLAIN_TEXT_COLUMNS,
             )
             sent: deque[_Batch] = deque()  # the batch of each slice sent and not yet answered
-            answers = ordered_map(export_slice, _slice_jobs(fetched, job, count, sent), count, ahead=1)
+            # one batch in the workers (a slice each) while the next is fetched: about the bytes
+            # one process holds, which the store's batch_bytes bounds
+            answers = ordered_map(export_slice, _slice_jobs(fetched, job, count, sent), count, ahead=0)
             for plan, works in _batch_answers(answers, sent, staging.scope):
                 table, statuses = _export_batch(
                     staging.scope, plan, works, schema, previous_statuses, previous_rows, stats, sessions
