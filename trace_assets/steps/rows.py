@@ -5,6 +5,9 @@ holds one batch of trial content at a time, whatever the size of the run; batche
 listed bytes of the trials' files as well as by their number, so a run of very large
 trajectories stays within the store's `batch_bytes`.
 
+Trials' rows and session records are built in worker processes on larger runs (`trial_rows`,
+`row_workers`); claiming session paths, statuses and every write stay in this process, in order.
+
 Per-trial isolation: a file that cannot be read, anything building one trial's rows raises, or
 rows Arrow cannot store, become that trial's exclusion with the file and problem in its detail;
 entries the listing skipped without excluding the trial are counted (`skipped`) and named.

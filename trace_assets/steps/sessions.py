@@ -128,7 +128,7 @@ class _PreviousStore:
 
 class SessionWriter:
     """Stages each exported trial's session files as the rows step goes, a batch at a time
-    (`flush`); `close` puts the store in place and records the manifests.
+    (`take_batch`, `write_batch`); `close` puts the store in place and records the manifests.
 
     Each path belongs to one trial: a trial whose session would land on a path another trial
     already holds this run (a copied trial folder keeps its result.json's `trial_name`) gets
@@ -211,12 +211,9 @@ class SessionWriter:
         self._skipped.pop(trial_dir, None)
         self._pending = [(owner, item) for owner, item in self._pending if owner != trial_dir]
 
-    def flush(self) -> None:
-        """Stage the batch's sessions (one row group): the rows step does so after each batch."""
-        self.write_batch(self.take_batch())
-
     def take_batch(self) -> pa.Table | None:
-        """The sessions of the batch so far, for `write_batch` (which may run in another thread)."""
+        """The sessions of the batch so far, for `write_batch` (which may run in another thread):
+        each batch is a row group of the store."""
         tables = [table for _, table in self._pending]
         self._pending = []
         return pa.concat_tables(tables) if tables else None
@@ -238,7 +235,7 @@ class SessionWriter:
     def close(self) -> SessionCounts:
         """Put the store in place (the run before's files of gone trials are not in it), then
         record the manifest and the skipped sessions."""
-        self.flush()
+        self.write_batch(self.take_batch())
         if self._writer is None:
             self._writer = pq.ParquetWriter(
                 self._temp, STORE_SCHEMA, **STORE_WRITE_OPTIONS
