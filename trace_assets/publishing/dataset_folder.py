@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trace_assets.accounting import Coverage
+from trace_assets.ahead import available_cores
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.harbor.sessions import SESSIONS_DIR
@@ -22,7 +25,7 @@ from trace_assets.publishing.parquet_layout import write_published_table
 from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
 from trace_assets.publishing.shards import ShardSet, rewrite_batch_rows, version_folder, write_shards
-from trace_assets.publishing.trace_sources import data_dir, only_source, source_counts
+from trace_assets.publishing.trace_sources import Transform, data_dir, only_source, source_counts
 from trace_assets.publishing.versions import history, version_entry
 from trace_assets.steps.scan import Redactor
 from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, SessionCounts, copy_sessions
@@ -49,6 +52,7 @@ def build_run_folder(
     source_prefix: str = "",
     step: str | None = None,
     progress: Progress = quiet,
+    workers: int | None = None,
 ) -> ShardSet:
     """The whole dataset folder in `out_dir`; the scan report carries what redaction replaced.
 
@@ -57,29 +61,51 @@ def build_run_folder(
     holds the card's facts, settings and version history (see `versions`), whose list is written
     as `versions.json` with this version last, and its plots when it asks for them. `step` (a step
     scope's step folder) is added to `trials.parquet` as a `step` column and named by the card.
-    `progress` gets each phase's done/total: shards, session files, then the card.
+    `progress` gets each phase's done/total: shards, session files, then the card. With `workers`
+    (default: the cores available) > 1 the shards are written in a thread while the session files are (see `copy_sessions`):
+    the same bytes, in the time of the longer of the two rather than of both.
     """
     options = options or ExportOptions()
+    workers = available_cores() if workers is None else workers
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
     schema = rows.schema
-    subsets: Subsets = {}
     if options.subagents == "separate":
-        shards, subsets = _write_trace_sources(rows, out_dir, max_rows_per_shard, redactor, progress)
         schema = schema.remove(schema.get_field_index(TRACE_SOURCE_COLUMN))
-    else:
-        transform = redactor.cut_as_scanned("rows", rewrite_batch_rows(max_rows_per_shard)) if redactor else None
-        shards = write_shards(rows, out_dir, max_rows_per_shard, transform, progress=progress)
-    session_counts: SessionCounts | None = None
     card = card or CardContext()
-    if sessions is not None:
-        redact = redactor.cut_as_scanned("sessions", SCAN_BATCH_SESSIONS) if redactor else None
-        session_counts = copy_sessions(sessions, out_dir, redact, progress)
-        session_counts = replace(session_counts, version=version_folder(out_dir / SESSIONS_DIR))
+    # Rows and session files at once when there are two cores, unless redaction numbers new
+    # tokens as it meets values (no scan record): then rows go first, as the scan read them.
+    together = sessions is not None and workers > 1 and (redactor is None or redactor.scanned is not None)
+    if together:
+        progress = _serialized(progress)
+    separate = options.subagents == "separate"  # rows filtered per source: not cut as the scan cut them
+    rows_cut = None if separate else rewrite_batch_rows(max_rows_per_shard)
+    redact_rows, redact_sessions = _redactions(redactor, rows_cut, serialized=together)
+
+    def write_rows() -> tuple[ShardSet, Subsets]:
+        if separate:
+            return _write_trace_sources(rows, out_dir, max_rows_per_shard, redact_rows, progress)
+        return write_shards(rows, out_dir, max_rows_per_shard, redact_rows, progress=progress), {}
+
+    def write_sessions(folder: Path) -> SessionCounts:
+        counts = copy_sessions(folder, out_dir, redact_sessions, progress, workers)
+        counts = replace(counts, version=version_folder(out_dir / SESSIONS_DIR))
         (out_dir / SESSIONS_CARD).write_text(
-            sessions_card(session_counts, card_title(coverage, card, step), card.settings.license)
+            sessions_card(counts, card_title(coverage, card, step), card.settings.license)
         )
+        return counts
+
+    session_counts: SessionCounts | None = None
+    if sessions is not None and together:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="shards") as pool:
+            rows_written = pool.submit(write_rows)  # pyarrow reads and writes with the GIL released
+            session_counts = write_sessions(sessions)  # leaving the block waits for the rows' thread
+        shards, subsets = rows_written.result()
+    else:
+        shards, subsets = write_rows()
+        if sessions is not None:
+            session_counts = write_sessions(sessions)
     if redactor is not None:
         scan_report = redactor.published_report(scan_report)
     statuses = pq.read_table(statuses_path)  # rewritten as the shards are (see parquet_layout)
@@ -122,7 +148,11 @@ def first_row(out_dir: Path, shards: ShardSet) -> dict[str, Any] | None:
 
 
 def _write_trace_sources(
-    rows: RowParts, out_dir: Path, max_rows_per_shard: int, redactor: Redactor | None, progress: Progress = quiet
+    rows: RowParts,
+    out_dir: Path,
+    max_rows_per_shard: int,
+    redact: Transform | None,
+    progress: Progress = quiet,
 ) -> tuple[ShardSet, Subsets]:
     """`--subagents separate`: the main rows in `data/`, each subagent kind in `data/<kind>/`."""
     counts = source_counts(rows)
@@ -131,7 +161,7 @@ def _write_trace_sources(
             rows,
             out_dir,
             max_rows_per_shard,
-            only_source(source, redactor),
+            only_source(source, redact),
             (data_dir(source), counts[source]),
             progress,
         )
@@ -144,6 +174,41 @@ def _write_trace_sources(
         if source != MAIN_TRACE_SOURCE
     }
     return shard_sets[MAIN_TRACE_SOURCE], subsets
+
+
+def _redactions(
+    redactor: Redactor | None, rows_batch: int | None, serialized: bool
+) -> tuple[Transform | None, Transform | None]:
+    """The redaction of the rows (cut as the scan cut them, `rows_batch` at a time, unless None)
+    and of the session files; when `serialized`, one runs at a time (the redactor counts what it
+    replaced, whichever thread calls it)."""
+    if redactor is None:
+        return None, None
+    rows: Transform = redactor if rows_batch is None else redactor.cut_as_scanned("rows", rows_batch)
+    sessions = redactor.cut_as_scanned("sessions", SCAN_BATCH_SESSIONS)
+    if not serialized:
+        return rows, sessions
+    lock = threading.Lock()
+
+    def one_at_a_time(redact: Transform) -> Transform:
+        def locked(table: pa.Table) -> pa.Table:
+            with lock:
+                return redact(table)
+
+        return locked
+
+    return one_at_a_time(rows), one_at_a_time(sessions)
+
+
+def _serialized(progress: Progress) -> Progress:
+    """`progress` called from two threads, one line at a time."""
+    lock = threading.Lock()
+
+    def say(line: str) -> None:
+        with lock:
+            progress(line)
+
+    return say
 
 
 def _write_plots(out_dir: Path, facts: CardFacts) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
+import queue
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -24,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from trace_assets.ahead import mapped_ahead
 from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.harbor.rows import CONVERSATION_TYPE
 from trace_assets.harbor.sessions import (
@@ -42,6 +45,7 @@ SKIPPED = "sessions_skipped.json"
 STORE = "sessions.parquet"
 SCAN_BATCH_SESSIONS = 64  # redaction replaces, in a batch, every text a finding of the batch names
 SCAN_GROUP_BATCHES = 8  # batches the scan reads at once (see `_ScanGroup`): 64 a read took 2.3x the time of 512
+WRITE_AHEAD_BATCHES = 4  # batches of made files queued for the writer thread: a few MB
 SESSION_TRACE_SOURCE = "session"  # how the scan report names texts that came from session files
 _TEXT_TABLE = pa.schema(
     [
@@ -267,9 +271,10 @@ def session_counts(folder: Path, size: int = 0) -> SessionCounts:
 # ---------------------------------------------------------------- reading the store
 
 
-def iter_staged(folder: Path, batch_sessions: int = SCAN_BATCH_SESSIONS) -> Iterator[pa.Table]:
+def iter_staged(folder: Path, batch_sessions: int = SCAN_BATCH_SESSIONS, ahead: int = 0) -> Iterator[pa.Table]:
     """The staged sessions the manifest names, in its order (trials in publishing order, main
-    session first), `batch_sessions` at a time."""
+    session first), `batch_sessions` at a time; `ahead` row groups are read early in a thread
+    (pyarrow reads and decodes with the GIL released)."""
     wanted = {path for paths in read_manifest(folder).values() for path in paths}
     store = store_path(folder)
     if not wanted or not store.is_file():
@@ -277,8 +282,8 @@ def iter_staged(folder: Path, batch_sessions: int = SCAN_BATCH_SESSIONS) -> Iter
     parquet = pq.ParquetFile(store, pre_buffer=False)
     pending: list[pa.Table] = []
     held = 0
-    for group in range(parquet.metadata.num_row_groups):
-        table = parquet.read_row_group(group, use_threads=False)
+    groups = range(parquet.metadata.num_row_groups)
+    for _, table in mapped_ahead(groups, lambda group: parquet.read_row_group(group, use_threads=False), ahead):
         keep = [path in wanted for path in table.column("path").to_pylist()]  # a set: no hash table per group
         if not all(keep):
             table = table.filter(pa.array(keep, pa.bool_()))
@@ -401,41 +406,101 @@ def copy_sessions(
     out_dir: Path,
     redact: Callable[[pa.Table], pa.Table] | None = None,
     progress: Progress = quiet,
+    workers: int = 1,
 ) -> SessionCounts:
     """The staged session files, written into the dataset folder (a build folder published whole,
-    so each file is written in place); with `redact`, every text goes through it."""
+    so each file is written in place); with `redact`, every text goes through it.
+
+    With `workers` > 1 the files are written in a thread while this one makes the next batch's
+    (writing is kernel time, the GIL released), and the store is read a row group ahead."""
     counts = session_counts(folder)  # the manifests read once, not again at the end
     reporter = ProgressReporter("published_shards", "session files", counts.sessions, progress, bar=terminal())
-    made: set[Path] = set()
     size = 0
-    for batch in iter_staged(folder):
-        redacted_texts: dict[int, list[str]] = {}
-        if redact is not None:
-            texts = _as_rows(batch)
-            redacted = redact(texts)
-            changed = _changed_rows(texts, redacted) if redacted is not texts else set()
-            if changed:
-                contents = pc.list_flatten(redacted.column("conversations").combine_chunks()).field("content")
-                offsets = batch.column("texts").combine_chunks().offsets.to_pylist()
-                redacted_texts = {
-                    i: contents.slice(offsets[i], offsets[i + 1] - offsets[i]).to_pylist() for i in changed
-                }
-        columns = (batch.column(c).to_pylist() for c in ("path", "skeleton", "texts"))
-        for index, (path, skeleton, texts) in enumerate(zip(*columns)):
-            target = out_dir / path
-            if target.parent not in made:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                made.add(target.parent)
-            slotted = SlottedText(skeleton, texts)
-            data = slotted.jsonl().encode()
-            size += len(data)  # the card counts the files as staged, redaction aside
-            if index in redacted_texts:
-                data = slotted.jsonl(redacted_texts[index]).encode()
-            with open(target, "wb") as file:
-                file.write(data)
-        reporter.advance(batch.num_rows)
+    with FileWriter(threaded=workers > 1) as writer:
+        for batch in iter_staged(folder, ahead=1 if workers > 1 else 0):
+            redacted_texts: dict[int, list[str]] = {}
+            if redact is not None:
+                texts = _as_rows(batch)
+                redacted = redact(texts)
+                changed = _changed_rows(texts, redacted) if redacted is not texts else set()
+                if changed:
+                    contents = pc.list_flatten(redacted.column("conversations").combine_chunks()).field("content")
+                    offsets = batch.column("texts").combine_chunks().offsets.to_pylist()
+                    redacted_texts = {
+                        i: contents.slice(offsets[i], offsets[i + 1] - offsets[i]).to_pylist() for i in changed
+                    }
+            files: list[tuple[Path, bytes]] = []
+            columns = (batch.column(c).to_pylist() for c in ("path", "skeleton", "texts"))
+            for index, (path, skeleton, texts) in enumerate(zip(*columns)):
+                slotted = SlottedText(skeleton, texts)
+                data = slotted.jsonl().encode()
+                size += len(data)  # the card counts the files as staged, redaction aside
+                if index in redacted_texts:
+                    data = slotted.jsonl(redacted_texts[index]).encode()
+                files.append((out_dir / path, data))
+            writer.write(files)
+            reporter.advance(batch.num_rows)
     reporter.finish()
     return replace(counts, bytes=size)
+
+
+class FileWriter:
+    """Writes files a batch at a time, in a thread when `threaded` (at most `WRITE_AHEAD_BATCHES`
+    batches queued, so memory stays bounded), else in the caller's.
+
+    A failed write is raised, naming the file, by the next `write` or on leaving the `with`
+    block; the thread then drops what is still queued, so a caller never waits on a full queue.
+    Leaving the block waits for the thread: nothing writes into the folder after it."""
+
+    def __init__(self, threaded: bool) -> None:
+        self._made: set[Path] = set()
+        self._error: BaseException | None = None
+        self._queue: queue.Queue[list[tuple[Path, bytes]] | None] | None = None
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._queue = queue.Queue(WRITE_AHEAD_BATCHES)
+            self._thread = threading.Thread(target=self._run, name="file-writer", daemon=True)
+            self._thread.start()
+
+    def __enter__(self) -> FileWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if self._queue is not None and self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+        if kind is None:  # else the caller's own error goes on, which came first or stopped it
+            self._raise_failure()
+
+    def write(self, files: list[tuple[Path, bytes]]) -> None:
+        self._raise_failure()
+        if self._queue is None:
+            self._write(files)
+        else:
+            self._queue.put(files)
+
+    def _raise_failure(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while (files := self._queue.get() if self._queue is not None else None) is not None:
+            if self._error is None:
+                try:
+                    self._write(files)
+                except BaseException as err:  # raised in the caller's thread, by its next write
+                    self._error = err
+
+    def _write(self, files: list[tuple[Path, bytes]]) -> None:
+        for target, data in files:
+            try:
+                if target.parent not in self._made:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    self._made.add(target.parent)
+                with open(target, "wb") as file:
+                    file.write(data)
+            except OSError as err:
+                raise OSError(err.errno, f"{err.strerror} (writing {target.name})", str(target)) from err
 
 
 def _changed_rows(before: pa.Table, after: pa.Table) -> set[int]:

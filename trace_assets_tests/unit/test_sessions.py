@@ -44,7 +44,14 @@ from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run, secret_redactor
 from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.sessions import SessionWriter, read_manifest, staged_session_files, staged_sessions, store_path
+from trace_assets.steps.sessions import (
+    SessionWriter,
+    copy_sessions,
+    read_manifest,
+    staged_session_files,
+    staged_sessions,
+    store_path,
+)
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
@@ -396,6 +403,48 @@ def test_a_secret_in_an_early_episode_is_found_and_redacted(tmp_path: Path) -> N
     card = (out / "README.md").read_text()
     assert "config_name: sessions" not in card and "## Sessions" in card  # their own card declares them
     assert f"path: {version}/*/*.jsonl" in (out / SESSIONS_DIR / "README.md").read_text()
+
+
+def leaky_staging(tmp_path: Path) -> tuple[RunStaging, dict[str, Any]]:
+    """The golden trials with a live token in a session file, staged and scanned with the scan's record."""
+    trace_jobs = tmp_path / "traces" / "leaky-run" / "trace_jobs"
+    make_golden_trials(trace_jobs)
+    first = trace_jobs / "hello-world-context-summarization-linear-history__golden" / "agent" / "trajectory.json"
+    trajectory = json.loads(first.read_text())
+    token = github_token(random.Random(16))
+    trajectory["steps"][1]["observation"]["results"][0]["content"] += f"\nexport GITHUB_TOKEN={token}\n"
+    first.write_text(json.dumps(trajectory))
+    staging = export(tmp_path / "traces", "leaky-run", tmp_path / "staging")
+    sessions = staged_sessions(staging)
+    report = scan_run(staging.require_rows(), "leaky-run", ScanOptions(), sessions, None, staging.scan_matches)
+    return staging, report
+
+
+def test_two_workers_publish_the_bytes_one_does(tmp_path: Path) -> None:
+    """Shards written in a thread while the session files are, and the files in a writer thread:
+    every byte as one core writes them, the redaction's counts included."""
+    staging, report = leaky_staging(tmp_path)
+    coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
+    published = {}
+    for workers in (1, 2):
+        out = tmp_path / f"published-{workers}"
+        redactor = secret_redactor(ScanPolicy("redact", "redact"), report, ScanOptions(), staging.scan_matches)
+        assert redactor is not None and redactor.scanned is not None  # else rows and sessions go in turn
+        rows = staging.require_rows()
+        build_run_folder(out, rows, staging.statuses, coverage, report, 2, redactor, None, staged_sessions(staging))
+        published[workers] = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert published[1] == published[2]
+    assert json.loads(published[2][Path("secret_scan.json")])["redacted"]["github_token"] >= 1
+
+
+def test_a_session_file_that_cannot_be_written_fails_the_copy_naming_it(tmp_path: Path) -> None:
+    staging, _ = leaky_staging(tmp_path)
+    folder = staged_sessions(staging)
+    first = next(path for paths in read_manifest(folder).values() for path in paths)
+    out = tmp_path / "published"
+    (out / first).mkdir(parents=True)  # a folder where the file goes: open() fails in the writer thread
+    with pytest.raises(OSError, match=re.escape(Path(first).name)):
+        copy_sessions(folder, out, workers=2)
 
 
 def test_unicode_line_breaks_in_a_session_are_scanned_and_redacted_in_place(tmp_path: Path) -> None:
