@@ -459,7 +459,7 @@ class FileWriter:
         self._thread: threading.Thread | None = None
         if threaded:
             self._queue = queue.Queue(WRITE_AHEAD_BATCHES)
-            self._thread = threading.Thread(target=self._run, name="file-writer", daemon=True)
+            self._thread = threading.Thread(target=self._run, args=(self._queue,), name="file-writer", daemon=True)
             self._thread.start()
 
     def __enter__(self) -> FileWriter:
@@ -483,8 +483,8 @@ class FileWriter:
         if self._error is not None:
             raise self._error
 
-    def _run(self) -> None:
-        while (files := self._queue.get() if self._queue is not None else None) is not None:
+    def _run(self, batches: queue.Queue[list[tuple[Path, bytes]] | None]) -> None:
+        while (files := batches.get()) is not None:
             if self._error is None:
                 try:
                     self._write(files)
