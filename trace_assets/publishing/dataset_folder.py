@@ -84,9 +84,11 @@ def build_run_folder(
     redact_rows, redact_sessions = _redactions(redactor, rows_cut, serialized=together)
 
     def write_rows() -> tuple[ShardSet, Subsets]:
+        # beside the session files, whose bar the terminal shows: one bar redraws its line
+        bar = not together
         if separate:
-            return _write_trace_sources(rows, out_dir, max_rows_per_shard, redact_rows, progress)
-        return write_shards(rows, out_dir, max_rows_per_shard, redact_rows, progress=progress), {}
+            return _write_trace_sources(rows, out_dir, max_rows_per_shard, redact_rows, progress, bar)
+        return write_shards(rows, out_dir, max_rows_per_shard, redact_rows, progress=progress, bar=bar), {}
 
     def write_sessions(folder: Path) -> SessionCounts:
         counts = copy_sessions(folder, out_dir, redact_sessions, progress, workers)
@@ -153,6 +155,7 @@ def _write_trace_sources(
     max_rows_per_shard: int,
     redact: Transform | None,
     progress: Progress = quiet,
+    bar: bool = True,
 ) -> tuple[ShardSet, Subsets]:
     """`--subagents separate`: the main rows in `data/`, each subagent kind in `data/<kind>/`."""
     counts = source_counts(rows)
@@ -164,6 +167,7 @@ def _write_trace_sources(
             only_source(source, redact),
             (data_dir(source), counts[source]),
             progress,
+            bar,
         )
         for source in sorted(counts)
     }

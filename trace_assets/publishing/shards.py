@@ -66,6 +66,7 @@ def write_shards(
     transform: Callable[[pa.Table], pa.Table] | None = None,
     subset: tuple[str, int] | None = None,
     progress: Progress = quiet,
+    bar: bool = True,
 ) -> ShardSet:
     """The staged rows as shards of at most `max_rows_per_shard` rows, in publishing order.
 
@@ -73,12 +74,15 @@ def write_shards(
     as they are (unless staged before today's Parquet layout). Rows are re-encoded only to re-cut
     them, to lay them out anew, or when `transform` changes them.
     A `subset` (data folder, row count) is a part of the rows that `transform` selects, written
-    under its own folder (a config of its own). `progress` gets rows done/total.
+    under its own folder (a config of its own). `progress` gets rows done/total, and a terminal
+    its bar unless `bar` is False (another phase beside this one draws its own).
     """
     data_dir, num_rows = subset or (DATA_DIR, rows.rows)
     building = out_dir / data_dir / _BUILDING
     building.mkdir(parents=True)
-    reporter = ProgressReporter(f"published_shards {data_dir}", "rows", rows.rows, progress, bar=terminal())
+    reporter = ProgressReporter(
+        f"published_shards {data_dir}", "rows", rows.rows, progress, bar=terminal() if bar else None
+    )
     if (
         subset is None
         and transform is None
