@@ -303,9 +303,10 @@ class SecretScanner:
 
     def scan_batches(
         self, batches: Iterable[Batch], read: Callable[[Batch], ScanRows], workers: int = 1
-    ) -> Iterator[Batch]:
+    ) -> Iterator[tuple[Batch, int]]:
         """Add batches to the tallies in order, as `scan` does with each batch's `read(batch)`,
-        yielding each batch once it is added (`last_found` is then its matches). Reading and the
+        yielding each batch once it is added, with its first row id (`last_found` is then its
+        matches, `last_found_rows` their row ids). Reading and the
         finders of up to `workers` batches run ahead in threads (their time is polars' and Arrow's,
         which release the GIL); tallies stay in this thread, in order, so the report and the private
         values' tokens are those of a scan in turn. A batch's length is its number of rows."""
@@ -323,9 +324,9 @@ class SecretScanner:
             return replace(found, text_bytes=found.text_bytes + known_clean_bytes)
 
         ahead = workers if workers > 1 else 0
-        for (batch, _), found in mapped_ahead(numbered(), find, ahead, workers):
+        for (batch, first_row_id), found in mapped_ahead(numbered(), find, ahead, workers):
             self._add(found, len(batch))
-            yield batch
+            yield batch, first_row_id
 
     def scan_texts(self, texts: pl.DataFrame, counted: CountedSpans | None = None) -> None:
         """Add texts that are not rows (`TEXT_SCHEMA`) to the tallies. Only matches (and PEM markers)
@@ -441,11 +442,6 @@ class SecretScanner:
     def private_tokens(self) -> Assignment | None:
         """The scope's private-value tokens as numbered so far (None: no privacy scan)."""
         return self._privacy.tokens.assigned() if self._privacy is not None else None
-
-    @property
-    def rows_scanned(self) -> int:
-        """Rows added so far: the next batch's first row id."""
-        return self._rows_scanned
 
     @property
     def rows_with_matches(self) -> int:

@@ -162,7 +162,8 @@ def scan_run(
     reporter = ProgressReporter("secret_scan_report", "rows", rows.rows, progress or quiet, bar=terminal())
     in_rows: Found = {}
     workers = available_cores()
-    for index, batch in enumerate(scanner.scan_batches(iter_rows(rows, SCAN_BATCH_ROWS), _scan_rows, workers)):
+    batches = scanner.scan_batches(iter_rows(rows, SCAN_BATCH_ROWS), _scan_rows, workers)
+    for index, (batch, _) in enumerate(batches):
         record_found(in_rows, index, scanner.last_found)
         reporter.advance(batch.num_rows)
     reporter.finish()

@@ -332,26 +332,24 @@ class _ScanGroup:
 
     tables: list[pa.Table]  # emptied once read: a group waiting for its tally holds none
     sizes: list[int]  # sessions per batch
-    first_row_id: int  # as the scanner numbers rows
 
     def __len__(self) -> int:
         return sum(self.sizes)
 
-    def found_per_batch(self, found: list[Replaceable], rows: list[int]) -> list[list[Replaceable]]:
-        """`found` (a scan of the group, `rows` the row id of each) split by the batch it is in."""
-        starts = list(itertools.accumulate(self.sizes, initial=self.first_row_id))
+    def found_per_batch(self, found: list[Replaceable], rows: list[int], first_row_id: int) -> list[list[Replaceable]]:
+        """`found` (a scan of the group, `rows` the row id of each, the group's rows numbered from
+        `first_row_id`) split by the batch it is in."""
+        starts = list(itertools.accumulate(self.sizes, initial=first_row_id))
         per_batch: list[list[Replaceable]] = [[] for _ in self.sizes]
         for match, row_id in zip(found, rows, strict=True):
             per_batch[bisect.bisect_right(starts, row_id) - 1].append(match)
         return per_batch
 
 
-def _scan_groups(folder: Path, first_row_id: int) -> Iterator[_ScanGroup]:
+def _scan_groups(folder: Path) -> Iterator[_ScanGroup]:
     batches = iter_staged(folder)
     while tables := list(itertools.islice(batches, SCAN_GROUP_BATCHES)):
-        group = _ScanGroup(tables, [table.num_rows for table in tables], first_row_id)
-        first_row_id += len(group)
-        yield group
+        yield _ScanGroup(tables, [table.num_rows for table in tables])
 
 
 def scan_sessions(
@@ -389,9 +387,8 @@ def scan_sessions(
         return ScanRows(pl.concat([part.rows for part in parts]), sum(part.known_clean_bytes for part in parts))
 
     index = 0
-    groups = _scan_groups(folder, scanner.rows_scanned)
-    for group in scanner.scan_batches(groups, read_group, workers):
-        for in_batch in group.found_per_batch(scanner.last_found, scanner.last_found_rows):
+    for group, first_row_id in scanner.scan_batches(_scan_groups(folder), read_group, workers):
+        for in_batch in group.found_per_batch(scanner.last_found, scanner.last_found_rows, first_row_id):
             if found is not None:
                 found(index, in_batch)
             index += 1
