@@ -56,9 +56,12 @@ def build_definitions(
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    """The code location, from the environment; a refused setting stops it loading with one line
-    naming the variable (`settings.py`), before any sensor tick or run, and no stack trace."""
+    """The code location, from the environment. A refused setting is its load error, which `dagster dev`
+    logs and the UI shows on the code location: `ConfigError:` and the line naming the variable, the
+    value and what is allowed (`settings.py`). Not SystemExit: that ended the code server, so the UI
+    never came up and the reason was lost above "gRPC server exited" tracebacks."""
     try:
         return build_definitions(config_from_env(), process=load(ProcessSettings, os.environ))
     except ConfigError as error:
-        raise SystemExit(f"trace-assets: {error}") from None
+        # raised again here, so that the stack Dagster shows under the reason is this line, not the loader's
+        raise ConfigError(str(error)) from None

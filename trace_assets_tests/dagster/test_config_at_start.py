@@ -1,21 +1,25 @@
 """Settings that are checked when the configuration is built, not when a step first reads them: a bad
 value stops the CLI in one line naming the variable, and stops the code location from loading (the
-`dagster dev` and `dagster definitions validate` import) with the same words; a launchpad override
-fails the run before its first step."""
+`dagster dev` and `dagster definitions validate` import) with the same words, which `dg dev` logs
+and its UI shows; a launchpad override fails the run before its first step."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import dagster as dg
 import pytest
+import requests
 
+from trace_assets.backfill_api import query
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.defs.resources import config_from_env
 from trace_assets_tests.support.cli_processes import cli_env, run_cli
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.service_processes import VENV_BIN, ServiceProcess, free_port, running_service
 
 FINGERPRINT = "0123456789ABCDEF"  # 16 hex digits: how secret_scan.json names a finding (any case)
 INTERVAL = "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS"
@@ -90,7 +94,8 @@ def test_the_cli_refuses_it_in_one_line_before_anything_is_written(tmp_path, var
 @pytest.mark.parametrize(("variable", "value", "message"), REFUSED, ids=IDS)
 def test_the_code_location_does_not_load(tmp_path, variable, value, message):
     """What `dagster dev`, `dg check defs` and `dagster definitions validate` do first: load the
-    definitions. They stop with the CLI's line and no stack trace."""
+    definitions. They stop with the CLI's words after `ConfigError:`, the stack under it one line of
+    definitions.py (Dagster's frames hidden), no Python traceback."""
     done = subprocess.run(
         [str(Path(sys.executable).with_name("dagster")), "definitions", "validate", "-m", "trace_assets.definitions"],
         capture_output=True,
@@ -98,11 +103,53 @@ def test_the_code_location_does_not_load(tmp_path, variable, value, message):
         env=cli_env(tmp_path, **_roots(tmp_path, variable, value)),
         timeout=300,
     )
+    output = done.stdout + done.stderr
     assert done.returncode != 0
-    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
-    last_line = done.stderr.strip().splitlines()[-1]
-    assert last_line.startswith("trace-assets: ") and message in last_line
+    assert "Traceback" not in output
+    [reason] = [line for line in output.splitlines() if "ConfigError: " in line]
+    assert reason.startswith("trace_assets.settings.ConfigError: ") and message in reason, output
+    frames = [line for line in output.splitlines() if line.startswith('  File "')]
+    assert len(frames) == 1 and frames[0].endswith(", in defs"), output
     assert not (tmp_path / "staging").exists() and not (tmp_path / "o").exists()
+
+
+LOCATION_QUERY = """
+{ workspaceOrError { ... on Workspace { locationEntries {
+    loadStatus locationOrLoadError { __typename ... on PythonError { message causes { message } } }
+} } } }
+"""
+
+
+def _loaded_location(url: str, server: ServiceProcess, timeout: float = 120) -> dict:
+    """The code location as the UI reads it, once the webserver has tried to load it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        server.require_alive()
+        try:
+            entries = query(url, LOCATION_QUERY)["workspaceOrError"]["locationEntries"]
+        except requests.ConnectionError:
+            entries = []  # the webserver starts after the code server
+        if entries and entries[0]["loadStatus"] == "LOADED":
+            return entries[0]["locationOrLoadError"]
+        time.sleep(0.5)
+    raise AssertionError(f"no code location within {timeout:.0f}s\n{server.log_tail()}")
+
+
+def test_dg_dev_shows_the_reason_and_serves_the_ui(tmp_path):
+    """`make dev` (`dg dev`, which runs `dagster dev`'s code) with a refused setting: the terminal shows the
+    reason once, and the UI comes up with it as the code location's load error. (SystemExit ended the
+    code server: the reason sat above pages of "gRPC server exited" tracebacks and no UI came up.)"""
+    env = cli_env(tmp_path, **_roots(tmp_path, "TRACE_ASSETS_ON_SECRET", "bogus"), VIRTUAL_ENV=str(VENV_BIN.parent))
+    port = free_port()
+    command = [str(VENV_BIN / "dg"), "dev", "-h", "127.0.0.1", "-p", str(port)]
+    with running_service(command, env, tmp_path / "dev.log") as dev:
+        location = _loaded_location(f"http://127.0.0.1:{port}", dev)
+        log = dev.log.read_text()
+    reason = "ConfigError: TRACE_ASSETS_ON_SECRET='bogus': must be one of block, redact, allow"
+    assert location["__typename"] == "PythonError", location
+    assert [cause["message"].strip() for cause in location["causes"]] == [f"trace_assets.settings.{reason}"]
+    assert log.count(reason) == 1, log
+    assert "gRPC server exited" not in log and "Traceback" not in log, log
 
 
 def test_good_values_are_taken(tmp_path):
