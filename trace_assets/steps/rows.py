@@ -16,8 +16,7 @@ entries the listing skipped without excluding the trial are counted (`skipped`) 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
@@ -44,6 +43,7 @@ from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers,
 from trace_assets.steps.trial_rows import SliceJob, SliceWork, TrialWork, export_slice
 from trace_assets.store.process_pool import WorkerError, ordered_map
 from trace_assets.store.trace_store import TraceStore
+from trace_assets.writes_behind import WritesBehind
 
 DEFAULT_ROWS_PER_SHARD = 2000
 PARALLEL_ROWS_MIN_TRIALS = 10_000  # measured: 2,000 trials 1.25x slower in workers, 6,000 even, 22,047 0.87x
@@ -105,7 +105,6 @@ def export_rows(
         with (
             staged_row_parts(staging.rows, schema, rows_per_part) as rows_out,
             staged_writers((staging.statuses, STATUS_SCHEMA)) as [status_out],
-            _BatchWrites() as writes,
         ):
             listed = (trial for trials in iter_listing(listing_path, batch_size) for trial in trials)
             records = (record for scored in _iter_scored(scored_path, batch_size) for record in scored)
@@ -127,27 +126,31 @@ def export_rows(
             # one batch in the workers (a slice each) while the next is fetched: about the bytes
             # one process holds, which the store's batch_bytes bounds
             answers = ordered_map(export_slice, _slice_jobs(fetched, job, count, sent), count, ahead=0)
-            for plan, works in _batch_answers(answers, sent, staging.scope):
-                table, statuses = _export_batch(
-                    staging.scope, plan, works, schema, previous_statuses, previous_rows, stats, sessions
-                )
-                for status in statuses:
-                    trial_rows.append((status["trial_dir"], status["rows"]))
-                    if status["status"] == TrialStatus.EXPORTED:
-                        coverage.exported += 1
-                    else:
-                        excluded[status["reason"]] += 1
-                coverage.trial_dirs += len(statuses)
-                coverage.rows += table.num_rows
-                if options.include_subagents:
-                    coverage.subagent_rows += table.num_rows - table.column(TRACE_SOURCE_COLUMN).to_pylist().count(
-                        MAIN_TRACE_SOURCE
+            # a batch's Parquet writes (row parts, statuses, session store) release the GIL: one
+            # batch's run in a thread while this process builds the next and keeps the workers fed
+            with WritesBehind(depth=1, name="rows-write") as writes:
+                for plan, works in _batch_answers(answers, sent, staging.scope):
+                    table, statuses = _export_batch(
+                        staging.scope, plan, works, schema, previous_statuses, previous_rows, stats, sessions
                     )
-                status_table = pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA)
-                session_table = sessions.take_batch() if sessions is not None else None
-                writes.submit(partial(_write_batch, rows_out, table, status_out, status_table, sessions, session_table))
-                reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
-            writes.wait()
+                    for status in statuses:
+                        trial_rows.append((status["trial_dir"], status["rows"]))
+                        if status["status"] == TrialStatus.EXPORTED:
+                            coverage.exported += 1
+                        else:
+                            excluded[status["reason"]] += 1
+                    coverage.trial_dirs += len(statuses)
+                    coverage.rows += table.num_rows
+                    if options.include_subagents:
+                        coverage.subagent_rows += table.num_rows - table.column(TRACE_SOURCE_COLUMN).to_pylist().count(
+                            MAIN_TRACE_SOURCE
+                        )
+                    status_table = pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA)
+                    session_table = sessions.take_batch() if sessions is not None else None
+                    writes.submit(
+                        partial(_write_batch, rows_out, table, status_out, status_table, sessions, session_table)
+                    )
+                    reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
             reporter.finish()
             rows_out.statuses_digest = trial_rows_digest(trial_rows)
             if sessions is not None:
@@ -177,31 +180,6 @@ def _write_batch(
     status_out.write_table(statuses)
     if sessions is not None:
         sessions.write_batch(session_table)
-
-
-class _BatchWrites:
-    """A batch's Parquet writes (row parts, statuses, session store) in a thread, since they
-    release the GIL: this process meanwhile builds the next batch and keeps the workers fed. One
-    batch at a time, in order; a write's error is raised at the next `submit` or `wait`."""
-
-    def __init__(self) -> None:
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rows-write")
-        self._last: Future[None] | None = None
-
-    def submit(self, write: Callable[[], None]) -> None:
-        self.wait()
-        self._last = self._thread.submit(write)
-
-    def wait(self) -> None:
-        last, self._last = self._last, None
-        if last is not None:
-            last.result()
-
-    def __enter__(self) -> _BatchWrites:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._thread.shutdown(wait=True)  # before the writers are closed or discarded
 
 
 def _held_bytes(item: tuple[ListedTrial, dict[str, Any]]) -> int:

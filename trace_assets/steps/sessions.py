@@ -13,11 +13,10 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
-import queue
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,14 @@ from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.scanner import Replaceable, ScanRows, SecretScanner
 from trace_assets.steps.staging import RunStaging, write_json_atomically
 from trace_assets.steps.trial_rows import STORE_SCHEMA
+from trace_assets.writes_behind import WritesBehind
 
 MANIFEST = "sessions.json"
 SKIPPED = "sessions_skipped.json"
 STORE = "sessions.parquet"
 SCAN_BATCH_SESSIONS = 64  # redaction replaces, in a batch, every text a finding of the batch names
 SCAN_GROUP_BATCHES = 8  # batches the scan reads at once (see `_ScanGroup`): 64 a read took 2.3x the time of 512
-WRITE_AHEAD_BATCHES = 4  # batches of made files queued for the writer thread: a few MB
+WRITE_AHEAD_BATCHES = 4  # batches of made files held for the writer thread (queued or being written): a few MB
 SESSION_TRACE_SOURCE = "session"  # how the scan report names texts that came from session files
 _TEXT_TABLE = pa.schema(
     [
@@ -413,7 +413,8 @@ def copy_sessions(
     counts = session_counts(folder)  # the manifests read once, not again at the end
     reporter = ProgressReporter("published_shards", "session files", counts.sessions, progress, bar=terminal())
     size = 0
-    with FileWriter(threaded=workers > 1) as writer:
+    file_writer = FileWriter()
+    with WritesBehind(WRITE_AHEAD_BATCHES, threaded=workers > 1, name="file-writer") as writes:
         for batch in iter_staged(folder, ahead=1 if workers > 1 else 0):
             redacted_texts: dict[int, list[str]] = {}
             if redact is not None:
@@ -435,60 +436,19 @@ def copy_sessions(
                 if index in redacted_texts:
                     data = slotted.jsonl(redacted_texts[index]).encode()
                 files.append((out_dir / path, data))
-            writer.write(files)
+            writes.submit(partial(file_writer.write, files))
             reporter.advance(batch.num_rows)
     reporter.finish()
     return replace(counts, bytes=size)
 
 
 class FileWriter:
-    """Writes files a batch at a time, in a thread when `threaded` (at most `WRITE_AHEAD_BATCHES`
-    batches queued, so memory stays bounded), else in the caller's.
+    """Writes files, each folder made once; a file that cannot be written is named in the error."""
 
-    A failed write is raised, naming the file, by the next `write` or on leaving the `with`
-    block; the thread then drops what is still queued, so a caller never waits on a full queue.
-    Leaving the block waits for the thread: nothing writes into the folder after it."""
-
-    def __init__(self, threaded: bool) -> None:
+    def __init__(self) -> None:
         self._made: set[Path] = set()
-        self._error: BaseException | None = None
-        self._queue: queue.Queue[list[tuple[Path, bytes]] | None] | None = None
-        self._thread: threading.Thread | None = None
-        if threaded:
-            self._queue = queue.Queue(WRITE_AHEAD_BATCHES)
-            self._thread = threading.Thread(target=self._run, args=(self._queue,), name="file-writer", daemon=True)
-            self._thread.start()
-
-    def __enter__(self) -> FileWriter:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        if self._queue is not None and self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-        if kind is None:  # else the caller's own error goes on, which came first or stopped it
-            self._raise_failure()
 
     def write(self, files: list[tuple[Path, bytes]]) -> None:
-        self._raise_failure()
-        if self._queue is None:
-            self._write(files)
-        else:
-            self._queue.put(files)
-
-    def _raise_failure(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    def _run(self, batches: queue.Queue[list[tuple[Path, bytes]] | None]) -> None:
-        while (files := batches.get()) is not None:
-            if self._error is None:
-                try:
-                    self._write(files)
-                except BaseException as err:  # raised in the caller's thread, by its next write
-                    self._error = err
-
-    def _write(self, files: list[tuple[Path, bytes]]) -> None:
         for target, data in files:
             try:
                 if target.parent not in self._made:
