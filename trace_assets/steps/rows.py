@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trace_assets.accounting import SCORED, Coverage, Exclusion, Reason, TrialStatus
+from trace_assets.accounting import SCORED, Coverage, Reason, TrialStatus
 from trace_assets.ahead import available_cores, mapped_ahead
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, rows_schema
@@ -40,9 +40,9 @@ from trace_assets.steps.scoring import StepStats, rows_salt
 from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import RowPartWriter, staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
-from trace_assets.steps.trial_rows import SliceJob, SliceWork, TrialWork, export_slice
+from trace_assets.steps.trial_rows import SliceJob, SliceWork, TrialFiles, TrialWork, export_slice
 from trace_assets.store.process_pool import WorkerError, ordered_map
-from trace_assets.store.trace_store import TraceStore
+from trace_assets.store.trace_store import FetchError, TraceStore
 from trace_assets.writes_behind import WritesBehind
 
 DEFAULT_ROWS_PER_SHARD = 2000
@@ -112,8 +112,14 @@ def export_rows(
                 zip(listed, records, strict=True), _held_bytes, batch_size, store.fetch_batch_bytes
             )
             planned = (_plan_batch(staging.scope, batch, options, previous_statuses, sessions) for batch in batches)
-            fetched = mapped_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead)
             count = row_workers(total) if workers is None else workers
+            # workers read a local root's files themselves: their bytes never cross a pipe
+            read_from = store.local_folder(staging.scope) if count > 1 else None
+            fetched: Iterator[tuple[_Batch, TrialFiles | None]]
+            if read_from is None:
+                fetched = mapped_ahead(planned, lambda p: store.fetch(staging.scope, p.keys), store.fetch_ahead)
+            else:
+                fetched = ((plan, None) for plan in planned)
             job = SliceJob(
                 staging.scope.run_id,
                 staging.scope.step,
@@ -121,11 +127,14 @@ def export_rows(
                 sessions is not None,
                 sessions.harness if sessions is not None else "",
                 PLAIN_TEXT_COLUMNS,
+                read_from,
             )
             sent: deque[_Batch] = deque()  # the batch of each slice sent and not yet answered
             # one batch in the workers (a slice each) while the next is fetched: about the bytes
-            # one process holds, which the store's batch_bytes bounds
-            answers = ordered_map(export_slice, _slice_jobs(fetched, job, count, sent), count, ahead=0)
+            # one process holds, which the store's batch_bytes bounds; workers that read for
+            # themselves are sent their next slice ahead, which is only its keys
+            ahead = 0 if read_from is None else 1
+            answers = ordered_map(export_slice, _slice_jobs(fetched, job, count, sent), count, ahead=ahead)
             # a batch's Parquet writes (row parts, statuses, session store) release the GIL: one
             # batch's run in a thread while this process builds the next and keeps the workers fed
             with WritesBehind(depth=1, name="rows-write") as writes:
@@ -253,27 +262,34 @@ def row_workers(trials: int) -> int:
 
 
 def _slice_jobs(
-    fetched: Iterable[tuple[_Batch, dict[str, bytes | Exclusion]]], job: SliceJob, count: int, sent: deque[_Batch]
+    fetched: Iterable[tuple[_Batch, TrialFiles | None]], job: SliceJob, count: int, sent: deque[_Batch]
 ) -> Iterator[tuple[tuple[_Batch, bool], tuple[SliceJob, list[Any]]]]:
-    """Each fetched batch's trials to read, in `count` slices of about equal bytes (one per worker;
-    some may be empty), each `((batch, last slice of it), (job, trials))`; `sent` gets the batch of
-    each slice as it is drawn."""
+    """Each batch's trials to read, in `count` slices of about equal bytes (one per worker; some may
+    be empty), each `((batch, last slice of it), (job, trials))`, a trial with its fetched files, or
+    with its keys where the batch comes unfetched (None: the workers read them); `sent` gets the
+    batch of each slice as it is drawn."""
     for plan, blobs in fetched:
         slices: list[list[Any]] = [[] for _ in range(max(1, count))]
-        sizes = {
-            trial_dir: sum(len(blob) for key in keys if isinstance(blob := blobs[f"{trial_dir}/{key}"], bytes))
-            for trial_dir, keys in plan.wanted.items()
-        }
+        sizes = {trial.trial_dir: _wanted_bytes(trial, plan.wanted, blobs) for trial in plan.trials}
         total, before = sum(sizes.values()), 0
         for trial, record in zip(plan.trials, plan.scored):
             if trial.trial_dir in plan.wanted:
-                files = {key: blobs.pop(f"{trial.trial_dir}/{key}") for key in plan.wanted[trial.trial_dir]}
+                keys = plan.wanted[trial.trial_dir]
+                files = keys if blobs is None else {key: blobs.pop(f"{trial.trial_dir}/{key}") for key in keys}
                 slices[before * len(slices) // total if total else 0].append((trial.trial_dir, record, files))
                 before += sizes[trial.trial_dir]
         del blobs
         for index, trials in enumerate(slices):
             sent.append(plan)
             yield (plan, index == len(slices) - 1), (job, trials)
+
+
+def _wanted_bytes(trial: ListedTrial, wanted: dict[str, list[str]], blobs: TrialFiles | None) -> int:
+    """The bytes of the files to read of a trial: as fetched, else as listed."""
+    keys = wanted.get(trial.trial_dir, [])
+    if blobs is None:
+        return sum(trial.objects[key].size for key in keys if key in trial.objects)
+    return sum(len(blob) for key in keys if isinstance(blob := blobs[f"{trial.trial_dir}/{key}"], bytes))
 
 
 def _batch_answers(
@@ -294,6 +310,8 @@ def _batch_answers(
                 return
             sent.popleft()
             (plan, last), work = answer
+            if work.unreadable:
+                raise FetchError(scope.key, work.unreadable)
             works.append(work)
             if last:
                 yield plan, works

@@ -2,8 +2,9 @@
 
 `export_slice` runs in the rows step's worker processes (`store.process_pool`), or in the
 step's own process for small runs; the step keeps what depends on order (session paths
-claimed, statuses, writing). So this module imports only pyarrow and `harbor`: a worker
-starts with nothing else (no polars, no fsspec, no Dagster).
+claimed, statuses, writing). On a local root the workers read the trials' files themselves,
+through the same confined reader as the store. So this module imports only pyarrow, `harbor`
+and that reader: a worker starts with nothing else (no polars, no fsspec, no Dagster).
 
 Answers are Arrow tables, which pickle as their buffers, and a few small values per trial.
 """
@@ -22,6 +23,7 @@ from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import TrialExport, export_trial, rows_schema
 from trace_assets.harbor.sessions import SessionSkip, SkippedSession, SlottedText, sessions_from_files
 from trace_assets.harbor.trajectory import ParsedTrajectories
+from trace_assets.store.confined import FolderReadError, read_files
 
 STORE_SCHEMA = pa.schema(
     [
@@ -46,6 +48,7 @@ class SliceJob:
     sessions: bool  # make session records too
     harness: str
     text_columns: tuple[str, ...]  # the rows' plain-text columns the secret scan reads
+    read_from: str | None = None  # a local scope folder: trials come with their keys, read here
 
 
 @dataclass
@@ -68,14 +71,27 @@ class SliceWork:
     rows: pa.Table
     failed: dict[str, str]  # trial_dir -> why its rows could not be stored (none in `rows`)
     sessions: pa.Table
+    unreadable: dict[str, OSError] = field(default_factory=dict)  # the store failed here: nothing else is set
 
 
-def export_slice(job: SliceJob, trials: list[tuple[str, dict[str, Any], dict[str, bytes | Exclusion]]]) -> SliceWork:
-    """Each `(trial_dir, scored record, fetched files)`'s rows and session records."""
+TrialFiles = dict[str, bytes | Exclusion]  # key in the trial folder -> its bytes, or why it cannot be read
+
+
+def export_slice(job: SliceJob, trials: list[tuple[str, dict[str, Any], TrialFiles | list[str]]]) -> SliceWork:
+    """Each `(trial_dir, scored record, fetched files)`'s rows and session records; with
+    `job.read_from`, each trial comes with the keys of its files instead, read here."""
+    read: TrialFiles = {}
+    if job.read_from is not None:
+        wanted = [f"{trial_dir}/{key}" for trial_dir, _, keys in trials for key in keys]
+        try:
+            read = read_files(job.read_from, wanted)
+        except FolderReadError as err:
+            return SliceWork([], pa.table({}), {}, pa.table({}), unreadable={err.path: err.error})
     exports: list[tuple[str, list[dict[str, Any]]]] = []
     works: list[TrialWork] = []
     records: list[dict[str, Any]] = []
-    for trial_dir, record, files in trials:
+    for trial_dir, record, given in trials:
+        files = given if isinstance(given, dict) else {key: read.pop(f"{trial_dir}/{key}") for key in given}
         work = _trial_work(trial_dir, record, files, job, records)
         exports.append((trial_dir, work.export.rows))
         work.export.rows = []

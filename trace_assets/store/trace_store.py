@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
@@ -34,6 +33,7 @@ from fsspec.implementations.local import LocalFileSystem
 from trace_assets.accounting import Exclusion, Reason
 from trace_assets.ahead import available_cores
 from trace_assets.scope import TRACE_JOBS, RunScope, ScopeUnit, run_scopes
+from trace_assets.store.confined import ConfinedReader, FolderReadError, read_files
 from trace_assets.store.local_walk import Columns, walk_folder, walk_folders
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.process_pool import ordered_map
@@ -98,68 +98,6 @@ def _walk_local(root: str, workers: int) -> Iterator[ObjectBatch]:
     for answer in answers:
         for keys, sizes, tokens, modified, skipped in answer:
             yield ObjectBatch(keys, sizes, tokens, modified, skipped)
-
-
-_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_TRIAL_ERRNOS = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENXIO, errno.ENAMETOOLONG})
-
-
-class _ConfinedReader:
-    """Reads files below one folder without following any link, reusing the open folders of the
-    previous key (keys come a trial at a time), so a read costs an `openat` or two more than
-    a plain `open`."""
-
-    def __init__(self, base: str):
-        self._base = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        self._open: list[tuple[str, int]] = []  # (folder name, fd) from the base down
-
-    def close(self) -> None:
-        self._unwind(0)
-        os.close(self._base)
-
-    def _unwind(self, depth: int) -> None:
-        while len(self._open) > depth:
-            os.close(self._open.pop()[1])
-
-    def read(self, key: str, start: int = 0, length: int | None = None) -> bytes | Exclusion:
-        """The file's bytes, or `length` of them from `start` (fewer at its end)."""
-        *folders, name = key.split("/")
-        if not name or any(part in ("", ".", "..") for part in folders) or name in (".", ".."):
-            return Exclusion(Reason.UNREADABLE, f"{key}: not a plain relative path")
-        depth = 0
-        while depth < min(len(folders), len(self._open)) and self._open[depth][0] == folders[depth]:
-            depth += 1
-        self._unwind(depth)
-        try:
-            for folder in folders[depth:]:
-                parent = self._open[-1][1] if self._open else self._base
-                self._open.append((folder, os.open(folder, _FOLDER_FLAGS, dir_fd=parent)))
-            return self._read_file(key, name, start, length)
-        except OSError as err:
-            return self._refusal(key, err)
-
-    def _read_file(self, key: str, name: str, start: int, length: int | None) -> bytes | Exclusion:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=self._open[-1][1] if self._open else self._base)
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return Exclusion(Reason.NOT_A_FILE, f"{key} is not a regular file")
-            if length is not None:
-                return os.pread(fd, length, start)
-            chunks = []
-            while chunk := os.read(fd, max(info.st_size + 1, 65536)):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        finally:
-            os.close(fd)
-
-    def _refusal(self, key: str, err: OSError) -> Exclusion:
-        if err.errno in (errno.ELOOP, errno.ENOTDIR):  # O_NOFOLLOW met a link (or a file where a folder was)
-            return Exclusion(Reason.UNSAFE_LINK, f"{key}: a symbolic link in the path, not followed")
-        if err.errno in _TRIAL_ERRNOS:
-            return Exclusion(Reason.UNREADABLE, f"{key}: {err.strerror}")
-        raise err
 
 
 class TraceStore:
@@ -293,6 +231,11 @@ class TraceStore:
             if not more:
                 return
 
+    def local_folder(self, scope: RunScope) -> str | None:
+        """The scope's folder on a local root (keys are relative to it), which `read_files` reads
+        as `fetch` does; None on an object store."""
+        return self.scope_path(scope) + "/" if isinstance(self.fs, LocalFileSystem) else None
+
     def fetch(self, scope: RunScope, keys: list[str]) -> dict[str, bytes | Exclusion]:
         """Bytes of each key (relative to trace_jobs/), fetched concurrently, or the trial-level
         reason it cannot be read; raises FetchError when the store fails."""
@@ -318,7 +261,7 @@ class TraceStore:
         base = self.scope_path(scope) + "/"
         if isinstance(self.fs, LocalFileSystem):
             try:
-                reader = _ConfinedReader(base)
+                reader = ConfinedReader(base)
                 try:
                     return reader.read(key, start, length)
                 finally:
@@ -351,7 +294,7 @@ class TraceStore:
         base = f"{self.root}/{scope.run_id}"
         if isinstance(self.fs, LocalFileSystem):
             try:
-                reader = _ConfinedReader(base)
+                reader = ConfinedReader(base)
                 try:
                     data = reader.read(key, 0, limit + 1)
                 finally:
@@ -374,15 +317,7 @@ class TraceStore:
 
     def _read_local(self, scope: RunScope, base: str, keys: list[str]) -> dict[str, bytes | Exclusion]:
         """Confined reads (see the module's docstring); an error that is not one trial's fails the run."""
-        results: dict[str, bytes | Exclusion] = {}
-        key = ""
         try:
-            reader = _ConfinedReader(base)
-            try:
-                for key in keys:
-                    results[key] = reader.read(key)
-            finally:
-                reader.close()
-        except OSError as err:
-            raise FetchError(scope.key, {base + key: err}) from err
-        return results
+            return read_files(base, keys)
+        except FolderReadError as err:
+            raise FetchError(scope.key, {err.path: err.error}) from err.error

@@ -23,7 +23,7 @@ from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging, open_parquet
 from trace_assets.steps.trial_rows import SliceJob
 from trace_assets.store.process_pool import ordered_map
-from trace_assets.store.trace_store import TraceStore
+from trace_assets.store.trace_store import FetchError, TraceStore
 from trace_assets_tests.support.golden_trials import make_golden_trials
 from trace_assets_tests.support.worker_jobs import exit_at_once, export_slice_failing_for
 
@@ -119,3 +119,44 @@ def test_a_rows_worker_imports_no_polars_fsspec_or_dagster() -> None:
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
     assert loaded.strip() == "[]"
+
+
+def _listed_and_scored(traces: Path, staging_root: Path) -> tuple[TraceStore, RunStaging]:
+    store = TraceStore(str(traces))
+    staging = RunStaging(staging_root, RunScope(RUN))
+    build_listing(store, staging)
+    score_trials(store, staging, 7, lambda _: None)
+    return store, staging
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_link_swapped_in_after_the_listing_is_not_followed_by_any_reader(
+    traces: Path, tmp_path: Path, workers: int
+) -> None:
+    copy = tmp_path / "traces"
+    shutil.copytree(traces, copy)
+    store, staging = _listed_and_scored(copy, tmp_path / "staging")
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"secret": "outside the root"}')
+    trial = sorted(p for p in (copy / RUN / "trace_jobs").iterdir() if (p / "agent" / "trajectory.json").is_file())[4]
+    (trial / "agent" / "trajectory.json").unlink()
+    (trial / "agent" / "trajectory.json").symlink_to(outside)
+    options = ExportOptions(subagents="merged")
+    writer = SessionWriter(staged_sessions(staging))
+    rows_step.export_rows(store, staging, options, 7, lambda _: None, 50, sessions=writer, workers=workers)
+    statuses = {s["trial_dir"]: s for s in open_parquet(staging.statuses).read().to_pylist()}
+    assert statuses[trial.name]["reason"] == "unsafe_link"
+    assert "agent/trajectory.json: a symbolic link in the path, not followed" in statuses[trial.name]["detail"]
+    assert sum(s["status"] == "exported" for s in statuses.values()) > 40
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_store_that_fails_under_the_readers_fails_the_step_naming_the_run_and_the_object(
+    traces: Path, tmp_path: Path, workers: int
+) -> None:
+    copy = tmp_path / "traces"
+    shutil.copytree(traces, copy)
+    store, staging = _listed_and_scored(copy, tmp_path / "staging")
+    (copy / RUN / "trace_jobs").rename(copy / RUN / "moved")  # the run's folder, not one trial's
+    with pytest.raises(FetchError, match=f"run '{RUN}': 1 object\\(s\\) could not be read: .*trace_jobs/"):
+        rows_step.export_rows(store, staging, ExportOptions(), 7, lambda _: None, 50, workers=workers)
