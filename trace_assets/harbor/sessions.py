@@ -118,7 +118,7 @@ class Session:
 
 # Keys whose values are the format's own vocabulary, never trial text: neither scanned nor redacted.
 STRUCTURAL_KEYS = frozenset({"type", "role"})
-_SLOT = "\x00"  # stands for a text while the file is encoded; no key or structural value holds it
+SLOT = "\x00"  # stands for a text while the file is encoded; no key or structural value holds it
 _SLOT_JSON = '"\\u0000"'
 _LINE = "\x01"  # stands for a line break between the lines, encoded as one list
 _LINE_JSON = ', "\\u0001", '
@@ -137,7 +137,7 @@ class SlottedText:
 
     def jsonl(self, texts: list[str] | None = None) -> str:
         texts = self.texts if texts is None else texts
-        pieces = self.skeleton.split(_SLOT)
+        pieces = self.skeleton.split(SLOT)
         parts = [pieces[0]]
         for text, piece in zip(texts, pieces[1:], strict=True):
             parts.append(encode_json_string(text))
@@ -154,7 +154,7 @@ def slotted_jsonl(lines: list[Any]) -> SlottedText:
     skeleton = encoded[1 : -len(_LINE_JSON) + 1].replace(_LINE_JSON, "\n") + "\n" if lines else ""
     if skeleton.count(_SLOT_JSON) != len(texts):  # only a key or structural value holding NUL could do this
         raise ValueError("a key or structural value of the session holds a control character")
-    return SlottedText(skeleton.replace(_SLOT_JSON, _SLOT), texts)
+    return SlottedText(skeleton.replace(_SLOT_JSON, SLOT), texts)
 
 
 def _line_skeleton(line: Any, texts: list[str]) -> str:
@@ -163,7 +163,7 @@ def _line_skeleton(line: Any, texts: list[str]) -> str:
     encoded = json.dumps(_slotted(line, texts, None), ensure_ascii=False, allow_nan=False)
     if encoded.count(_SLOT_JSON) != len(texts) - start:  # only a key or structural value holding NUL could do this
         raise ValueError("a key or structural value of the session holds a control character")
-    return encoded.replace(_SLOT_JSON, _SLOT)
+    return encoded.replace(_SLOT_JSON, SLOT)
 
 
 # The keys `_MessageBuilder` gives a message, as json.dumps writes them (plain ASCII: no escape).
@@ -172,7 +172,7 @@ _MESSAGE_KEYS = {
     for name in ("role", "content", "reasoningContent", "toolCalls", "toolCallId", "timestamp", "model")
 }
 _MESSAGE_LINE = '{{"type": "message", "message": {{{}}}}}'
-_TOOL_CALL = f'{{"id": {_SLOT}, "function": {{"name": {_SLOT}, "arguments": {_SLOT}}}}}'
+_TOOL_CALL = f'{{"id": {SLOT}, "function": {{"name": {SLOT}, "arguments": {SLOT}}}}}'
 
 
 def _message_skeleton(message: dict[str, Any], texts: list[str]) -> str | None:
@@ -187,12 +187,12 @@ def _message_skeleton(message: dict[str, Any], texts: list[str]) -> str | None:
             return None
         if kind is str:
             if name in STRUCTURAL_KEYS:
-                if _SLOT in value or _LINE in value:
+                if SLOT in value or _LINE in value:
                     raise ValueError(f"structural value {value!r} holds a NUL character")
                 parts.append(key + encode_json_string(value))
             else:
                 texts.append(value)
-                parts.append(key + _SLOT)
+                parts.append(key + SLOT)
         elif kind is int:
             parts.append(key + int.__repr__(value))
         elif kind is list and name == "toolCalls":
@@ -216,25 +216,25 @@ _FUNCTION_KEYS = ["name", "arguments"]
 
 
 def _slotted(value: Any, texts: list[str], key: Any) -> Any:
-    """The value with each text replaced by `_SLOT` and collected (non-finite numbers as None, as
-    `_finite` does); a key or structural value holding `_SLOT` is refused."""
+    """The value with each text replaced by `SLOT` and collected (non-finite numbers as None, as
+    `_finite` does); a key or structural value holding `SLOT` is refused."""
     if isinstance(value, str):
         if key in STRUCTURAL_KEYS:
-            if _SLOT in value or _LINE in value:
+            if SLOT in value or _LINE in value:
                 raise ValueError(f"structural value {value!r} holds a NUL character")
             return value
         texts.append(str(value))
-        return _SLOT
+        return SLOT
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         slotted = {}
         for name, item in value.items():
-            if isinstance(name, str) and (_SLOT in name or _LINE in name):
+            if isinstance(name, str) and (SLOT in name or _LINE in name):
                 raise ValueError(f"key {name!r} holds a NUL character")
             if type(item) is str and name not in STRUCTURAL_KEYS:  # most values: a text, without a call
                 texts.append(item)
-                slotted[name] = _SLOT
+                slotted[name] = SLOT
             else:
                 slotted[name] = _slotted(item, texts, name)
         return slotted
@@ -252,11 +252,11 @@ def json_line(value: Any) -> str:
 
 # Line breaks `json.dumps(ensure_ascii=False)` leaves raw inside strings, where `str.splitlines`
 # (which `datasets` reads JSON lines with) would cut a line in two: written as JSON escapes.
-_LINE_BREAKS = ("\x85", "\u2028", "\u2029")
+LINE_BREAKS = ("\x85", "\u2028", "\u2029")
 
 
 def _escape_line_breaks(encoded: str) -> str:
-    for char in _LINE_BREAKS:
+    for char in LINE_BREAKS:
         if char in encoded:
             encoded = encoded.replace(char, f"\\u{ord(char):04x}")
     return encoded

@@ -48,6 +48,7 @@ from trace_assets.steps.sessions import (
     SessionWriter,
     copy_sessions,
     read_manifest,
+    session_file_bytes,
     staged_session_files,
     staged_sessions,
     store_path,
@@ -719,6 +720,24 @@ def test_a_slotted_session_writes_the_bytes_of_its_json(text):
     replaced = [f"[{i}]{text}" for i in range(len(slotted.texts))]
     lines = [json.loads(line) for line in slotted.jsonl(replaced).splitlines()]
     assert slotted_jsonl(lines).texts == replaced
+
+
+def test_a_batch_of_session_files_is_written_column_wise_to_the_same_bytes():
+    """Publishing builds a batch's files at once (`session_file_bytes`): the bytes `json.dumps`
+    writes, for every code point and raw line break, for a session with no text, and for a batch
+    that is a slice of its store's table."""
+    texts = ["plain", "", 'q " \\ \x00 \x1f \x7f \t\n\r\b\f', "\x85 \u2028 \u2029 é \U0001f600", _ALL_CODE_POINTS]
+    sessions = [
+        Session(f"sessions/ab/t{i}.jsonl", {"type": "session", "id": text}, [{"role": "user", "content": text}])
+        for i, text in enumerate(texts)
+    ]
+    sessions.insert(2, Session("sessions/ab/none.jsonl", {}, []))
+    slotted = [session.slotted() for session in sessions]
+    table = pa.table({"skeleton": [s.skeleton for s in slotted], "texts": [s.texts for s in slotted]})
+    assert [s.texts for s in slotted][2] == []
+    assert session_file_bytes(table) == [session.to_jsonl() for session in sessions]
+    assert session_file_bytes(table.slice(3)) == [session.to_jsonl() for session in sessions[3:]]
+    assert session_file_bytes(table.slice(0, 0)) == []
 
 
 def _random_value(rng: random.Random, depth: int = 0) -> Any:
