@@ -35,6 +35,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -72,15 +73,28 @@ class ConfigNameClash(ValueError):
     """Two scopes map to one config name (`a--b/step-1` and `a/b--step-1`, say)."""
 
 
-def card_header(text: str | None) -> dict[str, Any]:
-    """A card's YAML header as `huggingface_hub` reads it (LF or CRLF line endings), {} when there is
-    no card or no header. A byte order mark, which some editors write, is dropped first: the Hub's
-    reader would take the header for text."""
-    if not text:
-        return {}
-    from huggingface_hub import RepoCard  # slow to import: loaded only where a card is merged
+# huggingface_hub's `repocard.REGEX_YAML_BLOCK` (2.x): where a card's YAML header is found
+_YAML_HEADER = re.compile(r"^(\s*---(?:\r\n|\r|\n))([\S\s]*?)((?:\r\n|\r|\n)---[ \t]*(\r\n|\n|$))")
 
-    return RepoCard(text.removeprefix("\ufeff")).data.to_dict()
+
+def card_header(text: str | None) -> dict[str, Any]:
+    """A card's YAML header as `huggingface_hub`'s `RepoCard(text).data.to_dict()` reads it (LF or CRLF
+    line endings; keys whose value is null left out), {} when there is no card or no header. Done
+    here, not by `RepoCard`, whose import took 0.9 s of every publish to a folder. A byte order mark,
+    which some editors write, is dropped first: the Hub's reader would take the header for text.
+    Raises ValueError (or yaml.YAMLError) for a header `RepoCard` refuses: not a mapping, or a key
+    that is not a string (YAML's `on:` or `yes:` read as true, a number)."""
+    match = _YAML_HEADER.search((text or "").removeprefix("\ufeff"))
+    if match is None:
+        return {}
+    data = yaml.safe_load(match.group(2))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError("a card's header must be a mapping")
+    if odd := [key for key in data if not isinstance(key, str)]:
+        raise ValueError(f"a card's header keys must be strings, not {odd[0]!r}")
+    return {key: value for key, value in data.items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -141,15 +155,18 @@ def readable_header(text: str | None) -> dict[str, Any]:
 
 def scope_configs(scope: RunScope, scope_card: str) -> list[dict[str, Any]]:
     """The scope card's configs as the root card names them (see the module's docstring); a config
-    without a name or data files is left out."""
+    without a name, or without data files that are paths (a hand-edited card's), is left out."""
     configs = []
-    for config in readable_header(scope_card).get("configs", []):
-        if not isinstance(config, dict) or not config.get("config_name") or not config.get("data_files"):
+    declared = readable_header(scope_card).get("configs")
+    for config in declared if isinstance(declared, list) else []:
+        if not isinstance(config, dict) or not isinstance(config.get("config_name"), str) or not config["config_name"]:
+            continue
+        files = config.get("data_files") if isinstance(config.get("data_files"), list) else [config.get("data_files")]
+        if not files or not all(_is_path(entry.get("path") if isinstance(entry, dict) else entry) for entry in files):
             continue
         if _declares_sessions(config):
             continue
         name = config["config_name"]
-        files = config["data_files"] if isinstance(config["data_files"], list) else [config["data_files"]]
         configs.append(
             {
                 "config_name": _suffixed(scope.config_name, name),
@@ -162,6 +179,12 @@ def scope_configs(scope: RunScope, scope_card: str) -> list[dict[str, Any]]:
             }
         )
     return configs
+
+
+def _is_path(value: Any) -> bool:
+    """A data file's path as a card declares it: a pattern, or a non-empty list of them."""
+    values = value if isinstance(value, list) and value else [value]
+    return all(isinstance(v, str) and v for v in values)
 
 
 def _suffixed(base: str, name: str) -> str:

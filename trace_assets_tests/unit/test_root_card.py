@@ -9,7 +9,8 @@ import shutil
 import threading
 
 import pytest
-from huggingface_hub import DatasetCard, DatasetCardData
+import yaml
+from huggingface_hub import DatasetCard, DatasetCardData, RepoCard
 
 from trace_assets.accounting import Coverage
 from trace_assets.publishing.dataset_folder import build_run_folder
@@ -228,6 +229,67 @@ def test_hostile_values_in_a_scopes_files_give_dashes_not_a_failure():
     )
     card = root_card([odd])
     assert _table_row(card, "odd")[1:8] == ["0", "0", "0", "-", "-", "a \\| b c", "-"]
+
+
+_HEADERS = [
+    "---\nlicense: mit\ntags:\n- a\n- b\nhomepage: null\nnested: {x: [1, 2, null]}\n---\n# body\n",
+    "---\r\nlicense: mit\r\n---\r\nbody",  # CRLF
+    "---\rlicense: mit\r---\r",  # CR
+    "  \n---\nlicense: mit\n---   \nbody",  # blank lines before, spaces after the closing line
+    "---\nlicense: mit\n---",  # the header is the whole card
+    "---\n---\nbody",  # an empty header
+    "---\n# only a comment\n---\n",
+    "# no header\nlicense: mit\n",
+    "text before\n---\nlicense: mit\n---\n",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", _HEADERS)
+def test_a_cards_header_is_read_as_huggingface_hub_reads_it(text):
+    """`card_header` parses the header itself (importing `huggingface_hub.RepoCard` took 0.9 s of
+    every publish): the same dict as `RepoCard(text).data.to_dict()` on every framing."""
+    assert card_header(text) == RepoCard(text).data.to_dict()
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["on: push", "yes: 1", "1: one", "- a list", "just text", "a: [unclosed", "? [a]\n: b", "a: 1\n----\nb: 2"],
+)
+def test_a_header_huggingface_hub_refuses_is_refused(header):
+    text = f"---\n{header}\n---\n"
+    with pytest.raises((ValueError, TypeError, yaml.YAMLError)):
+        RepoCard(text).data.to_dict()
+    with pytest.raises((ValueError, yaml.YAMLError)):
+        card_header(text)
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [
+        "configs: 3",
+        "configs: text",
+        "configs:\n- 3\n- config_name: 5\n  data_files: x",
+        "configs:\n- config_name: default\n  data_files: []",
+        "configs:\n- config_name: default\n  data_files:\n  - split: train",  # no path
+        "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: {a: 1}",
+        "configs:\n- config_name: default\n  data_files:\n  - split: train\n    path: []",
+        "on: push\nconfigs:\n- config_name: default\n  data_files: data/v/train-*",  # a key RepoCard refuses
+    ],
+)
+def test_a_scope_card_edited_by_hand_leaves_its_configs_out_not_the_publish(configs):
+    """Every scope folder's card is read for the root card: a scope whose header is odd has its row
+    and no config, and the other scopes' publish goes on."""
+    odd = ScopeFiles(RunScope("odd"), f"---\n{configs}\n---\n", {"rows": 1}, None, {"verdict": "clean"})
+    card = root_card([odd, _scope("good")], SWEEP_CARD)
+    assert _names(card) == ["good"]
+    assert _table_row(card, "odd")[0] == "`odd`"
+
+
+@pytest.mark.parametrize("existing", ["---\non: push\nhomepage: x\n---\n", "---\n- a\n---\n", "---\na: [\n---\n"])
+def test_a_root_card_edited_by_hand_is_written_again_from_the_scopes(existing):
+    card = root_card([_scope("a")], SWEEP_CARD, existing)
+    assert _names(card) == ["a"] and "homepage" not in card_header(card)
 
 
 def test_a_missing_scope_folder_leaves_the_card(tmp_path):
