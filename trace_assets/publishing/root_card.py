@@ -161,7 +161,7 @@ def scope_configs(scope: RunScope, scope_card: str) -> list[dict[str, Any]]:
     for config in declared if isinstance(declared, list) else []:
         if not isinstance(config, dict) or not isinstance(config.get("config_name"), str) or not config["config_name"]:
             continue
-        files = config.get("data_files") if isinstance(config.get("data_files"), list) else [config.get("data_files")]
+        files = _data_files(config)
         if not files or not all(_is_path(entry.get("path") if isinstance(entry, dict) else entry) for entry in files):
             continue
         if _declares_sessions(config):
@@ -195,11 +195,15 @@ def _rooted(scope: RunScope, path: Any) -> Any:
     return [f"{scope.key}/{p}" for p in path] if isinstance(path, list) else f"{scope.key}/{path}"
 
 
-def _paths(config: dict[str, Any]) -> list[str]:
+def _data_files(config: dict[str, Any]) -> list[Any]:
+    """A config's data file entries as a list (a card may give one without a list)."""
     files = config.get("data_files") or []
-    files = files if isinstance(files, list) else [files]
+    return files if isinstance(files, list) else [files]
+
+
+def _paths(config: dict[str, Any]) -> list[str]:
     paths: list[Any] = []
-    for entry in files:
+    for entry in _data_files(config):
         value = entry.get("path") if isinstance(entry, dict) else entry
         paths += value if isinstance(value, list) else [value]
     return [str(p) for p in paths if p]

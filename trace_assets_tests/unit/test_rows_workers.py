@@ -121,21 +121,22 @@ def test_a_rows_worker_imports_no_polars_fsspec_or_dagster() -> None:
     assert loaded.strip() == "[]"
 
 
-def _listed_and_scored(traces: Path, staging_root: Path) -> tuple[TraceStore, RunStaging]:
-    store = TraceStore(str(traces))
-    staging = RunStaging(staging_root, RunScope(RUN))
+def _copied_listed_and_scored(traces: Path, tmp_path: Path) -> tuple[Path, TraceStore, RunStaging]:
+    """A copy of the traces root (for the test to change after the listing), listed and scored."""
+    copy = tmp_path / "traces"
+    shutil.copytree(traces, copy)
+    store = TraceStore(str(copy))
+    staging = RunStaging(tmp_path / "staging", RunScope(RUN))
     build_listing(store, staging)
     score_trials(store, staging, 7, lambda _: None)
-    return store, staging
+    return copy, store, staging
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_link_swapped_in_after_the_listing_is_not_followed_by_any_reader(
     traces: Path, tmp_path: Path, workers: int
 ) -> None:
-    copy = tmp_path / "traces"
-    shutil.copytree(traces, copy)
-    store, staging = _listed_and_scored(copy, tmp_path / "staging")
+    copy, store, staging = _copied_listed_and_scored(traces, tmp_path)
     outside = tmp_path / "outside.json"
     outside.write_text('{"secret": "outside the root"}')
     trial = sorted(p for p in (copy / RUN / "trace_jobs").iterdir() if (p / "agent" / "trajectory.json").is_file())[4]
@@ -154,9 +155,7 @@ def test_a_link_swapped_in_after_the_listing_is_not_followed_by_any_reader(
 def test_a_store_that_fails_under_the_readers_fails_the_step_naming_the_run_and_the_object(
     traces: Path, tmp_path: Path, workers: int
 ) -> None:
-    copy = tmp_path / "traces"
-    shutil.copytree(traces, copy)
-    store, staging = _listed_and_scored(copy, tmp_path / "staging")
+    copy, store, staging = _copied_listed_and_scored(traces, tmp_path)
     (copy / RUN / "trace_jobs").rename(copy / RUN / "moved")  # the run's folder, not one trial's
     with pytest.raises(FetchError, match=f"run '{RUN}': 1 object\\(s\\) could not be read: .*trace_jobs/"):
         rows_step.export_rows(store, staging, ExportOptions(), 7, lambda _: None, 50, workers=workers)
