@@ -26,7 +26,7 @@ from dagster_graphql import DagsterGraphQLClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bench_daemon import BIN, _env, _home, daemon_and_webserver  # noqa: E402
+from benchmarks.bench_daemon import BIN, Side, _env, _home, daemon_and_webserver  # noqa: E402
 from trace_assets.backfill_api import query  # noqa: E402
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES  # noqa: E402
 
@@ -40,13 +40,13 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-recheck-") as folder:
         work = Path(folder)
-        home = _home(work, "ui")
+        home = _home(work, Side.DAEMON)
         shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, work / "traces" / SCOPE)
         env = _env(home, work / "traces", work)
         with dg.DagsterInstance.from_config(str(home)) as instance:
             instance.add_dynamic_partitions("trace_runs", [SCOPE])
         cli, launched, run_seconds = [], [], []
-        with daemon_and_webserver(env, work) as base:
+        with daemon_and_webserver(env, work, "ui") as base:
             client = DagsterGraphQLClient("127.0.0.1", port_number=int(base.rsplit(":", 1)[1]))
             [entry] = query(base, WORKSPACE)["workspaceOrError"]["locationEntries"]
             location, repository = entry["name"], entry["locationOrLoadError"]["repositories"][0]["name"]

@@ -16,6 +16,7 @@ import dagster as dg
 import pytest
 
 from trace_assets.backfill_api import GraphQLError, backfill_status, failure_reason
+from trace_assets.defs.warm_run_launcher import WORKER_TAG
 from trace_assets_tests.support.fault_proxy import FaultProxy
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.service_processes import running_webserver, service_env
@@ -89,6 +90,14 @@ def test_backfill_across_a_sweep_runs_one_run_per_partition(tmp_path):
         for run in runs:  # steps in the run worker itself: no process of their own per step
             workers = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_WORKER_STARTING)
             assert not workers.records, run.job_name
+            # the worker was forked by dagster.yaml's WarmRunLauncher, not started by the code server
+            [started] = [
+                record.event_log_entry.dagster_event.message
+                for record in instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT).records
+                if record.event_log_entry.dagster_event.message.startswith("Started process for run")
+            ]
+            worker_pid = run.tags[WORKER_TAG].split(":")[1]
+            assert started == f"Started process for run (pid: {worker_pid}).", (started, run.tags)
     coverage = json.loads((tmp_path / "published" / "sweep-run-1" / "coverage.json").read_text())
     assert coverage["run_id"] == "sweep-run-1" and coverage["exported"] == 28
     blocked_folder = tmp_path / "published" / "sweep-run-2"  # the blocked republish left only its scan report

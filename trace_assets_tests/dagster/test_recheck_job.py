@@ -2,12 +2,15 @@
 webserver, queued, and dequeued by the real daemon under the project's dagster.yaml. The sensor
 (stopped in the daemon, ticked here on the same instance) lists the scope at its next tick whatever
 its back-off; the request runs beside a running export of the same scope; a bad scope fails the run
-naming it, recording nothing."""
+naming it, recording nothing. The runs' workers are forked by the project's WarmRunLauncher: the
+UI's Terminate cancels one, and one killed fails its run."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from trace_assets.backfill_api import failure_reason, query
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import recheck_requests
 from trace_assets.defs.resources import config_from_env
+from trace_assets.defs.warm_run_launcher import WORKER_TAG
 from trace_assets.scope import RunScope
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.sensor_ticks import sensor_tick
@@ -114,6 +118,7 @@ def test_a_recheck_from_the_launchpad_lists_the_scope_at_the_next_tick(services)
             # Dequeued beside it: not held by the one-run-per-partition limit, the store's or a pool.
             assert services.client.get_run_status(export) == dg.DagsterRunStatus.STARTED
             services.client.terminate_run(export)
+            assert wait_for_run(services.client, export, services.daemon) == dg.DagsterRunStatus.CANCELED
 
         listed = sensor_tick(services.defs, instance, waiting.cursor)  # listed now, not in an hour
         # the export was canceled, not failed: not launched again by the sensor
@@ -140,3 +145,20 @@ def test_a_bad_scope_fails_the_run_naming_it(services):
             reason = failure_reason(services.webserver.url, run_id)
             assert reason.startswith("step request_recheck failed: ") and named in reason, reason
         assert recheck_requests(instance, before) == (set(), before)  # nothing recorded, not even run-a
+
+
+def test_a_killed_run_worker_fails_its_run_naming_it(services):
+    """The run worker is forked by dagster.yaml's WarmRunLauncher; killed, its run is failed by the
+    daemon's run monitoring (the code server no longer watches it), which frees the scope."""
+    staging = services.defs.resources["trace_config"].staging(RunScope.from_key(SCOPE))  # type: ignore[index]
+    with staging.locked(print, holder="the test"):  # the export waits for this lock, in its worker
+        export = services.launch("export_trace_run", tags={"dagster/partition": SCOPE})
+        assert wait_for_run(services.client, export, services.daemon, until=(dg.DagsterRunStatus.STARTED,))
+        with dg.DagsterInstance.from_config(str(services.home)) as instance:
+            run = instance.get_run_by_id(export)
+            assert run is not None
+            worker = run.tags[WORKER_TAG]
+        os.kill(int(worker.split(":")[1]), signal.SIGKILL)
+        assert wait_for_run(services.client, export, services.daemon) == dg.DagsterRunStatus.FAILURE
+    reason = failure_reason(services.webserver.url, export)
+    assert "run worker exited with code -9" in reason, reason
