@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trace_assets.cli.console import say
+from trace_assets.processes import process_exists
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -62,7 +63,7 @@ def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     host = socket.gethostname()
     for run in instance.get_runs(dg.RunsFilter(statuses=unfinished, tags={HOST_TAG: host})):
         pid = int(run.tags.get(PID_TAG, "0") or 0)
-        if pid and not _alive(pid):
+        if pid and not process_exists(pid):
             instance.report_run_failed(run, f"its trace-assets process (pid {pid}) is gone")
             freed.append(run.run_id)
     storage = instance.event_log_storage
@@ -73,13 +74,3 @@ def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
                 storage.free_concurrency_slots_for_run(slot.run_id)
                 freed.append(slot.run_id)
     return list(dict.fromkeys(freed))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

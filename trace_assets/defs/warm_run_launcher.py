@@ -15,14 +15,14 @@ launcher unchanged.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dagster as dg
 from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, LaunchRunContext, WorkerStatus
+
+from trace_assets.processes import process_exists, process_identity
 
 if TYPE_CHECKING:
     from multiprocessing.context import ForkServerProcess
@@ -64,28 +64,6 @@ def _run_worker(run_id: str, instance_ref: InstanceRef) -> None:
             thread.join()
 
 
-def _process_identity(pid: int) -> str | None:
-    """`boot:pid:start` for a live process, None when there is none: a pid alone may be reused."""
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    start = stat.rsplit(")", 1)[1].split()[19]  # field 22, after the command in parentheses
-    return f"{boot}:{pid}:{start}"
-
-
-def _exists(pid: int) -> bool:
-    """Whether a process `pid` exists, where /proc cannot say which process it is (macOS)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class WarmRunLauncher(DefaultRunLauncher):
     """Launches runs as processes forked from a warm forkserver the daemon keeps (Linux and macOS);
     runs of code locations in another interpreter go through the default launcher's code server."""
@@ -118,7 +96,7 @@ class WarmRunLauncher(DefaultRunLauncher):
             self._workers[run.run_id] = worker
         pid = worker.pid
         assert pid is not None, "a started process has a pid"
-        self._instance.add_run_tags(run.run_id, {WORKER_TAG: _process_identity(pid) or f"-:{pid}:-"})
+        self._instance.add_run_tags(run.run_id, {WORKER_TAG: process_identity(pid) or f"-:{pid}:-"})
 
     def terminate(self, run_id: str) -> bool:
         """Marks the run canceling; its worker's cancellation thread interrupts it within
@@ -150,6 +128,6 @@ class WarmRunLauncher(DefaultRunLauncher):
         if identity is None:  # launched through the code server, which reports its own workers' deaths
             return CheckRunHealthResult(WorkerStatus.RUNNING)
         pid = int(identity.split(":")[1])
-        if _process_identity(pid) == identity or (identity.startswith("-:") and _exists(pid)):
+        if process_identity(pid) == identity or (identity.startswith("-:") and process_exists(pid)):
             return CheckRunHealthResult(WorkerStatus.RUNNING)
         return CheckRunHealthResult(WorkerStatus.FAILED, f"run worker (pid {pid}) is gone")

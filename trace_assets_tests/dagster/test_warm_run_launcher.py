@@ -11,7 +11,8 @@ import sys
 import dagster as dg
 import pytest
 
-from trace_assets.defs.warm_run_launcher import PRELOADED_MODULES, WORKER_TAG, WarmRunLauncher, _process_identity
+from trace_assets.defs.warm_run_launcher import PRELOADED_MODULES, WORKER_TAG, WarmRunLauncher
+from trace_assets.processes import process_identity
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process identities come from /proc")
 
@@ -39,7 +40,7 @@ def test_a_worker_known_only_by_its_tag_is_running_until_its_process_is_gone():
     """A daemon restarted since the launch has no handle on the worker: the tag decides."""
     worker = subprocess.Popen(["sleep", "60"])
     try:
-        identity = _process_identity(worker.pid)
+        identity = process_identity(worker.pid)
         assert identity is not None
         assert _health(_run_with_worker(identity)) == ("RUNNING", None)
         boot, pid, start = identity.split(":")
@@ -49,7 +50,7 @@ def test_a_worker_known_only_by_its_tag_is_running_until_its_process_is_gone():
     finally:
         worker.kill()
         worker.wait()
-    assert _process_identity(worker.pid) is None
+    assert process_identity(worker.pid) is None
     assert _health(_run_with_worker(identity)) == ("FAILED", f"run worker (pid {worker.pid}) is gone")
     assert _health(_run_with_worker(f"-:{worker.pid}:-"))[0] == "FAILED"
 
