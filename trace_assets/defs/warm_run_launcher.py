@@ -43,8 +43,19 @@ PRELOADED_MODULES = (
     "fsspec",
 )
 
-# The run tag naming a run's worker, so a restarted daemon can still tell whether it is alive.
+# The run tag naming a run's worker, so a restarted daemon can still tell whether it is alive:
+# `run_id:boot:pid:start` (`-` for what /proc cannot say). A re-execution copies its parent's tags,
+# so a value naming another run is not this run's worker.
 WORKER_TAG = "trace_assets/run_worker"
+
+
+def worker_identity(run: dg.DagsterRun) -> tuple[int, str] | None:
+    """The pid and process identity of the run's forked worker, or None where the launcher did not
+    fork it (launched through the code server, a tag copied from a parent run, a malformed value)."""
+    parts = run.tags.get(WORKER_TAG, "").split(":")
+    if len(parts) != 4 or parts[0] != run.run_id or not parts[2].isdigit():
+        return None
+    return int(parts[2]), ":".join(parts[1:])
 
 
 def _run_worker(run_id: str, instance_ref: InstanceRef) -> None:
@@ -96,7 +107,8 @@ class WarmRunLauncher(DefaultRunLauncher):
             self._workers[run.run_id] = worker
         pid = worker.pid
         assert pid is not None, "a started process has a pid"
-        self._instance.add_run_tags(run.run_id, {WORKER_TAG: process_identity(pid) or f"-:{pid}:-"})
+        identity = process_identity(pid) or f"-:{pid}:-"
+        self._instance.add_run_tags(run.run_id, {WORKER_TAG: f"{run.run_id}:{identity}"})
 
     def terminate(self, run_id: str) -> bool:
         """Marks the run canceling; its worker's cancellation thread interrupts it within
@@ -104,7 +116,7 @@ class WarmRunLauncher(DefaultRunLauncher):
         run = self._instance.get_run_by_id(run_id)
         if not run or run.is_finished:
             return False
-        if WORKER_TAG not in run.tags:
+        if worker_identity(run) is None:
             return super().terminate(run_id)
         self._instance.report_run_canceling(run)
         return True
@@ -124,10 +136,10 @@ class WarmRunLauncher(DefaultRunLauncher):
             if worker.exitcode == 0:
                 return CheckRunHealthResult(WorkerStatus.SUCCESS)
             return CheckRunHealthResult(WorkerStatus.FAILED, f"run worker exited with code {worker.exitcode}")
-        identity = run.tags.get(WORKER_TAG)
-        if identity is None:  # launched through the code server, which reports its own workers' deaths
+        worker_tag = worker_identity(run)
+        if worker_tag is None:  # launched through the code server, which reports its own workers' deaths
             return CheckRunHealthResult(WorkerStatus.RUNNING)
-        pid = int(identity.split(":")[1])
+        pid, identity = worker_tag
         if process_identity(pid) == identity or (identity.startswith("-:") and process_exists(pid)):
             return CheckRunHealthResult(WorkerStatus.RUNNING)
         return CheckRunHealthResult(WorkerStatus.FAILED, f"run worker (pid {pid}) is gone")

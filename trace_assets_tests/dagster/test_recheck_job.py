@@ -22,7 +22,7 @@ from trace_assets.backfill_api import failure_reason, query
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import recheck_requests
 from trace_assets.defs.resources import config_from_env
-from trace_assets.defs.warm_run_launcher import WORKER_TAG
+from trace_assets.defs.warm_run_launcher import worker_identity
 from trace_assets.scope import RunScope
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.sensor_ticks import sensor_tick
@@ -157,8 +157,9 @@ def test_a_killed_run_worker_fails_its_run_naming_it(services):
         with dg.DagsterInstance.from_config(str(services.home)) as instance:
             run = instance.get_run_by_id(export)
             assert run is not None
-            worker = run.tags[WORKER_TAG]
-        os.kill(int(worker.split(":")[1]), signal.SIGKILL)
+            worker = worker_identity(run)
+            assert worker is not None, run.tags
+        os.kill(worker[0], signal.SIGKILL)
         assert wait_for_run(services.client, export, services.daemon) == dg.DagsterRunStatus.FAILURE
     reason = failure_reason(services.webserver.url, export)
     assert "run worker exited with code -9" in reason, reason

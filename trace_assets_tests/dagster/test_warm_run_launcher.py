@@ -1,6 +1,6 @@
 """The warm run launcher's pieces that need no daemon: what its forkserver preloads (none of this
 package, so each run imports the code as it is now) and how it tells a live run worker from a gone
-one or from another process that was given its pid. Runs launched through it by the real daemon
+one, from another process that was given its pid, or from a tag it did not write. Runs launched through it by the real daemon
 are in test_backfill.py (a sweep), test_recheck_job.py (the UI's Terminate, a killed worker)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import dagster as dg
 import pytest
 
-from trace_assets.defs.warm_run_launcher import PRELOADED_MODULES, WORKER_TAG, WarmRunLauncher
+from trace_assets.defs.warm_run_launcher import PRELOADED_MODULES, WORKER_TAG, WarmRunLauncher, worker_identity
 from trace_assets.processes import process_identity
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process identities come from /proc")
@@ -27,8 +27,9 @@ def test_the_forkserver_preloads_none_of_the_pipelines_code():
     assert loaded.strip() == "[]"
 
 
-def _run_with_worker(identity: str | None) -> dg.DagsterRun:
-    return dg.DagsterRun(job_name="export_trace_run", tags={WORKER_TAG: identity} if identity else {})
+def _run_with_worker(identity: str) -> dg.DagsterRun:
+    """A run whose tag the launcher wrote for a worker of this identity."""
+    return dg.DagsterRun(job_name="export_trace_run", run_id="run-1", tags={WORKER_TAG: f"run-1:{identity}"})
 
 
 def _health(run: dg.DagsterRun) -> tuple[str, str | None]:
@@ -55,5 +56,17 @@ def test_a_worker_known_only_by_its_tag_is_running_until_its_process_is_gone():
     assert _health(_run_with_worker(f"-:{worker.pid}:-"))[0] == "FAILED"
 
 
-def test_a_run_the_code_server_launched_is_left_to_it():
-    assert _health(_run_with_worker(None)) == ("RUNNING", None)
+@pytest.mark.parametrize(
+    "tag",
+    [
+        None,  # launched through the code server
+        "parent-run:boot:1:2",  # copied from the run this one re-executes
+        "run-1:boot:not-a-pid:2",
+        "run-1:boot:1",
+        "anything",
+    ],
+)
+def test_a_run_whose_worker_was_not_forked_here_is_left_to_the_code_server(tag):
+    run = dg.DagsterRun(job_name="export_trace_run", run_id="run-1", tags={WORKER_TAG: tag} if tag else {})
+    assert worker_identity(run) is None
+    assert _health(run) == ("RUNNING", None)
