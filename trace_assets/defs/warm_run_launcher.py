@@ -128,10 +128,11 @@ class WarmRunLauncher(DefaultRunLauncher):
     def check_run_worker_health(self, run: dg.DagsterRun) -> CheckRunHealthResult:
         with self._lock:
             worker = self._workers.get(run.run_id)
-            if worker is not None and not worker.is_alive():
-                del self._workers[run.run_id]
+            alive = worker is not None and worker.is_alive()
+            if worker is not None and not alive:
+                del self._workers[run.run_id]  # its exit code is read once, below
         if worker is not None:
-            if worker.is_alive():
+            if alive:
                 return CheckRunHealthResult(WorkerStatus.RUNNING)
             if worker.exitcode == 0:
                 return CheckRunHealthResult(WorkerStatus.SUCCESS)
