@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", help="keep the generated tree here (default: a temp dir, removed)")
     args = parser.parse_args(argv)
 
-    from trace_assets import atomic_files
+    from trace_assets.core.scope import RunScope
     from trace_assets.publishing.targets import FolderTarget
-    from trace_assets.scope import RunScope
+    from trace_assets.runtime import atomic_files
 
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-local-publish-"))
     started = time.perf_counter()

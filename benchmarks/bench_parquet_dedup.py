@@ -159,9 +159,9 @@ def make_runs(work: Path, trials: int, growth: float, where: str) -> tuple[Path,
 
 def build_shards(traces_root: Path, run_id: str, out: Path) -> list[Path]:
     """The run's published shards, as `published_shards` lays them out (local steps, default options)."""
+    from trace_assets.core.scope import RunScope
     from trace_assets.harbor.options import ExportOptions
     from trace_assets.publishing.dataset_folder import build_run_folder
-    from trace_assets.scope import RunScope
     from trace_assets.secret_scan.scanner import ScanOptions
     from trace_assets.steps.listing import build_listing
     from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD, export_rows
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", help="keep the generated runs here (default: a temp dir, removed)")
     args = parser.parse_args(argv)
 
-    from trace_assets.publishing import parquet_layout
+    from trace_assets.steps import parquet_layout
 
     started = time.perf_counter()
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="bench-parquet-dedup-"))

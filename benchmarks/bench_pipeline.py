@@ -70,9 +70,9 @@ HARBOR_OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_DATASETS_OFFLI
 
 def run_steps_child(args: argparse.Namespace) -> None:
     """Run the steps on one run and write what happened, with in-process seconds per step."""
+    from trace_assets.core.scope import RunScope
     from trace_assets.harbor.options import ExportOptions
     from trace_assets.publishing.dataset_folder import build_run_folder
-    from trace_assets.scope import RunScope
     from trace_assets.secret_scan.scanner import ScanOptions
     from trace_assets.steps.listing import build_listing
     from trace_assets.steps.rows import export_rows

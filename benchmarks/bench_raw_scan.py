@@ -29,7 +29,7 @@ from benchmarks.secret_peers import PEER_COMMANDS, peer_command  # noqa: E402
 RUN = "bench-raw-run"
 CHILD = """
 import json, sys, time
-from trace_assets.scope import RunScope
+from trace_assets.core.scope import RunScope
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.raw_scan import raw_scan
 from trace_assets.store.trace_store import TraceStore

@@ -27,7 +27,7 @@ from dagster_graphql import DagsterGraphQLClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_daemon import BIN, Side, _env, _home, daemon_and_webserver  # noqa: E402
-from trace_assets.backfill_api import query  # noqa: E402
+from trace_assets.cli.backfill_api import query  # noqa: E402
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES  # noqa: E402
 
 SCOPE = "run-a"

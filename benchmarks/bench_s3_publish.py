@@ -46,9 +46,9 @@ BUCKET = "bench-publish"
 
 def build_folder(traces_root: Path, run_id: str, work: Path) -> Path:
     """The run's dataset folder as `published_shards` lays it out (local steps, session files on)."""
+    from trace_assets.core.scope import RunScope
     from trace_assets.harbor.options import ExportOptions
     from trace_assets.publishing.dataset_folder import build_run_folder
-    from trace_assets.scope import RunScope
     from trace_assets.secret_scan.scanner import ScanOptions
     from trace_assets.steps.listing import build_listing
     from trace_assets.steps.rows import export_rows
@@ -122,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import boto3
 
+    from trace_assets.core.scope import RunScope
     from trace_assets.defs.resources import ObjectStorage
     from trace_assets.publishing.targets import DEFAULT_PUBLISH_CONCURRENCY, FolderTarget
-    from trace_assets.scope import RunScope
     from trace_assets_tests.support.fault_proxy import FaultProxy
 
     for leaked in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE"):

@@ -25,10 +25,10 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
+from trace_assets.core.roots import refuse_overlapping_roots
+from trace_assets.core.run_tags import SWEEP_LABEL, sweep_label
 from trace_assets.harbor.options import Episodes, ExportOptions, Subagents, SuccessFilter
-from trace_assets.queue_events import bucket_and_prefix
-from trace_assets.roots import refuse_overlapping_roots
-from trace_assets.run_tags import SWEEP_LABEL, sweep_label
+from trace_assets.store.queue_events import bucket_and_prefix
 
 if TYPE_CHECKING:
     from trace_assets.publishing.card import CardSettings

@@ -13,19 +13,19 @@ from trace_assets.cli.config import config_from_args
 from trace_assets.cli.console import say
 from trace_assets.cli.instance import finished_statuses, get_instance
 from trace_assets.cli.scopes import expand_scopes, listed_scopes, why_missing, why_no_runs
-from trace_assets.run_tags import PARTITION_TAG, SWEEP_TAG
-from trace_assets.scope import RunScope, validate_scope_keys
+from trace_assets.core.run_tags import PARTITION_TAG, SWEEP_TAG
+from trace_assets.core.scope import RunScope, validate_scope_keys
 from trace_assets.settings import ProcessSettings, load
 
 if TYPE_CHECKING:
     import dagster as dg
 
-    from trace_assets.backfill_api import BackfillStatus
+    from trace_assets.cli.backfill_api import BackfillStatus
     from trace_assets.defs.resources import TraceAssetsConfig
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_assets.backfill_api import parse_headers, request_headers
+    from trace_assets.cli.backfill_api import parse_headers, request_headers
 
     headers: dict[str, str] = {}
     for given in args.dagster_headers or []:
@@ -65,7 +65,7 @@ def backfill_runs(
 ) -> int:
     """Launch the backfill (its runs tagged with the `sweep`); with `wait`, one line per run (status,
     reason, coverage). `headers` go with every GraphQL request, over the environment's (`ProcessSettings.dagster_headers`)."""
-    from trace_assets.backfill_api import BackfillStatus, backfill_status, launch_backfill, webserver
+    from trace_assets.cli.backfill_api import BackfillStatus, backfill_status, launch_backfill, webserver
     from trace_assets.defs.jobs import ASSETS, STORE_READ_TAG
     from trace_assets.defs.partitions import register_scopes
 
@@ -96,7 +96,7 @@ def _finished_by_runs(instance: dg.DagsterInstance, backfill_id: str, partitions
     (every 30 s) to learn what the runs already say."""
     import dagster as dg
 
-    from trace_assets.backfill_api import BackfillStatus
+    from trace_assets.cli.backfill_api import BackfillStatus
 
     latest = _latest_runs(instance, backfill_id)
     finished = {partition: run.status for partition, run in latest.items() if run.status in finished_statuses()}
@@ -120,7 +120,7 @@ def _report_runs(instance: dg.DagsterInstance, url: str, backfill_id: str, heade
     """One JSON line per run of the backfill (and a sentence on stderr); returns how many failed."""
     import dagster as dg
 
-    from trace_assets.backfill_api import GraphQLError, failure_reason
+    from trace_assets.cli.backfill_api import GraphQLError, failure_reason
     from trace_assets.defs.assets import last_episode_rows
 
     failed = 0

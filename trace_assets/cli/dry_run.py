@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from trace_assets.cli.console import say
 from trace_assets.cli.report import coverage_sentence, unblocking
 from trace_assets.cli.scopes import resolved, why_missing
-from trace_assets.scope import RunScope
+from trace_assets.core.scope import RunScope
 
 if TYPE_CHECKING:
     from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub | None = None) -> int:
     from trace_assets.defs.resources import ObjectStorage, hub_from_env
-    from trace_assets.steps.dry_run import dry_run
+    from trace_assets.orchestration.dry_run import dry_run
 
     hub = resolved(hub or hub_from_env())
     storage = ObjectStorage()

@@ -12,7 +12,7 @@ from trace_assets.cli.config import config_from_args
 from trace_assets.cli.console import say
 from trace_assets.cli.instance import get_instance
 from trace_assets.cli.scopes import run_exists
-from trace_assets.scope import RunScope, partitions_named, validate_scope_keys
+from trace_assets.core.scope import RunScope, partitions_named, validate_scope_keys
 
 if TYPE_CHECKING:
     from trace_assets.defs.resources import TraceAssetsConfig

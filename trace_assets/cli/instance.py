@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trace_assets.cli.console import say
-from trace_assets.processes import process_exists
+from trace_assets.cli.processes import process_exists
 
 if TYPE_CHECKING:
     import dagster as dg

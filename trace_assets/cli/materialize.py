@@ -20,8 +20,8 @@ from trace_assets.cli.dry_run import dry_run_runs
 from trace_assets.cli.instance import HOST_TAG, PID_TAG, free_slots_of_dead_runs, get_instance
 from trace_assets.cli.report import coverage_sentence, unblocking
 from trace_assets.cli.scopes import expand_scopes, preflight
-from trace_assets.run_tags import SWEEP_TAG, failure_line
-from trace_assets.scope import RunScope, validate_scope_keys
+from trace_assets.core.run_tags import SWEEP_TAG, failure_line
+from trace_assets.core.scope import RunScope, validate_scope_keys
 
 if TYPE_CHECKING:
     import dagster as dg

@@ -10,7 +10,7 @@ import socket
 
 from trace_assets.cli.console import say
 from trace_assets.cli.instance import get_instance
-from trace_assets.scope import validate_scope_keys
+from trace_assets.core.scope import validate_scope_keys
 
 
 def run(args: argparse.Namespace) -> int:

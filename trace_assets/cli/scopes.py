@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trace_assets.cli.console import say
-from trace_assets.scope import InvalidScopeKey, RunScope, validate_scope_key
+from trace_assets.core.scope import InvalidScopeKey, RunScope, validate_scope_key
 
 if TYPE_CHECKING:
     from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
 from trace_assets.defs.assets import last_episode_rows, raw_trial_listing, secret_scan_report
 from trace_assets.defs.metadata import counts_text, percent_text, size_text
 from trace_assets.defs.partitions import scope_of, trace_runs

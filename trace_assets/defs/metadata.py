@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason, TrialStatus
+from trace_assets.core.accounting import REASON_DESCRIPTIONS, Coverage, Reason, TrialStatus
 from trace_assets.publishing.card import COLUMN_MEANINGS, type_name
 from trace_assets.publishing.card_facts import CardFacts
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
-from trace_assets.scope import RunScope, refuse_nesting, validate_scope_key
+from trace_assets.core.scope import RunScope, refuse_nesting, validate_scope_key
 
 TRACE_RUNS = "trace_runs"
 trace_runs = dg.DynamicPartitionsDefinition(name=TRACE_RUNS)

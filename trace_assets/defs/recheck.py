@@ -10,10 +10,10 @@ limit holds it behind, or it behind it, a running export of the same scope.
 import dagster as dg
 from pydantic import Field
 
+from trace_assets.core.scope import InvalidScopeKey, partitions_named, validate_scope_keys
 from trace_assets.defs.assets import published_shards
 from trace_assets.defs.jobs import RUN_EXECUTOR
 from trace_assets.defs.partitions import TRACE_RUNS
-from trace_assets.scope import InvalidScopeKey, partitions_named, validate_scope_keys
 
 PUBLISHED = published_shards.key
 RECHECK_METADATA = "recheck_requested_by"  # marks a re-check request among the asset's observations

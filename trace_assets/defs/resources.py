@@ -14,11 +14,12 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from trace_assets.core.scope import RunScope, ScopeUnit
 from trace_assets.defs.s3_config import S3Config
-from trace_assets.progress import Progress
+from trace_assets.orchestration.context import ScopeContext, scope_context
 from trace_assets.publishing.hub.naming import check_repo_id_template
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target, naming_fields, publishes_to_hub
-from trace_assets.scope import RunScope, ScopeUnit
+from trace_assets.runtime.progress import Progress
 from trace_assets.settings import (
     ConfigError,
     HubRepoSettings,
@@ -28,7 +29,6 @@ from trace_assets.settings import (
     env_name,
     load,
 )
-from trace_assets.steps.context import ScopeContext, scope_context
 from trace_assets.steps.staging import RunStaging
 from trace_assets.steps.staging_mirror import StagingMirror, staging_scratch
 from trace_assets.store.trace_store import TraceStore

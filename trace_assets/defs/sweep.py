@@ -14,16 +14,16 @@ from typing import Any
 
 import dagster as dg
 
+from trace_assets.core.roots import root_location
+from trace_assets.core.run_tags import FAILURE_TAG, PARTITION_TAG, failure_line
 from trace_assets.defs.assets import published_shards, raw_trial_listing, secret_scan_report
 from trace_assets.defs.checks import blocked_by
 from trace_assets.defs.metadata import PUBLISHED_VERSION_REMOVED, TRACES_ROOT
 from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.publishing.shrink_guard import ShrinkRefused
-from trace_assets.roots import root_location
-from trace_assets.run_tags import FAILURE_TAG, PARTITION_TAG, failure_line
 from trace_assets.secret_scan.verdicts import RunVerdict
-from trace_assets.sweep import (
+from trace_assets.sweep.view import (
     DISPLAY_COLUMNS,
     SWEEP_FILE,
     SWEEP_PLOT,

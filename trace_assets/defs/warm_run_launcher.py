@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, LaunchRunContext, WorkerStatus
 
-from trace_assets.processes import process_exists, process_identity
+from trace_assets.cli.processes import process_exists, process_identity
 
 if TYPE_CHECKING:
     from multiprocessing.context import ForkServerProcess

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trace_assets.accounting import Exclusion, Reason
+from trace_assets.core.accounting import Exclusion, Reason
 from trace_assets.harbor.decoding import NumberText, as_dict, decode_json
 
 

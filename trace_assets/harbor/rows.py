@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trace_assets.accounting import Exclusion, Reason
+from trace_assets.core.accounting import Exclusion, Reason
 from trace_assets.harbor.episodes import select_episodes
 from trace_assets.harbor.options import ExportOptions, passes_filter
 from trace_assets.harbor.result import TrialSummary

@@ -23,7 +23,7 @@ from enum import StrEnum
 from json.encoder import encode_basestring as encode_json_string  # json.dumps' own, ensure_ascii=False
 from typing import Any
 
-from trace_assets.accounting import Exclusion
+from trace_assets.core.accounting import Exclusion
 from trace_assets.harbor.decoding import as_dict
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import _continuation_chain

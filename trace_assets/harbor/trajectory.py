@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trace_assets.accounting import Exclusion, Reason
+from trace_assets.core.accounting import Exclusion, Reason
 from trace_assets.harbor.decoding import as_dict, decode_json
 
 # --------------------------------------------------------------------------- trajectories

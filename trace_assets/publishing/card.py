@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
-from trace_assets.accounting import REASON_DESCRIPTIONS, Coverage, Reason
+from trace_assets.core.accounting import REASON_DESCRIPTIONS, Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card_facts import CardFacts, Distribution, count, size_category, size_text
 from trace_assets.publishing.sessions_card import sessions_prose

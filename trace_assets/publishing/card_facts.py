@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trace_assets.accounting import SCORED, TrialStatus
+from trace_assets.core.accounting import SCORED, TrialStatus
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.steps.staged_rows import RowParts
 from trace_assets.steps.staging import RunStaging, open_parquet

@@ -13,20 +13,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trace_assets.accounting import Coverage
-from trace_assets.ahead import available_cores
+from trace_assets.core.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.harbor.sessions import SESSIONS_DIR
-from trace_assets.progress import Progress, quiet
 from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, card_title, dataset_card
 from trace_assets.publishing.card_facts import CardFacts, histogram, integer_histogram
-from trace_assets.publishing.parquet_layout import write_published_table
 from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
 from trace_assets.publishing.shards import ShardSet, rewrite_batch_rows, version_folder, write_shards
 from trace_assets.publishing.trace_sources import Transform, data_dir, only_source, source_counts
 from trace_assets.publishing.versions import history, version_entry
+from trace_assets.runtime.ahead import available_cores
+from trace_assets.runtime.progress import Progress, quiet
+from trace_assets.steps.parquet_layout import write_published_table
 from trace_assets.steps.scan import Redactor
 from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, SessionCounts, copy_sessions
 from trace_assets.steps.staged_rows import RowParts

@@ -48,10 +48,10 @@ import fsspec
 import yaml
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.atomic_files import replaced_atomically
+from trace_assets.core.scope import CONFIG_SEPARATOR, InvalidScopeKey, RunScope
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.card_facts import size_category
-from trace_assets.scope import CONFIG_SEPARATOR, InvalidScopeKey, RunScope
+from trace_assets.runtime.atomic_files import replaced_atomically
 
 ROOT_CARD = "README.md"
 ROOT_LOCK = ".root-card.lock"  # hidden: never a scope's folder (segments start with a letter or digit)

@@ -20,9 +20,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trace_assets.atomic_files import files_below
-from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
-from trace_assets.publishing.parquet_layout import published_writer, write_published_table, written_so
+from trace_assets.runtime.atomic_files import files_below
+from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, terminal
+from trace_assets.steps.parquet_layout import published_writer, write_published_table, written_so
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 
 DATA_DIR = "data"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
 from trace_assets.settings import PipelineSettings, env_name
 
 DEFAULT_SHRINK_THRESHOLD = 0.1

@@ -31,19 +31,8 @@ import fsspec
 from fsspec.callbacks import Callback
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.atomic_files import (
-    TEMP_MARK,
-    copy_atomically,
-    files_below,
-    fsync_parents,
-    is_leftover,
-    make_parents,
-    remove_path,
-    sync_tree,
-    temp_sibling,
-)
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.sessions import SESSIONS_DIR
-from trace_assets.progress import FileTransfer, Progress, quiet, terminal
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
 from trace_assets.publishing.hub import (
@@ -69,7 +58,18 @@ from trace_assets.publishing.root_card import (
 )
 from trace_assets.publishing.sessions_card import SESSIONS_CARD
 from trace_assets.publishing.shards import DATA_DIR
-from trace_assets.scope import RunScope
+from trace_assets.runtime.atomic_files import (
+    TEMP_MARK,
+    copy_atomically,
+    files_below,
+    fsync_parents,
+    is_leftover,
+    make_parents,
+    remove_path,
+    sync_tree,
+    temp_sibling,
+)
+from trace_assets.runtime.progress import FileTransfer, Progress, quiet, terminal
 
 # Folders whose files are named by their content version (shards, session files): uploaded first,
 # kept when already there, and their old versions removed only after the card names the new one.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card_facts import CardFacts
 from trace_assets.publishing.shards import ShardSet

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import polars as pl
 
-from trace_assets.ahead import mapped_ahead
+from trace_assets.runtime.ahead import mapped_ahead
 from trace_assets.secret_scan import judge
 from trace_assets.secret_scan.finder import Finder, Match
 from trace_assets.secret_scan.kinds import KEY_BLOCK_KINDS, PUBLIC_SAMPLE_KEYS, Judged, SecretKind, all_kinds

@@ -13,7 +13,7 @@ import hashlib
 
 import pyarrow.parquet as pq
 
-from trace_assets.accounting import Exclusion
+from trace_assets.core.accounting import Exclusion
 from trace_assets.harbor.job_result import (
     MAX_JOB_RESULT_BYTES,
     JobFile,

@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trace_assets.accounting import Exclusion, Reason
+from trace_assets.core.accounting import Exclusion, Reason
 from trace_assets.harbor.trial_files import ROW_SOURCE_PREFIXES, stands_for_row_source
-from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
+from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_atomically
 from trace_assets.store.local_walk import EntryKind
 from trace_assets.store.objects import ObjectBatch, StoredObject

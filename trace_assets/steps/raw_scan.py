@@ -29,10 +29,10 @@ from typing import Any
 
 import polars as pl
 
-from trace_assets.accounting import Exclusion, Reason
+from trace_assets.core.accounting import Exclusion, Reason
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.trial_files import TRIAL_SUBFOLDERS
-from trace_assets.progress import Progress, ProgressReporter, quiet
-from trace_assets.scope import RunScope
+from trace_assets.runtime.progress import Progress, ProgressReporter, quiet
 from trace_assets.secret_scan.scanner import FINDINGS_CAP, TEXT_SCHEMA, ScanOptions, SecretScanner
 from trace_assets.store.local_walk import EntryKind
 from trace_assets.store.trace_store import FetchError, TraceStore

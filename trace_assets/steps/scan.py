@@ -15,8 +15,8 @@ from typing import Any, Literal
 import polars as pl
 import pyarrow as pa
 
-from trace_assets.ahead import available_cores
-from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
+from trace_assets.runtime.ahead import available_cores
+from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH

@@ -12,12 +12,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from trace_assets.accounting import SCORED, Exclusion, Reason
-from trace_assets.ahead import mapped_ahead
+from trace_assets.core.accounting import SCORED, Exclusion, Reason
 from trace_assets.harbor.job_result import JobResults, with_job_outcomes
 from trace_assets.harbor.result import TrialSummary, parse_trial_result
 from trace_assets.harbor.trial_files import RESULT_JSON
-from trace_assets.progress import Progress, ProgressReporter, terminal
+from trace_assets.runtime.ahead import mapped_ahead
+from trace_assets.runtime.progress import Progress, ProgressReporter, terminal
 from trace_assets.steps.incremental import fingerprint, listed_objects, previous_records
 from trace_assets.steps.job_results import load_job_results
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing

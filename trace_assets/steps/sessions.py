@@ -26,8 +26,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trace_assets.ahead import mapped_ahead
-from trace_assets.atomic_files import remove_path, temp_sibling
 from trace_assets.harbor.rows import CONVERSATION_TYPE
 from trace_assets.harbor.sessions import (
     LINE_BREAKS,
@@ -37,11 +35,13 @@ from trace_assets.harbor.sessions import (
     SkippedSession,
     SlottedText,
 )
-from trace_assets.progress import Progress, ProgressReporter, quiet, terminal
+from trace_assets.runtime.ahead import mapped_ahead
+from trace_assets.runtime.atomic_files import remove_path, temp_sibling
+from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, terminal
+from trace_assets.runtime.writes_behind import WritesBehind
 from trace_assets.secret_scan.scanner import Replaceable, ScanRows, SecretScanner
 from trace_assets.steps.staging import RunStaging, write_json_atomically
 from trace_assets.steps.trial_rows import STORE_SCHEMA
-from trace_assets.writes_behind import WritesBehind
 
 MANIFEST = "sessions.json"
 SKIPPED = "sessions_skipped.json"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trace_assets.atomic_files import replaced_atomically
-from trace_assets.publishing.parquet_layout import published_writer
+from trace_assets.runtime.atomic_files import replaced_atomically
+from trace_assets.steps.parquet_layout import published_writer
 
 MANIFEST = "parts.json"
 

@@ -25,8 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trace_assets.atomic_files import remove_leftovers, remove_path, replaced_atomically
-from trace_assets.scope import RunScope
+from trace_assets.core.scope import RunScope
+from trace_assets.runtime.atomic_files import remove_leftovers, remove_path, replaced_atomically
 from trace_assets.steps.staged_rows import RowParts, read_row_parts
 from trace_assets.steps.staging_mirror import LOCAL_RECORDS, StagingMirror
 

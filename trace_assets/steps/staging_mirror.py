@@ -35,7 +35,7 @@ from typing import Any
 
 import fsspec
 
-from trace_assets.atomic_files import remove_path, replaced_atomically
+from trace_assets.runtime.atomic_files import remove_path, replaced_atomically
 
 MANIFEST = ".manifest.json"
 BLOBS = ".blobs"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trace_assets.accounting import Exclusion, Reason
+from trace_assets.core.accounting import Exclusion, Reason
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.rows import TrialExport, export_trial, rows_schema

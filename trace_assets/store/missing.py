@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 
-from trace_assets.scope import STEP_FOLDER, TRACE_JOBS, RunScope
+from trace_assets.core.scope import STEP_FOLDER, TRACE_JOBS, RunScope
 from trace_assets.settings import PipelineSettings, env_name, flag_of
 from trace_assets.store.trace_store import TraceStore
 

@@ -30,9 +30,9 @@ import fsspec
 from fsspec.asyn import AsyncFileSystem, sync
 from fsspec.implementations.local import LocalFileSystem
 
-from trace_assets.accounting import Exclusion, Reason
-from trace_assets.ahead import available_cores
-from trace_assets.scope import TRACE_JOBS, RunScope, ScopeUnit, run_scopes
+from trace_assets.core.accounting import Exclusion, Reason
+from trace_assets.core.scope import TRACE_JOBS, RunScope, ScopeUnit, run_scopes
+from trace_assets.runtime.ahead import available_cores
 from trace_assets.store.confined import ConfinedReader, FolderReadError, read_files
 from trace_assets.store.local_walk import Columns, walk_folder, walk_folders
 from trace_assets.store.objects import ObjectBatch
@@ -115,7 +115,7 @@ class TraceStore:
         """`max_concurrency`: object-store requests in flight; `walk_workers`: processes walking a
         local run (default: one per available core); `batch_bytes`: listed bytes of the trials'
         files the steps hold fetched at once (a trial larger than that is a batch of its own);
-        `fetch_ahead`: batches fetched while one is parsed (see `trace_assets/ahead.py`)."""
+        `fetch_ahead`: batches fetched while one is parsed (see `trace_assets/runtime/ahead.py`)."""
         self.root_url = root_url.rstrip("/")
         options = dict(storage_options or {})
         if self.root_url.startswith(("s3://", "s3a://")):

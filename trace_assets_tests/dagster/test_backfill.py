@@ -15,7 +15,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from trace_assets.backfill_api import GraphQLError, backfill_status, failure_reason
+from trace_assets.cli.backfill_api import GraphQLError, backfill_status, failure_reason
 from trace_assets.defs.warm_run_launcher import worker_identity
 from trace_assets_tests.support.fault_proxy import FaultProxy
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES

@@ -14,7 +14,7 @@ import dagster as dg
 import pytest
 import requests
 
-from trace_assets.backfill_api import query
+from trace_assets.cli.backfill_api import query
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.defs.resources import config_from_env
 from trace_assets_tests.support.cli_processes import cli_env, run_cli

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.defs.resources import config_from_env
 from trace_assets.defs.sweep import scope_statuses, status_text
-from trace_assets.sweep import markdown_table, plot_svg, text_table
+from trace_assets.sweep.view import markdown_table, plot_svg, text_table
 from trace_assets_tests.support.bad_input import GOOD, raw_result
 from trace_assets_tests.support.declared_configs import check_scope_folder
 from trace_assets_tests.support.hostile_values import every_value_everywhere, trials, write_trials

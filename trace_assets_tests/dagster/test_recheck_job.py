@@ -18,12 +18,12 @@ import dagster as dg
 import pytest
 from dagster_graphql import DagsterGraphQLClient
 
-from trace_assets.backfill_api import failure_reason, query
+from trace_assets.cli.backfill_api import failure_reason, query
+from trace_assets.core.scope import RunScope
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import recheck_requests
 from trace_assets.defs.resources import config_from_env
 from trace_assets.defs.warm_run_launcher import worker_identity
-from trace_assets.scope import RunScope
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.sensor_ticks import sensor_tick
 from trace_assets_tests.support.service_processes import (

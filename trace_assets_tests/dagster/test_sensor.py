@@ -12,13 +12,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from trace_assets.core.run_tags import SWEEP_TAG
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import RECHECK_METADATA, request_rechecks
 from trace_assets.defs.resources import config_from_env
-from trace_assets.discovery import (
+from trace_assets.sweep.discovery import (
     BACKOFF_START,
 )
-from trace_assets.run_tags import SWEEP_TAG
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
 

@@ -9,7 +9,7 @@ import dagster as dg
 
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.resources import ObjectStorage, config_from_env
-from trace_assets.discovery import load_cursor
+from trace_assets.sweep.discovery import load_cursor
 from trace_assets_tests.support.bad_input import GOOD, result_json
 from trace_assets_tests.support.fault_proxy import Fault
 from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree

@@ -9,10 +9,10 @@ import uuid
 import dagster as dg
 import pytest
 
+from trace_assets.core.run_tags import SWEEP_TAG
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.resources import ObjectStorage, config_from_env
-from trace_assets.discovery import cursor_extra
-from trace_assets.run_tags import SWEEP_TAG
+from trace_assets.sweep.discovery import cursor_extra
 from trace_assets_tests.support.bad_input import GOOD, result_json
 from trace_assets_tests.support.fault_proxy import Fault
 from trace_assets_tests.support.s3_fixtures import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, REGION, make_s3fs

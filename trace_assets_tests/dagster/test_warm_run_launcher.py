@@ -11,8 +11,8 @@ import sys
 import dagster as dg
 import pytest
 
+from trace_assets.cli.processes import process_identity
 from trace_assets.defs.warm_run_launcher import PRELOADED_MODULES, WORKER_TAG, WarmRunLauncher, worker_identity
-from trace_assets.processes import process_identity
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process identities come from /proc")
 

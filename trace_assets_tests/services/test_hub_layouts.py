@@ -18,11 +18,11 @@ import huggingface_hub.constants
 import pytest
 from huggingface_hub import DatasetCard
 
+from trace_assets.core.scope import RunScope
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.hub import publish_run_folder
 from trace_assets.publishing.root_card import card_header
 from trace_assets.publishing.targets import HubSettings, HubTarget
-from trace_assets.scope import RunScope
 from trace_assets_tests.support.declared_configs import load_every_config, root_figures, scope_figures
 from trace_assets_tests.support.hub_server import STAND_IN_TOKEN, HubStandIn
 from trace_assets_tests.support.scopes import SWEEP_CARD, build_scope_folders

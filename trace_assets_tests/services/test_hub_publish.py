@@ -15,13 +15,13 @@ import pytest
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from trace_assets.progress import bytes_text
 from trace_assets.publishing.hub import (
     HubPublishError,
     PublishedCommit,
     check_hub_access,
     publish_run_folder,
 )
+from trace_assets.runtime.progress import bytes_text
 
 if TYPE_CHECKING:  # imported at runtime by pytest_plugins, so pytest can rewrite its asserts
     from trace_assets_tests.support.hub_server import HubStandIn

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trace_assets.progress import Progress, quiet
 from trace_assets.publishing.hub import PublishedCommit, RetryPolicy, publish_run_folder
+from trace_assets.runtime.progress import Progress, quiet
 
 if TYPE_CHECKING:  # imported at runtime by pytest_plugins, so pytest can rewrite its asserts
     from trace_assets_tests.support.hub_server import HubStandIn

@@ -9,10 +9,10 @@ import threading
 import datasets
 import pytest
 
+from trace_assets.core.scope import RunScope
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.root_card import card_header
 from trace_assets.publishing.targets import FolderTarget, HubSettings, HubTarget
-from trace_assets.scope import RunScope
 from trace_assets_tests.support.declared_configs import (
     card_sessions_rows,
     check_root_folder,

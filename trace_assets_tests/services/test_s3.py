@@ -12,11 +12,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from trace_assets.core.scope import RunScope
 from trace_assets.defs.resources import ObjectStorage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.result import TrialSummary, parse_trial_result
 from trace_assets.harbor.trial_files import needed_files
-from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scoring import score_trials

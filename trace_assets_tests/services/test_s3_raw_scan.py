@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import shutil
 
+from trace_assets.core.scope import RunScope
 from trace_assets.defs.resources import ObjectStorage
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.raw_scan import RawTreeScan
 from trace_assets.store.trace_store import TraceStore

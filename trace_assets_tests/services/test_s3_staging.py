@@ -15,9 +15,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from trace_assets.core.scope import RunScope
 from trace_assets.defs.jobs import ASSETS
 from trace_assets.defs.partitions import register_scopes
-from trace_assets.scope import RunScope
 from trace_assets.steps.staging import RunStaging
 from trace_assets.steps.staging_mirror import StagingMirror
 from trace_assets_tests.support.cli_processes import cli_env, run_cli

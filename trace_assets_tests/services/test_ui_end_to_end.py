@@ -21,8 +21,8 @@ import pytest
 import yaml
 from dagster_graphql import DagsterGraphQLClient
 
-from trace_assets.backfill_api import query
-from trace_assets.run_tags import FAILURE_TAG
+from trace_assets.cli.backfill_api import query
+from trace_assets.core.run_tags import FAILURE_TAG
 from trace_assets_tests.support.browser import Browser, headless_chromium
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.service_processes import (

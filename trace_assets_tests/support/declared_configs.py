@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from trace_assets.core.scope import CONFIG_SEPARATOR, RunScope
 from trace_assets.publishing.root_card import card_header
-from trace_assets.scope import CONFIG_SEPARATOR, RunScope
 
 CARD = "README.md"
 SESSIONS = "sessions"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.scope import RunScope
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scoring import score_trials

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.generate_traces import generate_run
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card import CardContext, CardSettings
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.scope import RunScope
 from trace_assets.steps.sessions import staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore

@@ -7,7 +7,7 @@ import time
 import dagster as dg
 from dagster_graphql import DagsterGraphQLClient
 
-from trace_assets.backfill_api import query
+from trace_assets.cli.backfill_api import query
 from trace_assets_tests.support.service_processes import ServiceProcess
 
 RUN_TIMEOUT_SECONDS = 180

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trace_assets.backfill_api import parse_headers
+from trace_assets.cli.backfill_api import parse_headers
 
 
 @pytest.mark.parametrize("text", ["Authorization", "=x", "Bad Name=x", "X-A=1;Authorization: Bearer x"])

@@ -11,7 +11,8 @@ from string import Template
 import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from trace_assets.accounting import Coverage, Reason
+from trace_assets.core.accounting import Coverage, Reason
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card import (
     CARD_TEMPLATE,
@@ -28,7 +29,6 @@ from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_fold
 from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.targets import FolderTarget
 from trace_assets.publishing.versions import earlier_versions
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.scan import scan_run
 from trace_assets.steps.staging import RunStaging

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.card_facts import gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.publishing.root_card import card_header
 from trace_assets.publishing.targets import FolderTarget
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.scan import scan_run, secret_redactor

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trace_assets.accounting import REASON_DESCRIPTIONS, Reason
+from trace_assets.core.accounting import REASON_DESCRIPTIONS, Reason
 from trace_assets.harbor.sessions import SESSION_SKIP_DESCRIPTIONS, SessionSkip
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]

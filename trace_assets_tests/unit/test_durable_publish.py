@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from trace_assets import atomic_files
-from trace_assets.atomic_files import TEMP_MARK, copy_atomically
+from trace_assets.core.scope import RunScope
 from trace_assets.publishing import targets
 from trace_assets.publishing.targets import FolderTarget, move_into_place
-from trace_assets.scope import RunScope
+from trace_assets.runtime import atomic_files
+from trace_assets.runtime.atomic_files import TEMP_MARK, copy_atomically
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor import job_result
 from trace_assets.harbor.job_result import job_outcomes, job_result_keys, parse_job_file
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.scope import RunScope
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.golden_trials import DATA, make_job_trials
@@ -270,7 +270,7 @@ def test_card_facts_leave_rewards_harbor_marks_invalid_out(tmp_path):
     assert facts.invalid_rewards == 1  # the ApiError trial's 1.0
     assert sorted(facts.rewards) == [0.0, 0.0, 0.5, 1.0, 1.0, 1.0, 1.0]
 
-    from trace_assets.accounting import Coverage
+    from trace_assets.core.accounting import Coverage
     from trace_assets.defs.metadata import reward_metadata
     from trace_assets.publishing.card import CardContext, rewards_prose
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from trace_assets.accounting import Reason
 from trace_assets.cli.parser import build_parser
+from trace_assets.core.accounting import Reason
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.settings import ConfigError, PipelineSettings, load
@@ -139,9 +139,9 @@ def test_separate_subagents_publish_a_config_per_kind_equal_to_harbors_datasets(
     """`--subagents separate`: `default` is Harbor's `main` dataset, each kind a config of its own."""
     from huggingface_hub import DatasetCard
 
+    from trace_assets.core.scope import RunScope
     from trace_assets.publishing.card import TRIALS_CONFIG
     from trace_assets.publishing.dataset_folder import build_run_folder
-    from trace_assets.scope import RunScope
     from trace_assets.secret_scan.scanner import ScanOptions
     from trace_assets.steps.scan import scan_run
     from trace_assets.steps.staging import RunStaging

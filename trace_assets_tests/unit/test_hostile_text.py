@@ -8,11 +8,11 @@ from pathlib import Path
 
 from huggingface_hub import DatasetCard
 
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.publishing.card import CardContext, CardSettings, card_title, code_span
 from trace_assets.publishing.card_facts import CardFacts, gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.scan import scan_run
 from trace_assets.steps.sessions import staged_sessions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from trace_assets.scope import RunScope
+from trace_assets.core.scope import RunScope
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.objects import ObjectBatch

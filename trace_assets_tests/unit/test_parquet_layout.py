@@ -9,10 +9,10 @@ import json
 
 import pyarrow.parquet as pq
 
-from trace_assets.publishing import parquet_layout
 from trace_assets.publishing.dataset_folder import TRIALS_FILE, build_run_folder
-from trace_assets.publishing.parquet_layout import CDC_METADATA_KEY, CDC_OPTIONS, writer_options
 from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps import parquet_layout
+from trace_assets.steps.parquet_layout import CDC_METADATA_KEY, CDC_OPTIONS, writer_options
 from trace_assets.steps.scan import scan_run
 from trace_assets_tests.support.helpers import SAMPLE_RUN
 from trace_assets_tests.unit.test_row_parts import _published_rows, _stage

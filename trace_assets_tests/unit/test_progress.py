@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import time
 
-from trace_assets.ahead import mapped_ahead
-from trace_assets.progress import BYTES, FileTransfer, ProgressReporter, bytes_text, duration_text
 from trace_assets.publishing.targets import replace_folder
+from trace_assets.runtime.ahead import mapped_ahead
+from trace_assets.runtime.progress import BYTES, FileTransfer, ProgressReporter, bytes_text, duration_text
 
 
 class Clock:

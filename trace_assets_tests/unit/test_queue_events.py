@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trace_assets.queue_events import NoTouch, Touch, bucket_and_prefix, read_messages
+from trace_assets.store.queue_events import NoTouch, Touch, bucket_and_prefix, read_messages
 
 
 def _event(key: str, bucket: str = "traces-bucket", name: str = "ObjectCreated:Put") -> str:

@@ -15,7 +15,7 @@ from re import _parser as re_parser
 import fsspec
 import pytest
 
-from trace_assets.scope import RunScope
+from trace_assets.core.scope import RunScope
 from trace_assets.secret_scan.kinds import BUILTIN_KINDS
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.raw_scan import MARGIN_CHARS, RawTreeScan, raw_scan

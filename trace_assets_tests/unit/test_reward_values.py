@@ -10,12 +10,12 @@ from pathlib import Path
 
 from huggingface_hub import DatasetCard
 
+from trace_assets.core.scope import RunScope
 from trace_assets.defs.metadata import reward_metadata
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.card_facts import CardFacts, Distribution, gather_facts, histogram
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.publishing.plots import bar_chart_svg
-from trace_assets.scope import RunScope
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.bad_input import GOOD, raw_result

@@ -12,11 +12,11 @@ import pytest
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData, RepoCard
 
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.publishing.root_card import ConfigNameClash, ScopeFiles, card_header, root_card, scope_keys
 from trace_assets.publishing.targets import FolderTarget, replace_folder
-from trace_assets.scope import RunScope
 from trace_assets.steps.staging import RunStaging
 from trace_assets_tests.support.helpers import load_published
 from trace_assets_tests.support.scopes import SWEEP_CARD, build_scope_folders

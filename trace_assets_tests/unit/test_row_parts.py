@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows

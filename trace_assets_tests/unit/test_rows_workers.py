@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.generate_traces import generate_run
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.scope import RunScope
 from trace_assets.steps import rows as rows_step
 from trace_assets.steps.listing import ListedTrial, build_listing, iter_listing
 from trace_assets.steps.scoring import score_trials

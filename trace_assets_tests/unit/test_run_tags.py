@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from trace_assets.core.run_tags import SWEEP_LABEL, failure_line, sweep_label
 from trace_assets.defs.resources import ConfigError, config_from_env
-from trace_assets.run_tags import SWEEP_LABEL, failure_line, sweep_label
 
 
 @pytest.mark.parametrize(

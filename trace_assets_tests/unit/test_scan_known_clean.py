@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.generate_traces import generate_run
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
 from trace_assets.steps import sessions as staged

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from benchmarks.generate_traces import generate_run
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.privacy import PrivacyOptions

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from trace_assets.accounting import Coverage
-from trace_assets.defs.resources import ConfigError, config_from_env
-from trace_assets.publishing.shrink_guard import ShrinkRefused, refuse_worse_version
-from trace_assets.roots import overlapping_roots
-from trace_assets.scope import (
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.roots import overlapping_roots
+from trace_assets.core.scope import (
     InvalidScopeKey,
     RunScope,
     nesting_conflicts,
@@ -17,6 +15,8 @@ from trace_assets.scope import (
     validate_scope_key,
     validate_scope_keys,
 )
+from trace_assets.defs.resources import ConfigError, config_from_env
+from trace_assets.publishing.shrink_guard import ShrinkRefused, refuse_worse_version
 
 
 @pytest.mark.parametrize("key", ["rl-sample-run", "run_1.2", "sweep/step-25", "A/b/c"])
@@ -124,9 +124,9 @@ def test_shrink_guard_refuses_empty_and_shrunk_versions():
 
 
 def test_no_run_is_named_like_a_file_of_the_publish_root():
+    from trace_assets.core.scope import PUBLISH_ROOT_FILES
     from trace_assets.publishing.dataset_folder import CARD_FILE
-    from trace_assets.scope import PUBLISH_ROOT_FILES
-    from trace_assets.sweep import SWEEP_FILE, SWEEP_PLOT
+    from trace_assets.sweep.view import SWEEP_FILE, SWEEP_PLOT
 
     assert {CARD_FILE, SWEEP_FILE, SWEEP_PLOT} <= PUBLISH_ROOT_FILES
     for name in PUBLISH_ROOT_FILES:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 
 from trace_assets.defs.sensors import _run_key
-from trace_assets.discovery import (
+from trace_assets.store.objects import ObjectBatch
+from trace_assets.store.queue_events import Touch
+from trace_assets.sweep.discovery import (
     BACKOFF_START,
     CURSOR_VERSION,
     DUE_PER_TICK,
@@ -20,8 +22,6 @@ from trace_assets.discovery import (
     plan_tick,
     tick_summary,
 )
-from trace_assets.queue_events import Touch
-from trace_assets.store.objects import ObjectBatch
 
 
 def _sources(run_scopes, listing, published_at=lambda key: None, export_failed=lambda key: False) -> TickSources:

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.generate_traces import generate_run
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.result import TrialSummary
 from trace_assets.harbor.sessions import (
@@ -36,7 +37,6 @@ from trace_assets.harbor.sessions import (
 )
 from trace_assets.harbor.trajectory import parse_trajectory
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.scope import RunScope
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps import trial_rows

@@ -8,11 +8,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.generate_traces import generate_run
-from trace_assets.accounting import Coverage
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import InvalidScopeKey, RunScope, ScopeUnit, refuse_nesting, run_scopes
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.card_facts import gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.scope import InvalidScopeKey, RunScope, ScopeUnit, refuse_nesting, run_scopes
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import run_steps

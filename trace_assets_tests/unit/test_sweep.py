@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pyarrow.parquet as pq
 
-from trace_assets.sweep import (
+from trace_assets.sweep.view import (
     DISPLAY_COLUMNS,
     ScopeRecord,
     ScopeState,

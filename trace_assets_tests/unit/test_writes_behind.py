@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from trace_assets.writes_behind import WritesBehind
+from trace_assets.runtime.writes_behind import WritesBehind
 
 
 def _appending(done: list[int], item: int, pause: float = 0.0) -> Callable[[], None]:

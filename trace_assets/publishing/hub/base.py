@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from trace_assets.progress import FileTransfer
+from trace_assets.runtime.progress import FileTransfer
 
 if TYPE_CHECKING:
     from huggingface_hub import CommitOperationAdd

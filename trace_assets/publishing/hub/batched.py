@@ -12,9 +12,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from trace_assets.progress import FileTransfer, Progress, quiet, terminal
 from trace_assets.publishing.hub.base import REPO_TYPE, HubPublishError, PublishedCommit, advance, travels_in_commit
 from trace_assets.publishing.hub.naming import DEFAULT_REVISION
+from trace_assets.runtime.progress import FileTransfer, Progress, quiet, terminal
 
 if TYPE_CHECKING:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi

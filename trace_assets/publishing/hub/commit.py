@@ -16,7 +16,6 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
-from trace_assets.progress import FileTransfer, Progress, quiet, terminal
 from trace_assets.publishing.hub.base import (
     REPO_TYPE,
     HubPublishError,
@@ -28,6 +27,7 @@ from trace_assets.publishing.hub.base import (
 from trace_assets.publishing.hub.batched import BatchedPublish, RetryPolicy
 from trace_assets.publishing.hub.naming import DEFAULT_REVISION, normalize_path_in_repo, validate_repo_id
 from trace_assets.publishing.hub.reads import BlobCache
+from trace_assets.runtime.progress import FileTransfer, Progress, quiet, terminal
 
 if TYPE_CHECKING:
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi

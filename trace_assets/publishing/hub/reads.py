@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from trace_assets.atomic_files import replaced_atomically
 from trace_assets.publishing.hub.base import REPO_TYPE, HubPublishError, describe_hub_failure
 from trace_assets.publishing.hub.naming import DEFAULT_REVISION
+from trace_assets.runtime.atomic_files import replaced_atomically
 
 
 def read_published_json(

@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit
 
-from trace_assets.scope import STEP_FOLDER, TRACE_JOBS, InvalidScopeKey, validate_scope_key
+from trace_assets.core.scope import STEP_FOLDER, TRACE_JOBS, InvalidScopeKey, validate_scope_key
 
 DETAIL_CHARS = 120  # a hostile body's detail is cut to this
 MESSAGES_PER_TICK = 100  # the rest wait for the next tick; bounds the cursor's receipt handles

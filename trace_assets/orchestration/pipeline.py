@@ -12,15 +12,15 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trace_assets.accounting import Coverage
-from trace_assets.atomic_files import remove_path, temp_sibling
+from trace_assets.core.accounting import Coverage
+from trace_assets.orchestration.context import ScopeContext
 from trace_assets.publishing.card import CardContext, usage_name
 from trace_assets.publishing.card_facts import CardFacts, gather_facts
 from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.publishing.shrink_guard import refuse_worse_version
 from trace_assets.publishing.versions import earlier_versions
-from trace_assets.steps.context import ScopeContext
+from trace_assets.runtime.atomic_files import remove_path, temp_sibling
 from trace_assets.steps.listing import ListingStats, build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import Redactor, scan_run, secret_redactor

@@ -55,11 +55,11 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from trace_assets.queue_events import Touch
-from trace_assets.scope import RunScope
+from trace_assets.core.scope import RunScope
 from trace_assets.steps.incremental import fingerprint
 from trace_assets.store.local_walk import escaped_name
 from trace_assets.store.objects import ObjectBatch
+from trace_assets.store.queue_events import Touch
 from trace_assets.store.trace_store import EPOCH
 
 # 3: fingerprints hold the objects' change tokens; 4: entries hold retries and the last check. A

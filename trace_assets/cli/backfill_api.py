@@ -32,7 +32,7 @@ from typing import Any
 import requests
 from requests.structures import CaseInsensitiveDict
 
-from trace_assets.run_tags import failure_line
+from trace_assets.core.run_tags import failure_line
 from trace_assets.settings import ProcessSettings, env_name, load
 
 START_SECONDS = 180.0

@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from trace_assets.core.scope import RunScope
 from trace_assets.publishing.plots import HEIGHT, bar_chart_svg
-from trace_assets.scope import RunScope
 
 SWEEP_FILE = "sweep_coverage.parquet"
 SWEEP_PLOT = "sweep_coverage.svg"

@@ -8,14 +8,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from trace_assets.accounting import Coverage
-from trace_assets.progress import Progress, quiet
+from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
+from trace_assets.orchestration.context import ScopeContext
+from trace_assets.orchestration.pipeline import STAGED_STEPS
 from trace_assets.publishing.shards import shard_count
 from trace_assets.publishing.shrink_guard import ShrinkRefused, refuse_worse_version
 from trace_assets.publishing.targets import PublishTarget
-from trace_assets.scope import RunScope
-from trace_assets.steps.context import ScopeContext
-from trace_assets.steps.pipeline import STAGED_STEPS
+from trace_assets.runtime.progress import Progress, quiet
 from trace_assets.steps.raw_scan import RAW_SCAN_REPORT, raw_scan
 from trace_assets.steps.staging import write_json_atomically
 

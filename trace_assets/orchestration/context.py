@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from trace_assets.steps.sessions import SessionWriter, staged_sessions
 
 if TYPE_CHECKING:
+    from trace_assets.core.scope import RunScope
     from trace_assets.harbor.options import ExportOptions
-    from trace_assets.progress import Progress
     from trace_assets.publishing.card import CardSettings
     from trace_assets.publishing.targets import PublishTarget
-    from trace_assets.scope import RunScope
+    from trace_assets.runtime.progress import Progress
     from trace_assets.secret_scan.policy import ScanPolicy
     from trace_assets.secret_scan.scanner import ScanOptions
     from trace_assets.settings import PipelineSettings
