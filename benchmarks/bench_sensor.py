@@ -41,8 +41,9 @@ import boto3
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trace_assets.core.scope import RunScope
+from trace_assets.store.event_queue import EventQueue
 from trace_assets.store.objects import ObjectBatch
-from trace_assets.store.queue_events import EventQueue, read_messages
+from trace_assets.store.queue_events import read_messages
 from trace_assets.store.trace_store import TraceStore
 from trace_assets.sweep.discovery import BACKOFF_START, TickSources, listing_fingerprint, plan_queue_tick, plan_tick
 from trace_assets_tests.support.fault_proxy import FaultProxy

@@ -22,7 +22,8 @@ from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import PUBLISHED, recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.defs.sweep import latest_export_run
-from trace_assets.store.queue_events import EventQueue, bucket_and_prefix, read_messages
+from trace_assets.store.event_queue import EventQueue
+from trace_assets.store.queue_events import bucket_and_prefix, read_messages
 from trace_assets.sweep.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick, tick_summary
 
 SKIPS_SHOWN = 20  # scopes named in a tick's summary; the debug log names them all

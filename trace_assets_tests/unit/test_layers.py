@@ -1,80 +1,261 @@
-"""The layer line is the folder line: only `defs/`, `definitions.py` and the CLI may import Dagster."""
+"""The layer line is the folder line: each package imports only the layers below it, no module
+imports itself back through others, and only `defs/`, `definitions.py` and the CLI import Dagster.
+
+Every import counts, those inside functions too: an import moved into a function still ties the
+two modules together, it only hides the tie from a reader.
+"""
 
 from __future__ import annotations
 
 import ast
 import os
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 import trace_assets
 
 PACKAGE = Path(trace_assets.__file__).resolve().parent
-DAGSTER_LAYER = {"defs", "definitions.py", "cli"}
+# Bottom to top, as docs/architecture.md draws them: a module imports only from its own layer and
+# the layers before it. A top-level module (`settings.py`) is a layer of its own.
+LAYERS = (
+    "core",
+    "runtime",
+    "harbor",
+    "secret_scan",
+    "store",
+    "steps",
+    "publishing",
+    "sweep",
+    "settings",
+    "orchestration",
+    "defs",
+    "definitions",
+    "cli",
+)
+DAGSTER_LAYER = {"defs", "definitions", "cli"}
+# Imports inside functions that are not the CLI's, each kept for start-up time.
+DEFERRED_IMPORTS = {
+    "publishing/hub/batched.py": "huggingface_hub loads only when a run publishes to the Hub",
+    "publishing/hub/commit.py": "huggingface_hub loads only when a run publishes to the Hub",
+    "publishing/hub/reads.py": "huggingface_hub loads only when a run publishes to the Hub",
+    "publishing/hub/naming.py": "huggingface_hub loads only when a run publishes to the Hub",
+    "store/trace_store.py": "botocore and s3fs load only when a traces root is on S3",
+}
 # Listing workers start with only these: they must import nothing heavy.
 STDLIB_ONLY = {"store/local_walk.py", "store/process_pool.py", "store/__init__.py"}
 HEAVY = {"dagster", "dagster_aws", "polars", "pyarrow", "fsspec", "s3fs", "huggingface_hub", "orjson", "trace_assets"}
 
 
-def _imports(path: Path) -> set[str]:
-    """Top-level names of every module a file imports, at any depth of the file."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)  # `from dagster import _core`
-    return names
+@dataclass(frozen=True)
+class Import:
+    module: str  # the module the statement names, `a.b` for `from a.b import c`
+    names: tuple[str, ...]  # with `from`: what it takes; else ()
+    line: int
+    in_function: bool
 
 
-def _modules() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+def _imports(path: Path) -> list[Import]:
+    """Every absolute import of a file, at any depth, marked when it stands inside a function."""
+    found = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import):
+                found.extend(Import(alias.name, (), child.lineno, in_function) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                names = tuple(alias.name for alias in child.names)
+                found.append(Import(child.module, names, child.lineno, in_function))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text()), False)
+    return found
+
+
+def _module_names(imported: Import) -> set[str]:
+    """The dotted names an import brings in, `from dagster import _core` as `dagster._core` too."""
+    return {imported.module, *(f"{imported.module}.{name}" for name in imported.names)}
+
+
+def _module_of(package: Path, path: Path) -> str:
+    relative = path.relative_to(package.parent).with_suffix("")
+    parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+    return ".".join(parts)
+
+
+def _layer(package: Path, path: Path) -> str:
+    return path.relative_to(package).parts[0].removesuffix(".py")
+
+
+def _project_edges(package: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (`from a.b import c` is `a.b.c` where c is a module)."""
+    modules = {_module_of(package, path): path for path in package.rglob("*.py")}
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for imported in _imports(path):
+            for target in _module_names(imported):
+                if target in modules and target != name:
+                    edges[name].add(target)
+    # a package's __init__ is imported with any of its modules: keep only what names a module
+    return edges
+
+
+def edges_up(package: Path) -> list[str]:
+    """`file:line (layer) -> module (layer)` for every import of a higher layer."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.parent == package and path.name == "__init__.py":
+            continue
+        mine = _layer(package, path)
+        for imported in _imports(path):
+            named = [imported.module] if "." in imported.module else sorted(_module_names(imported) - {imported.module})
+            for target in named:
+                parts = target.split(".")
+                if parts[0] != package.name or len(parts) < 2 or parts[1] == mine:
+                    continue
+                theirs = parts[1]
+                if theirs in LAYERS and LAYERS.index(theirs) > LAYERS.index(mine):
+                    found.append(f"{path.relative_to(package)}:{imported.line} ({mine}) -> {target} ({theirs})")
+    return found
+
+
+def unplaced(package: Path) -> list[str]:
+    """Top-level modules and packages that no layer names: a new one must be given its place."""
+    return sorted(
+        {
+            _layer(package, path)
+            for path in package.rglob("*.py")
+            if path.relative_to(package).as_posix() != "__init__.py"
+        }
+        - set(LAYERS)
+    )
+
+
+def cycles(package: Path) -> list[list[str]]:
+    """Groups of modules that import each other, directly or through others (Tarjan's components)."""
+    edges = _project_edges(package)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(edges[node]):
+            if successor not in index:
+                connect(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            connect(node)
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert unplaced(PACKAGE) == []
+
+
+def test_no_edge_up():
+    assert edges_up(PACKAGE) == []
+
+
+def test_no_import_cycle():
+    assert cycles(PACKAGE) == []
+
+
+def _fake_package(root: Path, files: dict[str, str]) -> Path:
+    package = root / "trace_assets"
+    for relative, text in {"__init__.py": "", **files}.items():
+        (package / relative).parent.mkdir(parents=True, exist_ok=True)
+        (package / relative).write_text(text)
+    return package
+
+
+def test_the_checks_catch_a_new_cycle_and_an_edge_up(tmp_path):
+    """The two checks above fail on the kind of change they guard against."""
+    package = _fake_package(
+        tmp_path,
+        {
+            "core/__init__.py": "",
+            "core/scope.py": "def f():\n    from trace_assets.steps.rows import g  # hidden in a function\n",
+            "steps/__init__.py": "",
+            "steps/rows.py": "from trace_assets.core.scope import f\n",
+            "publishing/__init__.py": "",
+            "publishing/card.py": "from trace_assets.publishing import shards\n",
+            "publishing/shards.py": "import trace_assets.publishing.card\n",
+            "loose.py": "",
+        },
+    )
+    assert edges_up(package) == ["core/scope.py:2 (core) -> trace_assets.steps.rows (steps)"]
+    assert cycles(package) == [
+        ["trace_assets.core.scope", "trace_assets.steps.rows"],
+        ["trace_assets.publishing.card", "trace_assets.publishing.shards"],
+    ]
+    assert unplaced(package) == ["loose"]
+
+
+def test_imports_inside_functions_only_for_start_up_time():
+    """An import inside a function hides a tie between modules; the CLI's keep `--help` and
+    argument errors free of Dagster, and the others are listed above with their reason."""
+    deferred = sorted(
+        {
+            path.relative_to(PACKAGE).as_posix()
+            for path in PACKAGE.rglob("*.py")
+            if any(imported.in_function for imported in _imports(path))
+        }
+    )
+    assert [name for name in deferred if not name.startswith("cli/") and name not in DEFERRED_IMPORTS] == []
+    assert all(name in deferred for name in DEFERRED_IMPORTS), "a listed file no longer defers an import"
 
 
 def test_no_domain_module_imports_dagster():
     offenders = {}
-    for path in _modules():
-        relative = path.relative_to(PACKAGE)
-        if relative.parts[0] in DAGSTER_LAYER:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if _layer(PACKAGE, path) in DAGSTER_LAYER:
             continue
-        dagster = sorted(name for name in _imports(path) if name.split(".")[0] in ("dagster", "dagster_aws"))
+        dagster = sorted(
+            name
+            for imported in _imports(path)
+            for name in _module_names(imported)
+            if name.split(".")[0] in ("dagster", "dagster_aws")
+        )
         if dagster:
-            offenders[relative.as_posix()] = dagster
+            offenders[path.relative_to(PACKAGE).as_posix()] = dagster
     assert offenders == {}
-    assert len(_modules()) > 20, "the walk found the package's modules"
-
-
-# Dagster exports its run launcher interface and a run worker's body only from its internals
-# (dagster-aws's ECS launcher and dagster-k8s's import them there too). Tests launch, cancel and
-# kill runs through this launcher with the real daemon, so an upgrade that moves them fails there.
-PRIVATE_DAGSTER_ALLOWED = {"defs/warm_run_launcher.py"}
 
 
 def test_no_module_imports_dagster_private_modules():
     """`dagster._*` modules are Dagster's internals: they move between releases, so upgrades break."""
     offenders = {}
-    for path in _modules():
-        if path.relative_to(PACKAGE).as_posix() in PRIVATE_DAGSTER_ALLOWED:
-            continue
-        private = sorted(name for name in _imports(path) if name.split(".")[0].startswith("dagster") and "._" in name)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        private = sorted(
+            name
+            for imported in _imports(path)
+            for name in _module_names(imported)
+            if name.split(".")[0].startswith("dagster") and "._" in name
+        )
         if private:
             offenders[path.relative_to(PACKAGE).as_posix()] = private
-    assert offenders == {}
-
-
-def test_domain_never_imports_the_dagster_layer():
-    offenders = {}
-    for path in _modules():
-        relative = path.relative_to(PACKAGE)
-        if relative.parts[0] in DAGSTER_LAYER:
-            continue
-        upward = sorted(
-            name
-            for name in _imports(path)
-            if name.startswith(("trace_assets.defs", "trace_assets.definitions", "trace_assets.cli"))
-        )
-        if upward:
-            offenders[relative.as_posix()] = upward
     assert offenders == {}
 
 
@@ -82,20 +263,22 @@ def test_defs_modules_are_the_only_dagster_users_and_all_use_it():
     """Every `defs/` module (bar the package marker) is a Dagster layer file."""
     for path in sorted((PACKAGE / "defs").glob("*.py")):
         if path.name != "__init__.py":
-            assert any(name.split(".")[0] == "dagster" for name in _imports(path)), path.name
+            assert any(imported.module.split(".")[0] == "dagster" for imported in _imports(path)), path.name
 
 
-def test_listing_workers_start_on_the_standard_library():
-    for relative in sorted(STDLIB_ONLY):
-        heavy = sorted(name for name in _imports(PACKAGE / relative) if name.split(".")[0] in HEAVY)
-        assert heavy == [], relative
+@pytest.mark.parametrize("relative", sorted(STDLIB_ONLY))
+def test_listing_workers_start_on_the_standard_library(relative):
+    heavy = sorted(
+        name
+        for imported in _imports(PACKAGE / relative)
+        for name in _module_names(imported)
+        if name.split(".")[0] in HEAVY
+    )
+    assert heavy == []
 
 
 def test_the_cli_parses_arguments_without_importing_dagster():
     """`--help` and argument errors answer in a fraction of a second: Dagster loads only to run."""
-    import subprocess
-    import sys
-
     code = (
         "import sys, contextlib, io\n"
         "from trace_assets import cli\n"
@@ -112,9 +295,6 @@ def test_the_cli_parses_arguments_without_importing_dagster():
 def test_the_definitions_load_without_the_hub_client():
     """huggingface_hub loads only when a run publishes to the Hub: a tenth of a second or more of every
     other run's start-up."""
-    import subprocess
-    import sys
-
     code = "import sys, trace_assets.definitions as d; d.defs(); print('huggingface_hub' in sys.modules)"
     roots = {"TRACE_ASSETS_TRACES_ROOT": "/data/traces", "TRACE_ASSETS_PUBLISH_ROOT": "/data/published"}
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}, **roots}
