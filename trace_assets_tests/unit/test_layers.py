@@ -44,18 +44,10 @@ def test_no_domain_module_imports_dagster():
     assert len(_modules()) > 20, "the walk found the package's modules"
 
 
-# Dagster exports its run launcher interface and a run worker's body only from its internals
-# (dagster-aws's ECS launcher and dagster-k8s's import them there too). Tests launch, cancel and
-# kill runs through this launcher with the real daemon, so an upgrade that moves them fails there.
-PRIVATE_DAGSTER_ALLOWED = {"defs/warm_run_launcher.py"}
-
-
 def test_no_module_imports_dagster_private_modules():
     """`dagster._*` modules are Dagster's internals: they move between releases, so upgrades break."""
     offenders = {}
     for path in _modules():
-        if path.relative_to(PACKAGE).as_posix() in PRIVATE_DAGSTER_ALLOWED:
-            continue
         private = sorted(name for name in _imports(path) if name.split(".")[0].startswith("dagster") and "._" in name)
         if private:
             offenders[path.relative_to(PACKAGE).as_posix()] = private
