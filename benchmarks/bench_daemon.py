@@ -2,7 +2,7 @@
 backfill the real daemon launches (a run worker process per run, as the UI and sensor launch).
 
     .venv/bin/python benchmarks/bench_daemon.py [--trials 2000] [--repeats 2]
-    .venv/bin/python benchmarks/bench_daemon.py --runs 20 --trials 500 [--default-launcher]
+    .venv/bin/python benchmarks/bench_daemon.py --runs 20 --trials 500
 
 One run (the default): issue 13's target is the daemon-launched run within 1.2x of the CLI's run,
 each measured as the run's own start-to-end in its instance; the repeats alternate the two sides and
@@ -14,9 +14,6 @@ A sweep (`--runs N`, N copies of one generated run, hard links): issue 21's back
 daemon's wall time for all N against the CLI's time for all N (one after another, in one command)
 divided by min(cores, the configured concurrency) (dagster.yaml: at most this many runs read the
 store at once), target 1.5x. The daemon side's runs are also broken down (`_phases`).
-
-`--default-launcher` adds a third side: the daemon with Dagster's own run launcher (a fresh
-interpreter per run through the code server) instead of dagster.yaml's WarmRunLauncher.
 
 Each side has its own Dagster home in each repeat; a daemon side's daemon and webserver are started before its
 timing and stopped after it (up, the sensor's first tick done, which then stays out of it), so only
@@ -60,12 +57,10 @@ START_SECONDS = 180.0  # the daemon's and webserver's start-up on a loaded machi
 
 
 class Side(enum.Enum):
-    """Who materializes the runs: the CLI in its own process, or a backfill the daemon launches
-    with dagster.yaml as it is (run workers forked warm) or with Dagster's default run launcher."""
+    """Who materializes the runs: the CLI in its own process, or a backfill the daemon launches."""
 
     CLI = "cli"
     DAEMON = "daemon"
-    DEFAULT_LAUNCHER = "daemon-default-launcher"
 
 
 @dataclass(frozen=True)
@@ -95,10 +90,7 @@ def _home(work: Path, side: Side) -> Path:
 
     home = work / side.value / "dagster_home"
     home.mkdir(parents=True)
-    config = yaml.safe_load((PROJECT_DIR / "dagster.yaml").read_text())
-    if side is Side.DEFAULT_LAUNCHER:
-        del config["run_launcher"]
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config))
+    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
     with dg.DagsterInstance.from_config(str(home)) as instance:
         instance.get_runs(limit=1)
         instance.get_dynamic_partitions("trace_runs")
@@ -273,13 +265,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="runs in the sweep (1: the single-run comparison)")
     parser.add_argument("--repeats", type=int, default=2, help="each side this many times, alternating")
     parser.add_argument("--traces", type=Path, help="where the generated runs are kept (default: a temp folder)")
-    parser.add_argument(
-        "--default-launcher",
-        action="store_true",
-        help="also a daemon with Dagster's default run launcher (dagster.yaml without its run_launcher)",
-    )
     args = parser.parse_args()
-    sides = [Side.CLI, Side.DAEMON, *([Side.DEFAULT_LAUNCHER] if args.default_launcher else [])]
+    sides = [Side.CLI, Side.DAEMON]
     with tempfile.TemporaryDirectory(prefix="bench-daemon-") as temp:
         work = Path(temp)
         traces = args.traces or work / "traces"

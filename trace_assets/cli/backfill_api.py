@@ -1,5 +1,5 @@
 """Asset backfills through Dagster's GraphQL API, the interface its UI uses and the one public way
-to launch one (the Python classes behind it are `dagster._core` internals that break on upgrades).
+to launch one (the Python classes behind it are Dagster's internals, which break on upgrades).
 
 GraphQL needs a webserver: a given URL (the team's, or `make dev`'s), else a private
 `dagster-webserver` on 127.0.0.1 for the command's duration, stopped with its process group.

@@ -1,6 +1,6 @@
 """dagster-aws's `S3Resource` configuration, declared here so that loading the code location does
 not import `dagster_aws`: its package init imports every component it ships (Athena, Secrets
-Manager, ... and `dagster._core.test_utils`) and boto3, about 0.3-0.7 s of every run worker's
+Manager, ... and Dagster's test utilities) and boto3, about 0.3-0.7 s of every run worker's
 start, for a resource whose client the steps never use (they read through s3fs)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A running webserver's GraphQL API, as the UI uses it: the loaded repository, a launched run's end."""
+"""A running webserver's GraphQL API, as the UI uses it: the loaded repository, a launched run's end
+and its event log."""
 
 from __future__ import annotations
 
@@ -16,6 +17,12 @@ WORKSPACE_QUERY = """
     name loadStatus
     locationOrLoadError { ... on RepositoryLocation { repositories { name } } ... on PythonError { message } }
 } } } }
+"""
+RUN_EVENTS_QUERY = """
+query($runId: ID!) { runOrError(runId: $runId) { ... on Run { eventConnection { events {
+    ... on MessageEvent { message }
+    ... on EngineEvent { metadataEntries { label ... on TextMetadataEntry { text } } }
+} } } } }
 """
 FINISHED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
@@ -48,3 +55,21 @@ def wait_for_run(
         daemon.require_alive()
         time.sleep(1)
     raise AssertionError(f"run {run_id} still {status} after {RUN_TIMEOUT_SECONDS}s\n{daemon.log_tail()}")
+
+
+def run_events(url: str, run_id: str) -> list[dict]:
+    """The run's event log as the UI's run page reads it: each event's message (and an engine
+    event's metadata entries)."""
+    return query(url, RUN_EVENTS_QUERY, {"runId": run_id})["runOrError"]["eventConnection"]["events"]
+
+
+def run_worker_pid(url: str, run_id: str) -> int:
+    """The pid of the run's process, from the "Started process for run" event its process logs."""
+    [pid] = [
+        int(entry["text"])
+        for event in run_events(url, run_id)
+        if event.get("message", "").startswith("Started process for run")
+        for entry in event["metadataEntries"]
+        if entry["label"] == "pid"
+    ]
+    return pid
