@@ -22,7 +22,7 @@ from trace_assets.defs.metadata import (
 )
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
-from trace_assets.secret_scan.privacy import found_by_category
+from trace_assets.secret_scan.verdicts import found_by_category
 from trace_assets.steps.context import ScopeContext
 from trace_assets.steps.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
 

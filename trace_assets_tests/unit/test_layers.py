@@ -78,6 +78,29 @@ def test_domain_never_imports_the_dagster_layer():
     assert offenders == {}
 
 
+# Settings are a high layer: they import no domain module that builds from them, and only these
+# modules (the layers that turn settings into options and runs) import them.
+SETTINGS_USERS = ("orchestration/", "defs/", "cli/", "definitions.py", "sweep.py", "backfill_api.py")
+SETTINGS_USERS += ("steps/context.py",)  # orchestration's, moving into orchestration/ with the pipeline
+BELOW_SETTINGS = ("trace_assets.publishing", "trace_assets.steps", "trace_assets.secret_scan.scanner")
+BELOW_SETTINGS += ("trace_assets.secret_scan.privacy",)
+
+
+def test_settings_import_no_layer_that_builds_from_them():
+    below = sorted(name for name in _imports(PACKAGE / "settings.py") if name.startswith(BELOW_SETTINGS))
+    assert below == []
+
+
+def test_only_the_layers_above_the_domain_import_settings():
+    offenders = []
+    for path in _modules():
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative != "settings.py" and not relative.startswith(SETTINGS_USERS):
+            if any(name.startswith("trace_assets.settings") for name in _imports(path)):
+                offenders.append(relative)
+    assert offenders == []
+
+
 def test_defs_modules_are_the_only_dagster_users_and_all_use_it():
     """Every `defs/` module (bar the package marker) is a Dagster layer file."""
     for path in sorted((PACKAGE / "defs").glob("*.py")):

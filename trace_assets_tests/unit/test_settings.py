@@ -9,6 +9,7 @@ import pytest
 
 from trace_assets.cli.parser import build_parser
 from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
+from trace_assets.orchestration.options import export_options
 from trace_assets.settings import (
     ConfigError,
     HubRepoSettings,
@@ -110,7 +111,7 @@ def test_the_declared_defaults_are_the_domains():
     from trace_assets.store.trace_store import DEFAULT_BATCH_BYTES, DEFAULT_FETCH_AHEAD
 
     declared_default = {name: field.default for name, field in PipelineSettings.model_fields.items()}
-    assert PipelineSettings(**ROOTS).export_options() == ExportOptions()
+    assert export_options(PipelineSettings(**ROOTS)) == ExportOptions()
     assert declared_default["shrink_threshold"] == DEFAULT_SHRINK_THRESHOLD
     assert declared_default["publish_concurrency"] == DEFAULT_PUBLISH_CONCURRENCY
     assert declared_default["secret_wrap_width"] == DEFAULT_WRAP_WIDTH
