@@ -551,12 +551,6 @@ def variables() -> dict[str, str]:
     return {name: meta(field).env for _, name, field in declared()}
 
 
-def source(model: type[BaseModel], name: str) -> str:
-    """Where a setting is set from outside: its variable, and its option if it has one."""
-    found = meta(model.model_fields[name])
-    return f"{found.env} ({found.flag})" if found.flag else found.env
-
-
 def unset_message(model: type[BaseModel], name: str) -> str:
     field = model.model_fields[name]
     found = meta(field)

@@ -119,15 +119,17 @@ def test_the_code_location_loads_without_any_setting(tmp_path):
 
 
 def test_a_run_and_a_sensor_tick_without_a_root_fail_naming_it(tmp_path):
+    """Dagster reads the root's EnvVar as the run or tick starts, and refuses it unset, naming it."""
+    unset = 'environment variable "TRACE_ASSETS_TRACES_ROOT" which is not set'
     config = config_from_env({"DAGSTER_HOME": str(tmp_path)}, require=())
     defs = build_definitions(config)
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(trace_runs.name, [SAMPLE_RUN])
-        with pytest.raises(dg.DagsterInvalidConfigError, match='variable "TRACE_ASSETS_TRACES_ROOT" which is not set'):
+        with pytest.raises(dg.DagsterInvalidConfigError, match=unset):
             defs.resolve_job_def(export_trace_run.name).execute_in_process(instance=instance, partition_key=SAMPLE_RUN)
         assert not instance.fetch_materializations(dg.AssetKey("raw_trial_listing"), limit=1).records
         context = dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources)
-        with pytest.raises(Exception, match="TRACE_ASSETS_TRACES_ROOT"):
+        with pytest.raises(dg.DagsterInvalidConfigError, match=unset):
             defs.resolve_sensor_def("new_trace_runs_sensor").evaluate_tick(context)
     assert not Path(config.staging_root).exists()
 
