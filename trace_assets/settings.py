@@ -661,8 +661,8 @@ def load(
     read = _Variables(_environment(model), env)()
     for name, field in model.model_fields.items():
         variable = meta(field).env if is_setting(field) else ""
-        if variable in read:
-            values[name] = read[variable]
+        if variable in read:  # a word or number as typed, spaces around it dropped; text as it is
+            values[name] = read[variable] if field.annotation is str else read[variable].strip()
             origin[name] = variable
     for name, value in (options or {}).items():
         if value is not None:
