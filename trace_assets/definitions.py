@@ -59,9 +59,10 @@ def defs() -> dg.Definitions:
     """The code location, from the environment. A refused setting is its load error, which `dagster dev`
     logs and the UI shows on the code location: `ConfigError:` and the line naming the variable, the
     value and what is allowed (`settings.py`). Not SystemExit: that ended the code server, so the UI
-    never came up and the reason was lost above "gRPC server exited" tracebacks."""
+    never came up and the reason was lost above "gRPC server exited" tracebacks. An unset root is no
+    load error: it is read when a run or a sensor tick starts (see `config_from_env`)."""
     try:
-        return build_definitions(config_from_env(), process=load(ProcessSettings, os.environ))
+        return build_definitions(config_from_env(require=()), process=load(ProcessSettings, os.environ))
     except ConfigError as error:
         # raised again here, so that the stack Dagster shows under the reason is this line, not the loader's
         raise ConfigError(str(error)) from None

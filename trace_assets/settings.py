@@ -1,49 +1,46 @@
 """Every setting, declared once: its type, default, bounds, meaning, environment variable and CLI flag.
 
-The environment loader (`load`), the CLI's flags and their help (`cli/parser.py`), the Dagster
-resources (`defs/resources.py`, subclasses of these models), the sensor's interval and the table in
-docs/configuration.md (`settings_table`, checked by `unit/test_settings.py`) all read the fields
-below; a new setting is one field here plus its use.
+pydantic-settings reads each setting from its variable (`load`); pydantic parses and bounds it. The
+CLI's flags and their help (`cli/parser.py`), the Dagster resources (`defs/resources.py`, subclasses
+of these models), the sensor's interval and the table in docs/configuration.md (`settings_table`,
+checked by `unit/test_settings.py`) all read the fields below; a new setting is one field here plus
+its use. The domain's options are built from these settings in `orchestration/options.py`.
 
 Values are checked when the settings are built, before any work: a bad one raises `ConfigError`,
-`NAME='value': what is allowed`. This module imports nothing heavy (the CLI's `--help` reads it);
-the checks that need the scanner import it when they run.
+`NAME='value': what is allowed`. This module imports nothing heavy (the CLI's `--help` reads it).
 """
 
 from __future__ import annotations
 
-import getpass
-import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
-from urllib.parse import urlsplit
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource
 
 from trace_assets.core.roots import refuse_overlapping_roots
 from trace_assets.core.run_tags import SWEEP_LABEL, sweep_label
-from trace_assets.harbor.options import Episodes, ExportOptions, Subagents, SuccessFilter
+from trace_assets.harbor.options import Episodes, Subagents, SuccessFilter
+from trace_assets.secret_scan.policy import OnPrivate, OnSecret, OnUnverified
 from trace_assets.store.queue_events import bucket_and_prefix
 
-if TYPE_CHECKING:
-    from trace_assets.publishing.card import CardSettings
-    from trace_assets.secret_scan.policy import ScanPolicy
-    from trace_assets.secret_scan.privacy import PrivacyOptions
-    from trace_assets.secret_scan.scanner import ScanOptions
-
-OnSecret = Literal["block", "redact", "allow"]  # the same values as secret_scan.policy's, without its imports
-OnUnverified = Literal["keep", "redact", "block"]
-# What publishing does about the private categories but `operator`: `keep` (found, counted,
-# reported, published as read), `redact` (replaced by tokens), `block` (nothing but the reports).
-OnPrivate = Literal["keep", "redact", "block"]
 ScopeUnitName = Literal["step", "run"]  # a scope.ScopeUnit value: Dagster run config takes strings
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off")
+BOOL_WORDS = "1/true/yes/on or 0/false/no/off"  # what pydantic reads as a boolean, in words
 
 
 class ConfigError(ValueError):
@@ -76,15 +73,18 @@ class Meta:
     metavar: str = ""
     bare_value: str = ""  # what the flag means given without a value (argparse's nargs="?")
     repeatable: bool = False  # the flag may be given more than once
-    synonyms: tuple[tuple[str, str], ...] = ()  # words the variable also takes, as (word, value)
 
 
 def setting(default: Any = "", *, env: str, group: Group, description: str, **extra: Any) -> Any:
     """A field with its metadata; `extra` splits into `Meta`'s fields and pydantic's bounds. The
     metadata is kept as JSON in the field's schema extra (where pydantic keeps what it does not use)."""
     found = Meta(env, group, **{key: extra.pop(key) for key in list(extra) if key in Meta.__dataclass_fields__})
-    as_json = {**asdict(found), "synonyms": [list(pair) for pair in found.synonyms]}
-    return Field(default, description=description, json_schema_extra={"setting": as_json}, **extra)
+    return Field(default, description=description, json_schema_extra={"setting": asdict(found)}, **extra)
+
+
+def is_setting(field: FieldInfo) -> bool:
+    """Declared with `setting()` (a resource deriving from a model may add fields of its own)."""
+    return isinstance(field.json_schema_extra, dict) and "setting" in field.json_schema_extra
 
 
 def meta(field: FieldInfo) -> Meta:
@@ -92,12 +92,11 @@ def meta(field: FieldInfo) -> Meta:
     assert isinstance(extra, dict) and isinstance(extra["setting"], dict), "a setting is declared with setting()"
     found: dict[str, Any] = dict(extra["setting"])
     found["group"] = Group(found["group"])
-    found["synonyms"] = tuple(tuple(pair) for pair in found["synonyms"])
     return Meta(**found)
 
 
-def _is_plain_str(value: Any) -> bool:
-    """A value to check now: not a Dagster EnvVar (a str subclass naming a variable, read later)."""
+def is_plain_str(value: Any) -> bool:
+    """A value to check now: not a Dagster EnvVar (a str subclass naming a variable, read at launch)."""
     return type(value) is str
 
 
@@ -188,7 +187,6 @@ class PipelineSettings(BaseModel):
         group=Group.ROWS,
         flag="--subagents",
         bare_value="merged",
-        synonyms=tuple((word, "merged") for word in TRUE_WORDS) + tuple((word, "none") for word in FALSE_WORDS),
         description="subagent rows: none; merged, with a `trace_source` column (the bare flag, or a true flag "
         "value); or a config per subagent kind",
     )
@@ -421,100 +419,41 @@ class PipelineSettings(BaseModel):
         "value)",
     )
 
-    # A bad scan pattern or allowlist entry is refused when the settings are built, not in the scan
-    # step; a Dagster EnvVar (a str naming the variable) is checked once Dagster has read it.
-    @field_validator("secret_patterns", mode="before")
+    @field_validator("subagents", mode="before")
     @classmethod
-    def _patterns_compile(cls, spec: Any) -> Any:
-        if _is_plain_str(spec):
-            from trace_assets.steps.scan import scan_options
-
-            scan_options(spec, "")
-        return spec
-
-    @field_validator("secret_allowlist", mode="before")
-    @classmethod
-    def _allowlist_holds_fingerprints(cls, spec: Any) -> Any:
-        if _is_plain_str(spec):
-            from trace_assets.steps.scan import scan_options
-
-            scan_options("", spec)
-        return spec
-
-    @model_validator(mode="after")
-    def _scrub_values_compile(self) -> PipelineSettings:
-        self.privacy_options()  # a short literal or a bad regex is refused at start
-        return self
+    def _a_flag_word_means_merged(cls, value: Any) -> Any:
+        """A true or false word (`1`, `off`) means merged or none, as before the choice existed."""
+        if isinstance(value, str) and value not in get_args(Subagents):
+            try:
+                return "merged" if TypeAdapter(bool).validate_python(value) else "none"
+            except ValidationError:
+                pass
+        return value
 
     @model_validator(mode="after")
     def _roots_are_sane(self) -> PipelineSettings:
         names = ("traces_root", "staging_root", "publish_root")
-        refuse_overlapping_roots({name: getattr(self, name) for name in names if getattr(self, name)})
+        roots = {name: getattr(self, name) for name in names}
+        refuse_overlapping_roots({name: root for name, root in roots.items() if root and is_plain_str(root)})
         return self
 
     @model_validator(mode="after")
     def _event_queue_needs_s3_root(self) -> PipelineSettings:
-        if self.event_queue_url:
+        if self.event_queue_url and is_plain_str(self.traces_root):
             bucket_and_prefix(self.traces_root)  # S3 events name a bucket: refuse a local root now
         return self
 
     def require(self, *names: str) -> None:
-        """ConfigError for the first of `names` left unset: the roots have no defaults."""
+        """ConfigError for the first of `names` left unset (or left to a variable read at launch):
+        the roots have no defaults."""
         for name in names:
-            if not getattr(self, name):
+            value = getattr(self, name)
+            if not value or not is_plain_str(value):
                 raise ConfigError(unset_message(type(self), name))
 
     def sweep_name(self) -> str:
         """The run tag's value: `sweep`, else derived from the traces root."""
         return self.sweep or sweep_label(self.traces_root)
-
-    def export_options(self) -> ExportOptions:
-        return ExportOptions(
-            self.episodes,
-            self.sharegpt,
-            self.success_filter,
-            self.instruction_metadata,
-            self.verifier_metadata,
-            self.subagents,
-        )
-
-    def card_settings(self) -> CardSettings:
-        from trace_assets.publishing.card import CardSettings
-
-        def words(text: str) -> tuple[str, ...]:
-            return tuple(word.strip() for word in text.split(",") if word.strip())
-
-        return CardSettings(
-            license=self.card_license,
-            pretty_name=self.card_pretty_name,
-            language=words(self.card_language),
-            task_categories=words(self.card_task_categories),
-            framework=self.card_framework,
-            task_source=self.card_task_source,
-            model=self.card_model,
-            intro=self.card_intro,
-        )
-
-    def scan_options(self) -> ScanOptions:
-        from trace_assets.steps.scan import scan_options
-
-        return scan_options(self.secret_patterns, self.secret_allowlist, self.secret_wrap_width, self.privacy_options())
-
-    def privacy_options(self) -> PrivacyOptions:
-        """The operator's values: the traces root's bucket and prefix, this machine's host and user
-        name, and the configured literals and regexes."""
-        from trace_assets.secret_scan.privacy import PrivacyOptions, operator_literals
-
-        root = urlsplit(self.traces_root)
-        bucket, prefix = (root.netloc, root.path) if root.scheme and root.netloc else (None, "")
-        extra = [value for value in self.scrub_literals.split(",") if value.strip()]
-        literals = operator_literals(bucket, prefix, socket.gethostname(), getpass.getuser(), extra)
-        return PrivacyOptions(literals, tuple(p for p in self.scrub_patterns.split(";") if p.strip()))
-
-    def scan_policy(self) -> ScanPolicy:
-        from trace_assets.secret_scan.policy import ScanPolicy
-
-        return ScanPolicy(self.on_secret, self.on_unverified, self.on_private)
 
 
 class HubRepoSettings(BaseModel):
@@ -607,10 +546,9 @@ def flag_of(model: type[BaseModel], name: str) -> str:
     return meta(model.model_fields[name]).flag
 
 
-def source(model: type[BaseModel], name: str) -> str:
-    """Where a setting is set from outside: its variable, and its option if it has one."""
-    found = meta(model.model_fields[name])
-    return f"{found.env} ({found.flag})" if found.flag else found.env
+def variables() -> dict[str, str]:
+    """Each setting's variable by its field name (the names domain messages are given to show)."""
+    return {name: meta(field).env for _, name, field in declared()}
 
 
 def unset_message(model: type[BaseModel], name: str) -> str:
@@ -625,7 +563,7 @@ def plain(text: str) -> str:
     return text.replace("`", "")
 
 
-# --------------------------------------------------------------------------- types: one parser each
+# --------------------------------------------------------------------------- what each type takes, in words
 
 
 def choices(field: FieldInfo) -> tuple[str, ...]:
@@ -651,7 +589,7 @@ def _bounds(field: FieldInfo) -> dict[str, float]:
 def allowed(field: FieldInfo) -> str:
     """What a field takes, in words (the errors and the docs' `allowed` column say the same)."""
     if field.annotation is bool:
-        return f"{'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}"
+        return BOOL_WORDS
     if options := choices(field):
         return "one of " + ", ".join(options)
     if field.annotation in (int, float):
@@ -667,41 +605,47 @@ def allowed(field: FieldInfo) -> str:
     return "text"
 
 
-def _in_bounds(value: float, bounds: Mapping[str, float]) -> bool:
-    return (
-        value > bounds.get("gt", float("-inf"))
-        and value >= bounds.get("ge", float("-inf"))
-        and value <= bounds.get("le", float("inf"))
-        and value < bounds.get("lt", float("inf"))
-    )
-
-
-def parse(field: FieldInfo, name: str, raw: str) -> Any:
-    """One variable's text as its field's type, or ConfigError `NAME='raw': what is allowed`."""
-    refused = ConfigError(f"{name}={raw!r}: must be {allowed(field)}")
-    word = raw.strip()
-    synonyms = dict(meta(field).synonyms)
-    if field.annotation is bool:
-        if word.lower() not in TRUE_WORDS + FALSE_WORDS:
-            raise refused
-        return word.lower() in TRUE_WORDS
-    if options := choices(field):
-        word = synonyms.get(word.lower(), word)
-        if word not in options:
-            raise refused
-        return word
-    if field.annotation in (int, float):
-        try:
-            number = int(word) if field.annotation is int else float(word)
-        except ValueError:
-            raise refused from None
-        if not _in_bounds(number, _bounds(field)):
-            raise refused
-        return number
-    return raw
-
-
 # --------------------------------------------------------------------------- the environment loader
+
+
+class _Variables(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping (`os.environ`, or a test's); a
+    variable holding only blanks is unset."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        super().__init__(settings_cls, case_sensitive=True, env_ignore_empty=True)
+        self.env_vars = {name: value for name, value in env.items() if value.strip()}
+
+
+@cache
+def _environment(model: type[BaseModel]) -> type[BaseSettings]:
+    """`model`'s settings as pydantic-settings reads them: each under its declared variable, as the
+    text set (`model` parses and bounds it, with its own checks)."""
+    fields: dict[str, Any] = {
+        name: (str, Field("", validation_alias=meta(field).env))
+        for name, field in model.model_fields.items()
+        if is_setting(field)
+    }
+    return create_model(f"{model.__name__}Variables", __base__=BaseSettings, **fields)
+
+
+# pydantic's errors for a value of the wrong type or out of bounds: the message says what is allowed
+_NOT_ALLOWED = {
+    "bool_parsing",
+    "bool_type",
+    "int_parsing",
+    "int_from_float",
+    "int_type",
+    "float_parsing",
+    "float_type",
+    "finite_number",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "literal_error",
+    "enum",
+}
 
 
 def load(
@@ -714,30 +658,35 @@ def load(
     (the CLI's, None for not given). Raises ConfigError naming the variable or option."""
     values: dict[str, Any] = dict(defaults or {})
     origin: dict[str, str] = {}
+    read = _Variables(_environment(model), env)()
     for name, field in model.model_fields.items():
-        variable = meta(field).env
-        if env.get(variable, "").strip():
-            values[name] = parse(field, variable, env[variable])
+        variable = meta(field).env if is_setting(field) else ""
+        if variable in read:  # a word or number as typed, spaces around it dropped; text as it is
+            values[name] = read[variable] if field.annotation is str else read[variable].strip()
             origin[name] = variable
     for name, value in (options or {}).items():
         if value is not None:
             values[name] = value
-            origin[name] = flag_of(model, name) or name
+            origin[name] = (is_setting(model.model_fields[name]) and flag_of(model, name)) or name
     try:
         return model(**values)
     except ValidationError as error:
-        raise ConfigError(describe(error, values, origin)) from None
+        raise ConfigError(describe(model, error, values, origin)) from None
     except ValueError as error:  # a check outside pydantic's own (roots, queue) names its settings itself
         raise ConfigError(str(error)) from None
 
 
-def describe(error: ValidationError, values: Mapping[str, Any], origin: Mapping[str, str]) -> str:
+def describe(
+    model: type[BaseModel], error: ValidationError, values: Mapping[str, Any], origin: Mapping[str, str]
+) -> str:
     """The first problem pydantic found, as `SOURCE='value': what is allowed`."""
     first = error.errors()[0]
     name = str(first["loc"][0]) if first["loc"] else ""
     message = first["msg"].removeprefix("Value error, ")
     if not name:
         return message
+    if first["type"] in _NOT_ALLOWED and name in model.model_fields and is_setting(model.model_fields[name]):
+        message = f"must be {allowed(model.model_fields[name])}"
     return f"{origin.get(name, name)}={values.get(name)!r}: {message}"
 
 

@@ -7,9 +7,13 @@ from typing import TYPE_CHECKING
 
 from trace_assets.cli.console import say
 from trace_assets.core.scope import InvalidScopeKey, RunScope, validate_scope_key
+from trace_assets.settings import PipelineSettings, env_name, flag_of
 
 if TYPE_CHECKING:
     from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
+
+# where the operator sets the traces root, named when it is missing or empty
+ROOT_SOURCE = f"{env_name(PipelineSettings, 'traces_root')}, {flag_of(PipelineSettings, 'traces_root')}"
 
 
 def listed_scopes(trace_config: TraceAssetsConfig) -> list[str]:
@@ -19,7 +23,7 @@ def listed_scopes(trace_config: TraceAssetsConfig) -> list[str]:
 
     store = trace_config.store(ObjectStorage())
     if not store.fs.isdir(store.root):  # an empty root lists nothing, and is no error
-        raise ValueError(root_problem(store))
+        raise ValueError(root_problem(store, ROOT_SOURCE))
     found = []
     for run_id in store.run_ids():
         try:
@@ -59,7 +63,7 @@ def why_missing(trace_config: TraceAssetsConfig, scope: RunScope) -> str | None:
     from trace_assets.defs.resources import ObjectStorage
     from trace_assets.store.missing import why_missing as missing_from
 
-    return missing_from(trace_config.store(ObjectStorage()), scope)
+    return missing_from(trace_config.store(ObjectStorage()), scope, ROOT_SOURCE)
 
 
 def why_no_runs(trace_config: TraceAssetsConfig) -> str:
@@ -67,7 +71,7 @@ def why_no_runs(trace_config: TraceAssetsConfig) -> str:
     from trace_assets.defs.resources import ObjectStorage
     from trace_assets.store.missing import root_problem
 
-    problem = root_problem(trace_config.store(ObjectStorage()))
+    problem = root_problem(trace_config.store(ObjectStorage()), ROOT_SOURCE)
     return problem or f"no runs under {trace_config.traces_root}: no folder there holds a trace_jobs/ folder"
 
 

@@ -24,7 +24,7 @@ from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
-from trace_assets.secret_scan.privacy import found_by_category
+from trace_assets.secret_scan.verdicts import found_by_category
 
 GROUP = "trace_export"
 HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time

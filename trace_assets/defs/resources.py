@@ -12,14 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from trace_assets.core.scope import RunScope, ScopeUnit
 from trace_assets.defs.s3_config import S3Config
 from trace_assets.orchestration.context import ScopeContext, scope_context
+from trace_assets.orchestration.options import card_settings, privacy_options, scan_options, scan_policy
 from trace_assets.publishing.hub.naming import check_repo_id_template
 from trace_assets.publishing.targets import HubSettings, PublishTarget, choose_target, naming_fields, publishes_to_hub
 from trace_assets.runtime.progress import Progress
+from trace_assets.secret_scan.policy import ScanPolicy
+from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.settings import (
     ConfigError,
     HubRepoSettings,
@@ -27,8 +30,11 @@ from trace_assets.settings import (
     ProcessSettings,
     dagster_home,
     env_name,
+    is_plain_str,
     load,
+    variables,
 )
+from trace_assets.steps.scan import scan_options as parsed_scan_options
 from trace_assets.steps.staging import RunStaging
 from trace_assets.steps.staging_mirror import StagingMirror, staging_scratch
 from trace_assets.store.trace_store import TraceStore
@@ -101,7 +107,35 @@ class ObjectStorage(S3Config):
 class TraceAssetsConfig(dg.ConfigurableResource, PipelineSettings):
     """Everything a run's materialization depends on, shown in the UI's resource page: the fields
     and their checks are `settings.PipelineSettings`'s, validated wherever the resource is built
-    (environment, CLI, the UI's launchpad, a backfill's run config)."""
+    (environment, CLI, the UI's launchpad, a backfill's run config). A root left to its variable
+    (`dg.EnvVar`, when the code location loads without it) is read when a run or tick starts."""
+
+    # A bad scan pattern, allowlist entry or scrub value is refused when the config is built, not in
+    # the scan step; a Dagster EnvVar (a str naming the variable) is checked once Dagster has read it.
+    @field_validator("secret_patterns", mode="before")
+    @classmethod
+    def _patterns_compile(cls, spec: Any) -> Any:
+        if is_plain_str(spec):
+            parsed_scan_options(spec, "")
+        return spec
+
+    @field_validator("secret_allowlist", mode="before")
+    @classmethod
+    def _allowlist_holds_fingerprints(cls, spec: Any) -> Any:
+        if is_plain_str(spec):
+            parsed_scan_options("", spec)
+        return spec
+
+    @model_validator(mode="after")
+    def _scrub_values_compile(self) -> TraceAssetsConfig:
+        privacy_options(self)  # a short literal or a bad regex is refused at start
+        return self
+
+    def scan_options(self) -> ScanOptions:
+        return scan_options(self)
+
+    def scan_policy(self) -> ScanPolicy:
+        return scan_policy(self)
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         """A launchpad config without a root is refused before the run's first step."""
@@ -153,7 +187,7 @@ class TraceAssetsConfig(dg.ConfigurableResource, PipelineSettings):
             storage.storage_options(self.publish_root),
             hub.settings(),
             self.publish_concurrency,
-            self.card_settings(),
+            card_settings(self),
         )
 
     def publishes_to_hub(self, hub: HuggingFaceHub) -> bool:
@@ -168,8 +202,9 @@ class TraceAssetsConfig(dg.ConfigurableResource, PipelineSettings):
             check_repo_id_template(
                 hub.repo_id_template,
                 hub.org,
-                naming_fields(self.card_settings()),
+                naming_fields(card_settings(self)),
                 steps=self.scope_unit == ScopeUnit.STEP,
+                variables=variables(),
             )
         except ValueError as error:
             why = str(error).removeprefix(f"repo id template {hub.repo_id_template!r}").lstrip(": ")
@@ -182,42 +217,32 @@ def config_from_env(
 ) -> TraceAssetsConfig:
     """The config for the code location and the CLI: the declared variables, then the CLI's
     options (None: not given). Raises `ConfigError` naming the variable or option, the value and
-    what is allowed; the process-wide settings (the sensor's interval) are checked too."""
+    what is allowed; the process-wide settings (the sensor's interval) are checked too.
+
+    A root in `require` must be set; another left unset is Dagster's `EnvVar`, read when a run or a
+    sensor tick starts (which fails naming the variable if it is still unset): the code location
+    loads without the roots, as `dg check defs` in a fresh clone needs."""
     load(ProcessSettings, env)
-    home = dagster_home(env)
-    settings = load(PipelineSettings, env, options, {"staging_root": str(home / "trace_assets_staging")})
-    settings.require(*require)
-    return TraceAssetsConfig(**settings.model_dump())
+    defaults: dict[str, Any] = {"staging_root": str(dagster_home(env) / "trace_assets_staging")}
+    defaults |= {root: dg.EnvVar(env_name(PipelineSettings, root)) for root in ROOTS if root not in require}
+    config = load(TraceAssetsConfig, env, options, defaults)
+    config.require(*require)
+    return config
 
 
-class HuggingFaceHub(dg.ConfigurableResource):
+class HuggingFaceHub(dg.ConfigurableResource, HubRepoSettings):
     """Publishing to the Hub: for a publish root `hf://datasets/<org>/<name>`, or a repo per run.
-
-    The token comes from HF_TOKEN through Dagster's EnvVar and goes to huggingface_hub only.
-    """
+    Where a scope's repo goes are `settings.HubRepoSettings`'s fields; the token and endpoint are
+    huggingface_hub's own variables. The token comes from HF_TOKEN through Dagster's EnvVar and goes
+    to huggingface_hub only."""
 
     token: str | None = Field(default=None, description="Hub token (set from the HF_TOKEN environment variable)")
     endpoint: str | None = Field(default=None, description="Hub URL; HF_ENDPOINT, else huggingface.co")
-    repo_id_template: str = Field(
-        default="",
-        description="One repo per scope, named from {org} {run} {step} {run_id} {date} {model} {framework}"
-        " {task_source} {license} {pretty_name}, e.g. '{org}/traces-{run_id}'",
-    )
-    org: str = Field(default="", description="Fills {org} in repo_id_template")
-    private: bool = Field(default=True, description="Create repos private")
-    revision: str = Field(default="main", description="Branch to commit to")
 
     def settings(self) -> HubSettings:
-        return HubSettings(self.token, self.endpoint, self.repo_id_template, self.org, self.private, self.revision)
+        return HubSettings(self.token, self.endpoint, self.repo_id_template, self.org, not self.public, self.revision)
 
 
 def hub_from_env(env: Mapping[str, str] = os.environ) -> HuggingFaceHub:
-    repo = load(HubRepoSettings, env)
-    return HuggingFaceHub(
-        token=dg.EnvVar("HF_TOKEN") if env.get("HF_TOKEN") else None,
-        endpoint=env.get("HF_ENDPOINT") or None,
-        repo_id_template=repo.repo_id_template,
-        org=repo.org,
-        private=not repo.public,
-        revision=repo.revision,
-    )
+    token = dg.EnvVar("HF_TOKEN") if env.get("HF_TOKEN") else None
+    return load(HuggingFaceHub, env, defaults={"token": token, "endpoint": env.get("HF_ENDPOINT") or None})

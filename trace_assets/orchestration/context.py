@@ -12,6 +12,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trace_assets.orchestration.options import (
+    card_settings,
+    export_options,
+    scan_options,
+    scan_policy,
+    shrink_override_hint,
+)
 from trace_assets.steps.sessions import SessionWriter, staged_sessions
 
 if TYPE_CHECKING:
@@ -44,6 +51,7 @@ class ScopeContext:
     sessions: bool
     session_harness: str
     shrink_threshold: float | None  # None: allow_shrink
+    shrink_override: str  # what a refused smaller version's message tells the operator to set
     progress: Progress
 
     @property
@@ -74,15 +82,16 @@ def scope_context(
         staging=staging,
         store=store,
         make_target=target,
-        options=settings.export_options(),
-        scan_options=settings.scan_options(),
-        policy=settings.scan_policy(),
-        card=settings.card_settings(),
+        options=export_options(settings),
+        scan_options=scan_options(settings),
+        policy=scan_policy(settings),
+        card=card_settings(settings),
         card_plots=settings.card_plots,
         batch_size=settings.batch_size,
         max_rows_per_shard=settings.max_rows_per_shard,
         sessions=settings.sessions,
         session_harness=settings.session_harness,
         shrink_threshold=None if settings.allow_shrink else settings.shrink_threshold,
+        shrink_override=shrink_override_hint(),
         progress=progress,
     )

@@ -63,7 +63,12 @@ def dry_run(ctx: ScopeContext, raw_tree: bool = False) -> dict[str, Any]:
     if ctx.shrink_threshold is not None:
         try:
             refuse_worse_version(
-                ctx.scope.key, coverage, target.published_coverage(ctx.scope), ctx.shrink_threshold, where
+                ctx.scope.key,
+                coverage,
+                target.published_coverage(ctx.scope),
+                ctx.shrink_threshold,
+                where,
+                ctx.shrink_override,
             )
         except ShrinkRefused as error:
             refused = str(error)

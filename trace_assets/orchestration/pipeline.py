@@ -103,7 +103,9 @@ def publish(ctx: ScopeContext) -> Published:
     report = staging.read_json(staging.scan_report, "secret_scan_report")
     published = target.published_coverage(scope)
     if ctx.shrink_threshold is not None:
-        refuse_worse_version(scope.key, coverage, published, ctx.shrink_threshold, target.location(scope))
+        refuse_worse_version(
+            scope.key, coverage, published, ctx.shrink_threshold, target.location(scope), ctx.shrink_override
+        )
     card = CardContext(
         settings=ctx.card,
         facts=gather_facts(staging, staging.require_rows()),

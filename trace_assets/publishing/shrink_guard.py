@@ -11,12 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from trace_assets.core.accounting import Coverage
-from trace_assets.settings import PipelineSettings, env_name
 
 DEFAULT_SHRINK_THRESHOLD = 0.1
-OVERRIDE_HINT = (
-    f"pass --allow-shrink (or set {env_name(PipelineSettings, 'allow_shrink')}=1 / allow_shrink) to publish it anyway"
-)
 
 
 class ShrinkRefused(RuntimeError):
@@ -24,13 +20,14 @@ class ShrinkRefused(RuntimeError):
 
 
 def refuse_worse_version(
-    scope_key: str, new: Coverage, published: dict[str, Any] | None, threshold: float, where: str
+    scope_key: str, new: Coverage, published: dict[str, Any] | None, threshold: float, where: str, override: str
 ) -> None:
-    """Raise `ShrinkRefused` when `new` has no rows or shrank past `threshold` against `published`."""
+    """Raise `ShrinkRefused` when `new` has no rows or shrank past `threshold` against `published`;
+    its message ends with `override`, what the operator sets to publish it anyway."""
     figures = f"{new.trial_dirs} trial folders, {new.rows} rows"
     if new.rows == 0:
         before = f"; published version at {where}: {_figures(published)}" if published else ""
-        raise ShrinkRefused(f"refusing to publish run {scope_key!r} with 0 rows ({figures}){before}; {OVERRIDE_HINT}")
+        raise ShrinkRefused(f"refusing to publish run {scope_key!r} with 0 rows ({figures}){before}; {override}")
     if not published:
         return
     for name in ("trial_dirs", "rows"):
@@ -39,7 +36,7 @@ def refuse_worse_version(
             raise ShrinkRefused(
                 f"refusing to publish run {scope_key!r}: {figures}, but the version published at {where} has "
                 f"{_figures(published)} ({name} down {1 - now / old:.0%}, more than the {threshold:.0%} allowed); "
-                + OVERRIDE_HINT
+                + override
             )
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trace_assets.secret_scan.privacy import PrivateCategory, found_values
-from trace_assets.secret_scan.verdicts import Verdict
-from trace_assets.settings import OnPrivate, OnSecret, OnUnverified
+from trace_assets.secret_scan.verdicts import PrivateCategory, Verdict, found_values
 
-# The operator's decisions (declared with the settings): on live credentials in a run's rows,
-# `block` publishes nothing but the scan report, `redact` replaces live matches, `allow` publishes
-# rows as they are; on `unverified` matches (the rough shape of a credential), the same choices.
+# The operator's decisions (the settings declare them with these types): on live credentials in a
+# run's rows, `block` publishes nothing but the scan report, `redact` replaces live matches, `allow`
+# publishes rows as they are; on `unverified` matches (the rough shape of a credential), the same choices.
+OnSecret = Literal["block", "redact", "allow"]
+OnUnverified = Literal["keep", "redact", "block"]
+# What publishing does about the private categories but `operator`: `keep` (found, counted,
+# reported, published as read), `redact` (replaced by tokens), `block` (nothing but the reports).
+OnPrivate = Literal["keep", "redact", "block"]
 
 
 @dataclass(frozen=True)

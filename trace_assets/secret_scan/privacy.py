@@ -22,20 +22,11 @@ import ipaddress
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import polars as pl
 
-
-class PrivateCategory(StrEnum):
-    EMAIL = "email"
-    PRIVATE_IP = "private_ip"
-    INTERNAL_HOST = "internal_host"
-    INTERNAL_URL = "internal_url"
-    HOME_PATH = "home_path"
-    OPERATOR = "operator"  # always replaced, whatever `on_private` says
-
+from trace_assets.secret_scan.verdicts import PrivateCategory
 
 TOKEN_NAMES = {
     PrivateCategory.EMAIL: "EMAIL",
@@ -343,19 +334,6 @@ class PrivacyScanner:
             "trials": listed,
             "trials_omitted": len(set().union(*self._trials.values())) - len(listed),
         }
-
-
-def found_by_category(report: dict[str, Any]) -> dict[str, int]:
-    """The non-placeholder matches of each category a report's `privacy` section found (none: left out)."""
-    counts = (report.get("privacy") or {}).get("categories", {})
-    found = {category: v.get("matches", 0) - v.get("placeholders", 0) for category, v in counts.items()}
-    return {category: n for category, n in found.items() if n}
-
-
-def found_values(report: dict[str, Any], categories: Iterable[str]) -> int:
-    """How many non-placeholder matches a report's `privacy` section holds in `categories`."""
-    found = found_by_category(report)
-    return sum(found.get(category, 0) for category in categories)
 
 
 # What one scope's token numbering records: per category, the digests of its values in token order.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
+from typing import Any
 
 
 class Verdict(StrEnum):
@@ -42,3 +44,25 @@ def run_verdict(verdict_counts: dict[Verdict, int]) -> RunVerdict:
     if verdict_counts.get(Verdict.PLACEHOLDER) or verdict_counts.get(Verdict.NEAR_MISS):
         return RunVerdict.PLACEHOLDERS_ONLY  # nothing a policy acts on
     return RunVerdict.CLEAN
+
+
+class PrivateCategory(StrEnum):
+    EMAIL = "email"
+    PRIVATE_IP = "private_ip"
+    INTERNAL_HOST = "internal_host"
+    INTERNAL_URL = "internal_url"
+    HOME_PATH = "home_path"
+    OPERATOR = "operator"  # always replaced, whatever `on_private` says
+
+
+def found_by_category(report: dict[str, Any]) -> dict[str, int]:
+    """The non-placeholder matches of each category a report's `privacy` section found (none: left out)."""
+    counts = (report.get("privacy") or {}).get("categories", {})
+    found = {category: v.get("matches", 0) - v.get("placeholders", 0) for category, v in counts.items()}
+    return {category: n for category, n in found.items() if n}
+
+
+def found_values(report: dict[str, Any], categories: Iterable[str]) -> int:
+    """How many non-placeholder matches a report's `privacy` section holds in `categories`."""
+    found = found_by_category(report)
+    return sum(found.get(category, 0) for category in categories)

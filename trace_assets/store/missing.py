@@ -8,28 +8,27 @@ from __future__ import annotations
 import difflib
 
 from trace_assets.core.scope import STEP_FOLDER, TRACE_JOBS, RunScope
-from trace_assets.settings import PipelineSettings, env_name, flag_of
 from trace_assets.store.trace_store import TraceStore
 
-ROOT_SOURCE = f"{env_name(PipelineSettings, 'traces_root')}, {flag_of(PipelineSettings, 'traces_root')}"
 SUGGESTIONS = 3  # closest run ids named
 RUNS_NAMED = 5  # runs named when none is close
 
 
-def root_problem(store: TraceStore) -> str | None:
-    """What is wrong with the traces root as a whole: it does not exist, or holds no folder."""
+def root_problem(store: TraceStore, root_source: str) -> str | None:
+    """What is wrong with the traces root as a whole: it does not exist, or holds no folder.
+    `root_source`: where the operator set the root (its variable and option), named in the line."""
     if not store.fs.isdir(store.root):
-        return f"the traces root {store.root_url} ({ROOT_SOURCE}) does not exist"
+        return f"the traces root {store.root_url} ({root_source}) does not exist"
     if not _folders(store, store.root):
-        return f"the traces root {store.root_url} ({ROOT_SOURCE}) is empty"
+        return f"the traces root {store.root_url} ({root_source}) is empty"
     return None
 
 
-def why_missing(store: TraceStore, scope: RunScope) -> str | None:
+def why_missing(store: TraceStore, scope: RunScope, root_source: str) -> str | None:
     """None when the scope's folder is there; else one line saying what is missing and what is there."""
     if store.fs.isdir(store.scope_path(scope)):
         return None
-    problem = root_problem(store)
+    problem = root_problem(store, root_source)
     if problem:
         return problem
     run_folder = f"{store.root}/{scope.run_id}"

@@ -1,7 +1,8 @@
 """Settings that are checked when the configuration is built, not when a step first reads them: a bad
 value stops the CLI in one line naming the variable, and stops the code location from loading (the
 `dagster dev` and `dagster definitions validate` import) with the same words, which `dg dev` logs
-and its UI shows; a launchpad override fails the run before its first step."""
+and its UI shows; a launchpad override fails the run before its first step. An unset root is no
+load error (Dagster's `EnvVar`, read at launch): the CLI, a run and a sensor tick refuse it, naming it."""
 
 from __future__ import annotations
 
@@ -91,7 +92,49 @@ def test_the_cli_refuses_it_in_one_line_before_anything_is_written(tmp_path, var
     assert [p.name for p in (tmp_path / "dagster_home").iterdir()] == ["dagster.yaml"]
 
 
-@pytest.mark.parametrize(("variable", "value", "message"), REFUSED, ids=IDS)
+UNSET_ROOTS = ("publish-root-unset", "traces-root-unset")  # refused by the CLI, a run and a tick; not at load
+REFUSED_AT_LOAD = [case for case, name in zip(REFUSED, IDS) if name not in UNSET_ROOTS]
+IDS_AT_LOAD = [name for name in IDS if name not in UNSET_ROOTS]
+
+
+def test_the_cli_without_any_setting_names_the_traces_root(tmp_path):
+    """A fresh shell, nothing set: one line naming the variable, no traceback."""
+    done = run_cli(["materialize", SAMPLE_RUN], tmp_path, TRACE_ASSETS_PUBLISH_ROOT="", TRACE_ASSETS_STAGING_ROOT="")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("trace-assets: TRACE_ASSETS_TRACES_ROOT (nor --traces-root) is not set")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_code_location_loads_without_any_setting(tmp_path):
+    """A fresh clone with no TRACE_ASSETS_* set: the definitions load (`dg check defs`, `dagster dev`)."""
+    env = {k: v for k, v in cli_env(tmp_path).items() if not k.startswith("TRACE_ASSETS_")}
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("dagster")), "definitions", "validate", "-m", "trace_assets.definitions"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_run_and_a_sensor_tick_without_a_root_fail_naming_it(tmp_path):
+    """Dagster reads the root's EnvVar as the run or tick starts, and refuses it unset, naming it."""
+    unset = 'environment variable "TRACE_ASSETS_TRACES_ROOT" which is not set'
+    config = config_from_env({"DAGSTER_HOME": str(tmp_path)}, require=())
+    defs = build_definitions(config)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(trace_runs.name, [SAMPLE_RUN])
+        with pytest.raises(dg.DagsterInvalidConfigError, match=unset):
+            defs.resolve_job_def(export_trace_run.name).execute_in_process(instance=instance, partition_key=SAMPLE_RUN)
+        assert not instance.fetch_materializations(dg.AssetKey("raw_trial_listing"), limit=1).records
+        context = dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources)
+        with pytest.raises(dg.DagsterInvalidConfigError, match=unset):
+            defs.resolve_sensor_def("new_trace_runs_sensor").evaluate_tick(context)
+    assert not Path(config.staging_root).exists()
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), REFUSED_AT_LOAD, ids=IDS_AT_LOAD)
 def test_the_code_location_does_not_load(tmp_path, variable, value, message):
     """What `dagster dev`, `dg check defs` and `dagster definitions validate` do first: load the
     definitions. They stop with the CLI's words after `ConfigError:`, the stack under it one line of

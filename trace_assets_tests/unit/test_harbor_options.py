@@ -16,6 +16,7 @@ from trace_assets.cli.parser import build_parser
 from trace_assets.core.accounting import Reason
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
+from trace_assets.orchestration.options import export_options
 from trace_assets.settings import ConfigError, PipelineSettings, load
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.golden_trials import make_golden_trials, make_job_trials
@@ -29,7 +30,7 @@ def options_from_flags(flags: list[str]) -> ExportOptions:
     settings = PipelineSettings(
         **{name: value for name, value in given.items() if name in PipelineSettings.model_fields and value is not None}
     )
-    return settings.export_options()
+    return export_options(settings)
 
 
 def by_dataset(rows: list[dict[str, Any]], options: ExportOptions) -> dict[str, list[dict[str, Any]]]:
@@ -130,7 +131,7 @@ def test_unknown_choices_are_refused_with_the_allowed_values():
     with pytest.raises(SystemExit):
         options_from_flags(["--subagents", "split"])
     environment = {"TRACE_ASSETS_SUBAGENTS": "1", "TRACE_ASSETS_VERIFIER_METADATA": "off"}
-    assert load(PipelineSettings, environment).export_options() == ExportOptions(
+    assert export_options(load(PipelineSettings, environment)) == ExportOptions(
         subagents="merged", verifier_metadata=False
     )
 

@@ -13,6 +13,7 @@ from trace_assets.publishing.hub import (
     render_repo_id,
     validate_repo_id,
 )
+from trace_assets.settings import variables
 
 CARD = {
     "model": "Qwen/Qwen3-30B-A3B",
@@ -27,7 +28,7 @@ SEED_RUN = "skyrl_tb2_qwen3_30b_a3b_20260730_053956"
 def test_the_seeds_naming_is_one_setting():
     """The four published datasets this project reproduces are each one repo per run step, named so."""
     template = "{org}/terminal_bench_2_tasktrove_dq_stack_pytest_step{step}_30b_a3b_{date}"
-    check_repo_id_template(template, "acme", CARD, steps=True)
+    check_repo_id_template(template, "acme", CARD, steps=True, variables=variables())
     assert (
         render_repo_id(template, f"{SEED_RUN}/step-25", org="acme", fields=CARD)
         == "acme/terminal_bench_2_tasktrove_dq_stack_pytest_step25_30b_a3b_20260730_053956"
@@ -91,7 +92,7 @@ def test_a_cut_name_never_ends_in_a_separator_before_its_digest():
 )
 def test_a_template_no_scope_could_be_published_under_is_refused(template, org, fields, steps, error):
     with pytest.raises(ValueError, match=error):
-        check_repo_id_template(template, org, fields, steps)
+        check_repo_id_template(template, org, fields, steps, variables())
 
 
 @pytest.mark.parametrize(

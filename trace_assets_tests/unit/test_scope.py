@@ -113,14 +113,14 @@ def test_config_errors_name_the_option_the_value_and_what_is_allowed(tmp_path, e
 
 def test_shrink_guard_refuses_empty_and_shrunk_versions():
     good = {"trial_dirs": 1000, "rows": 900}
-    refuse_worse_version("r", Coverage("r", trial_dirs=950, rows=850), good, 0.1, "there")
-    refuse_worse_version("r", Coverage("r", trial_dirs=5, rows=5), None, 0.1, "there")
+    refuse_worse_version("r", Coverage("r", trial_dirs=950, rows=850), good, 0.1, "there", "pass --allow-shrink")
+    refuse_worse_version("r", Coverage("r", trial_dirs=5, rows=5), None, 0.1, "there", "pass --allow-shrink")
     with pytest.raises(ShrinkRefused, match="0 rows .*published version at there: 1000 trial folders, 900 rows"):
-        refuse_worse_version("r", Coverage("r", trial_dirs=0, rows=0), good, 0.1, "there")
+        refuse_worse_version("r", Coverage("r", trial_dirs=0, rows=0), good, 0.1, "there", "pass --allow-shrink")
     with pytest.raises(ShrinkRefused, match="12 trial folders, 10 rows, but .* 1000 trial folders, 900 rows"):
-        refuse_worse_version("r", Coverage("r", trial_dirs=12, rows=10), good, 0.1, "there")
+        refuse_worse_version("r", Coverage("r", trial_dirs=12, rows=10), good, 0.1, "there", "pass --allow-shrink")
     with pytest.raises(ShrinkRefused, match="rows down 22%"):
-        refuse_worse_version("r", Coverage("r", trial_dirs=1000, rows=700), good, 0.1, "there")
+        refuse_worse_version("r", Coverage("r", trial_dirs=1000, rows=700), good, 0.1, "there", "pass --allow-shrink")
 
 
 def test_no_run_is_named_like_a_file_of_the_publish_root():

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from trace_assets.cli.parser import build_parser
-from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
+from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig, config_from_env, hub_from_env
+from trace_assets.orchestration.options import export_options
 from trace_assets.settings import (
     ConfigError,
     HubRepoSettings,
@@ -49,6 +50,27 @@ def test_the_resource_is_the_declared_settings():
     assert list(TraceAssetsConfig.model_fields) == list(PipelineSettings.model_fields)
 
 
+def test_the_hub_resource_is_the_declared_hub_settings():
+    """The Hub resource's repo fields are HubRepoSettings' own, read from their variables."""
+
+    def described(fields):
+        return {name: (field.default, field.description) for name, field in fields.items()}
+
+    assert described(HuggingFaceHub.model_fields) == {
+        **described(HubRepoSettings.model_fields),
+        "token": (None, "Hub token (set from the HF_TOKEN environment variable)"),
+        "endpoint": (None, "Hub URL; HF_ENDPOINT, else huggingface.co"),
+    }
+    hub = hub_from_env({"TRACE_ASSETS_HUB_ORG": "acme", "TRACE_ASSETS_HUB_PUBLIC": "1", "HF_ENDPOINT": "http://hub"})
+    assert (hub.org, hub.public, hub.settings().private, hub.endpoint, hub.token) == (
+        "acme",
+        True,
+        False,
+        "http://hub",
+        None,
+    )
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
@@ -82,9 +104,11 @@ def test_each_type_has_one_parser_and_empty_is_unset():
         "TRACE_ASSETS_MIN_EXPORT_RATIO": "0.5",
         "TRACE_ASSETS_ON_PRIVATE": "redact",
         "TRACE_ASSETS_CARD_MODEL": "",
+        "TRACE_ASSETS_SCOPE": " run\n",  # a word as typed in a shell or an env file, spaces dropped
     }
     config = config_from_env(env, **ROOTS)
     assert (config.subagents, config.verifier_metadata, config.batch_bytes) == ("merged", False, 1024)
+    assert config.scope_unit == "run"
     assert (config.min_export_ratio, config.on_private, config.card_model) == (0.5, "redact", "")
     assert load(ProcessSettings, {"TRACE_ASSETS_SENSOR_INTERVAL_SECONDS": "30"}).sensor_interval_seconds == 30
     assert load(HubRepoSettings, {"TRACE_ASSETS_HUB_PUBLIC": "yes"}).public
@@ -110,7 +134,7 @@ def test_the_declared_defaults_are_the_domains():
     from trace_assets.store.trace_store import DEFAULT_BATCH_BYTES, DEFAULT_FETCH_AHEAD
 
     declared_default = {name: field.default for name, field in PipelineSettings.model_fields.items()}
-    assert PipelineSettings(**ROOTS).export_options() == ExportOptions()
+    assert export_options(PipelineSettings(**ROOTS)) == ExportOptions()
     assert declared_default["shrink_threshold"] == DEFAULT_SHRINK_THRESHOLD
     assert declared_default["publish_concurrency"] == DEFAULT_PUBLISH_CONCURRENCY
     assert declared_default["secret_wrap_width"] == DEFAULT_WRAP_WIDTH

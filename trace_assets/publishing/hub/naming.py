@@ -1,5 +1,5 @@
 """The Hub's names: repo ids (validated before any network call), a scope's repo id from the
-repo id template (`HubRepoSettings.repo_id_template`, checked at start-up, see `check_repo_id_template`),
+repo id template (the Hub's `repo_id_template` setting, checked at start-up, see `check_repo_id_template`),
 `hf://datasets/<org>/<name>[@revision][/path]` publish roots, and paths inside a repo."""
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import string
 from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import unquote
-
-from trace_assets.settings import HubRepoSettings, PipelineSettings, env_name
 
 DEFAULT_REVISION = "main"
 PUBLISH_ROOT_PREFIX = "hf://datasets/"
@@ -65,19 +63,19 @@ def sanitize_repo_name_part(value: str) -> str:
     return sanitized
 
 
-# The repo id template's placeholders: what each stands for, and the setting that gives it a
-# value (none: the scope's key gives it). The card's settings are named as the card reads them.
+# The repo id template's placeholders: what each stands for, and the setting (its field name) that
+# gives it a value (none: the scope's key gives it). The card's settings are named as the card reads them.
 PLACEHOLDERS: dict[str, tuple[str, str]] = {
-    "org": ("the Hub namespace, as given (never rewritten)", env_name(HubRepoSettings, "org")),
+    "org": ("the Hub namespace, as given (never rewritten)", "org"),
     "run": ("the run id", ""),
     "step": ("the step number (25 for step-25)", ""),
     "run_id": ("the scope's key (run, or run/step-N with '/' as '-')", ""),
     "date": ("the run id's date stamp, e.g. 20260730_053956", ""),
-    "model": ("the trained model's name, its id after the owner", env_name(PipelineSettings, "card_model")),
-    "framework": ("the training framework", env_name(PipelineSettings, "card_framework")),
-    "task_source": ("where the tasks came from", env_name(PipelineSettings, "card_task_source")),
-    "license": ("the card's license id", env_name(PipelineSettings, "card_license")),
-    "pretty_name": ("the card's title", env_name(PipelineSettings, "card_pretty_name")),
+    "model": ("the trained model's name, its id after the owner", "card_model"),
+    "framework": ("the training framework", "card_framework"),
+    "task_source": ("where the tasks came from", "card_task_source"),
+    "license": ("the card's license id", "card_license"),
+    "pretty_name": ("the card's title", "card_pretty_name"),
 }
 MAX_NAME_LENGTH = 96  # the Hub's limit on each part of a repo id
 DIGEST_LENGTH = 8  # hex characters of sha256 that stand for what a long name's cut dropped
@@ -112,18 +110,22 @@ def template_placeholders(template: str) -> list[str]:
     return names
 
 
-def check_repo_id_template(template: str, org: str, fields: Mapping[str, str], steps: bool) -> None:
+def check_repo_id_template(
+    template: str, org: str, fields: Mapping[str, str], steps: bool, variables: Mapping[str, str]
+) -> None:
     """Refuse, before any work, a template that could not name every scope's repo, or would name
     two scopes' repos alike: an unknown placeholder, a setting it needs left empty, no placeholder
     telling runs apart ({run}, {run_id} or {date}), or under step scopes none telling steps apart
     ({step} or {run_id}); then a sample scope's id must be one the Hub accepts. `fields` are the
-    card's settings (`model`, `framework`, ...); `steps`: scopes may be a run's steps."""
+    card's settings (`model`, `framework`, ...); `steps`: scopes may be a run's steps; `variables`:
+    the name the operator sets each setting by, keyed by its field name (`card_model`, `scope_unit`)."""
     names = set(template_placeholders(template))
     for name in sorted(names):
         _, setting = PLACEHOLDERS[name]
         value = org if name == "org" else fields.get(name, "")
         if setting and not value.strip():
-            raise RepoIdTemplateError(f"repo id template {template!r} uses {{{name}}}, but {setting} is empty")
+            shown = variables.get(setting, setting)
+            raise RepoIdTemplateError(f"repo id template {template!r} uses {{{name}}}, but {shown} is empty")
     if not names & {"run", "run_id", "date"}:
         raise RepoIdTemplateError(
             f"repo id template {template!r} names no run ({{run}}, {{run_id}} or {{date}}): every run would"
@@ -132,7 +134,7 @@ def check_repo_id_template(template: str, org: str, fields: Mapping[str, str], s
     if steps and not names & {"step", "run_id"}:
         raise RepoIdTemplateError(
             f"repo id template {template!r} names no step ({{step}} or {{run_id}}): a run's steps would publish"
-            f" to one repo (or set {env_name(PipelineSettings, 'scope_unit')}=run)"
+            f" to one repo (or set {variables.get('scope_unit', 'scope_unit')}=run)"
         )
     if not steps and "step" in names:
         raise RepoIdTemplateError(f"repo id template {template!r} uses {{step}}, but scopes are whole runs")
