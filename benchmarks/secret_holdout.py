@@ -11,7 +11,8 @@ scanner did not claim before (age keys, GCP service-account JSON, base64-wrapped
 database URLs with a password, Azure connection strings, SendGrid, Discord, Mailgun, generic
 assignments) and near-miss negatives (a vendor's prefix on an identifier, placeholders, env
 references, ids beside a vendor's name, URLs without a password, public sample keys), each in five
-trace framings. Every (family, template) pair falls in the tuned or the held-out split by a seeded
+trace framings; and, tuned only, values of those kinds in nine code and config contexts (`CODE_CONTEXTS`).
+Every (family, template) pair falls in the tuned or the held-out split by a seeded
 shuffle: rules were changed looking at the tuned split only, and the held-out values are drawn with
 a seed read from `HOLDOUT_SEED`'s file, never printed. kingfisher's own rule examples
 (`kingfisher_examples.jsonl`, see `build_secret_holdout.py`) are held out too.
@@ -261,6 +262,56 @@ FRAMINGS: dict[str, Callable[[str], str]] = {
 }
 
 
+# Where a config or program holds a credential (the contexts gitleaks' tests plant its samples in):
+# `{i}` is the vendor's name, `{s}` the value. Tuned only.
+CODE_CONTEXTS = [
+    '{i}Token="{s}"',
+    "{i}_token = {s}",
+    '{{\n    "{i}_token": "{s}"\n}}',
+    "<{i}Token>\n    {s}\n</{i}Token>",
+    "{i}_token: '{s}'",
+    'var {i}Token string = "{s}"',
+    'String {i}Token = "{s}";',
+    'System.setProperty("{I}_TOKEN", "{s}")',
+    '{I}_TOKEN ?= "{s}"',
+]
+# A value of each kind not claimed before, with its vendor's name for the contexts above.
+CODE_VALUES: dict[str, tuple[str, Template]] = {
+    "new:age_secret_key": ("age", _age),
+    "new:sendgrid": ("sendgrid", lambda r: f"SG.{_rand(r, B64[:62], 22)}.{_rand(r, B64[:62], 43)}"),
+    "new:mailgun": (
+        "mailgun",
+        lambda r: (
+            f"{_rand(r, '0123456789abcdef', 32)}-{_rand(r, '0123456789abcdef', 8)}-{_rand(r, '0123456789abcdef', 8)}"
+        ),
+    ),
+    "new:discord": (
+        "discord",
+        lambda r: (
+            f"{_b64(str(r.randrange(10**17, 10**19)).encode()).rstrip('=')}.{_rand(r, B64[:62], 6)}."
+            f"{_rand(r, B64[:62], 38)}"
+        ),
+    ),
+    "new:database_url": ("database", lambda r: _db_url(r, r.choice(["postgres", "mysql", "mongodb"]), _mixed(r, 16))),
+    "new:azure_connection_string": (
+        "azure",
+        lambda r: (
+            f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey={_b64(r.randbytes(32))}"
+        ),
+    ),
+}
+
+
+def code_records(seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    records = []
+    for label, (vendor, value) in CODE_VALUES.items():
+        for index, context in enumerate(CODE_CONTEXTS):
+            text = context.format(i=vendor, I=vendor.upper(), s=value(rng))
+            records.append({"source": f"code/{label}/{index}", "label": label, "positive": True, "text": text})
+    return records
+
+
 def split_of(family: str, index: int) -> str:
     """`tuned` or `held_out`: a seeded shuffle of each family's templates, half to each (odd: one more tuned)."""
     order = list(range(len((POSITIVES | NEGATIVES)[family])))
@@ -359,6 +410,7 @@ def main() -> None:
     peers = {name: getattr(args, name) for name in PEER_COMMANDS if getattr(args, name)}
     figures("tuned: the project's corpus", corpus_in_framings(), peers, args.misses)
     figures("tuned: generated", generated(TUNED_SEED, "tuned"), peers, args.misses)
+    figures("tuned: in code", code_records(TUNED_SEED), peers, args.misses)
     figures("held out", generated(held_out_seed(), "held_out") + kingfisher_examples(), peers, False)
 
 

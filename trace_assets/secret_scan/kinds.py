@@ -351,7 +351,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         (
             # a bot token beside its vendor's name, or passed to `client.run(` / `bot.run(` (discord.py)
             Rule(
-                r"(?i:discord)[^\n]{0,60}?\b([MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})\b",
+                r"(?i:discord)(?s:.){0,60}?\b([MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})\b",
                 ("discord",),
             ),
             Rule(
@@ -384,7 +384,12 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     SecretKind(
         "mailgun_api_key",
-        (Rule(r"\bkey-[0-9a-z]{32}\b", ("key-",)), _keyword(["mailgun"], rf"{_HEX32}-[a-f0-9]{{8}}-[a-f0-9]{{8}}")),
+        (
+            Rule(r"\bkey-[0-9a-z]{32}\b", ("key-",)),
+            # a private key's own shape (32, 8 and 8 hex digits) is specific enough to take its vendor's
+            # name anywhere in the 60 characters before it: an XML element, `setProperty("MAILGUN_...", `
+            Rule(rf"(?i:mailgun)(?s:.){{0,60}}?\b({_HEX32}-[a-f0-9]{{8}}-[a-f0-9]{{8}})\b", ("mailgun",)),
+        ),
         lambda key: True,
     ),
     # ---- cloud and infrastructure
