@@ -23,7 +23,7 @@ from trace_assets.publishing.versions import earlier_versions
 from trace_assets.runtime.atomic_files import remove_path, temp_sibling
 from trace_assets.steps.listing import ListingStats, build_listing
 from trace_assets.steps.rows import export_rows
-from trace_assets.steps.scan import Redactor, scan_run, secret_redactor
+from trace_assets.steps.scan import Redactor, ScannedMatches, scan_run, secret_redactor
 from trace_assets.steps.scoring import StepStats, score_trials
 from trace_assets.steps.staging import write_json_atomically
 
@@ -106,6 +106,7 @@ def publish(ctx: ScopeContext) -> Published:
         refuse_worse_version(
             scope.key, coverage, published, ctx.shrink_threshold, target.location(scope), ctx.shrink_override
         )
+    scanned = ScannedMatches.read(staging.scan_matches, report, ctx.scan_options)
     card = CardContext(
         settings=ctx.card,
         facts=gather_facts(staging, staging.require_rows()),
@@ -114,8 +115,9 @@ def publish(ctx: ScopeContext) -> Published:
         repo_id=usage_name(target.location(scope)),
         plots=ctx.card_plots,
         location=target.location(scope),
+        flagged_trials=frozenset(scanned.flagged_trials) if scanned and scanned.flagged_trials is not None else None,
     )
-    redactor = secret_redactor(ctx.policy, report, ctx.scan_options, staging.scan_matches)
+    redactor = secret_redactor(ctx.policy, report, ctx.scan_options, scanned)
     build = temp_sibling(staging.publish_build)  # this attempt's own; a killed one's is a leftover
     try:
         shards = build_run_folder(

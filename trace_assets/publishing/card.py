@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from string import Template
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import yaml
@@ -52,6 +52,9 @@ class CardContext:
     repo_id: str = ""  # for the usage snippet; a placeholder when unknown
     plots: bool = False  # the reward and turn plots were written beside the card
     location: str = ""  # where the scope is published (`PublishTarget.location`), for the sessions' paths
+    # The trials the card shows no row of: a finding of the scan's (`SecretScanner.flagged_trials`),
+    # whatever the policies replaced; None when the scan's record of them could not be read.
+    flagged_trials: frozenset[str] | None = frozenset()
 
 
 def _feature(arrow_type: pa.DataType) -> dict[str, Any]:
@@ -249,12 +252,41 @@ EXAMPLE_CHARS = 200  # of each text of the example row
 EXAMPLE_HEAD, EXAMPLE_TAIL = 4, 2  # the messages shown of a longer conversation: its first and its last
 
 
-def example_prose(row: Mapping[str, Any] | None) -> str:
-    """The first published row, as `rows[0]` gives it, shortened: each text cut at EXAMPLE_CHARS, a
-    long conversation's middle messages left out. JSON with every character that could break a
-    line escaped (`\\u2028`), in a fence no text can close. Nothing for a scope with no row."""
-    if row is None:
+# Why a scope with rows shows none: every trial holds a finding, or the record of them is unread.
+Withheld = Literal["every_trial_flagged", "flags_unknown"]
+_WITHHELD = {
+    "every_trial_flagged": "the secret scan found a credential-shaped string or a private value in every trial",
+    "flags_unknown": "the secret scan's record of which trials hold a credential-shaped string or a private "
+    "value could not be read",
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    """The row the card shows, as `rows[index]` gives it: the first from a trial where the scan found
+    nothing (`flagged_trials`); `row` None with `withheld` when no row is shown though there are rows."""
+
+    row: Mapping[str, Any] | None
+    index: int = 0
+    withheld: Withheld | None = None
+
+
+def example_prose(example: Example | None) -> str:
+    """The example row, as `rows[i]` gives it, shortened: each text cut at EXAMPLE_CHARS, a long
+    conversation's middle messages left out. JSON with every character that could break a line
+    escaped (`\u2028`), in a fence no text can close. Nothing for a scope with no row; why, when no
+    row is shown though there are rows (the card is the dataset's front page: it shows no finding,
+    kept or replaced)."""
+    if example is None:
         return ""
+    if example.row is None:
+        if example.withheld is None:
+            return ""
+        return (
+            f"No example row is shown: {_WITHHELD[example.withheld]}, and this card, the dataset's front page, "
+            "shows no row from such a trial, whatever was replaced (the findings are counted in `secret_scan.json`)."
+        )
+    row = example.row
     messages = len(row.get("conversations") or [])
     cut = (
         f"; of its {messages:,} messages, the first {EXAMPLE_HEAD} and the last {EXAMPLE_TAIL} are shown"
@@ -272,9 +304,13 @@ def example_prose(row: Mapping[str, Any] | None) -> str:
         else:
             lines.append(f"  {_json(key)}: {_json(_cut(value))}{comma}")
     lines.append("}")
-    return f"The first row, as `rows[0]` gives it, each text cut at {EXAMPLE_CHARS} characters{cut}:\n\n" + code_block(
-        "\n".join(lines), "json"
+    which = (
+        "The first row, as `rows[0]` gives it"
+        if example.index == 0
+        else f"Row {example.index:,}, as `rows[{example.index}]` gives it (the first from a trial where the secret "
+        "scan found no credential-shaped string or private value; this card shows no row from the others)"
     )
+    return f"{which}, each text cut at {EXAMPLE_CHARS} characters{cut}:\n\n" + code_block("\n".join(lines), "json")
 
 
 def _shortened(items: list[Any]) -> list[Any]:
@@ -696,10 +732,10 @@ def dataset_card(
     source_prefix: str = "",
     versions: list[dict[str, Any]] | None = None,
     step: str | None = None,
-    example: Mapping[str, Any] | None = None,
+    example: Example | None = None,
 ) -> str:
     """The card's text; `step` is a step scope's step folder (`step-N`), None for a run; `example`
-    the first published row (None when there is none)."""
+    the published row it shows (None when there is no row)."""
     options = options or ExportOptions()
     context = context or CardContext()
     title = card_title(coverage, context, step)

@@ -17,7 +17,15 @@ from trace_assets.core.accounting import Coverage
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN
 from trace_assets.harbor.sessions import SESSIONS_DIR
-from trace_assets.publishing.card import REWARD_PLOT, TURNS_PLOT, CardContext, Subsets, card_title, dataset_card
+from trace_assets.publishing.card import (
+    REWARD_PLOT,
+    TURNS_PLOT,
+    CardContext,
+    Example,
+    Subsets,
+    card_title,
+    dataset_card,
+)
 from trace_assets.publishing.card_facts import CardFacts, histogram, integer_histogram
 from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
 from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
@@ -120,7 +128,7 @@ def build_run_folder(
     (out_dir / VERSIONS_FILE).write_text(json.dumps({"versions": versions}, indent=2) + "\n")
     if card.plots:
         _write_plots(out_dir, card.facts)
-    example = first_row(out_dir, shards)
+    example = example_row(out_dir, shards, card.flagged_trials)
     text = dataset_card(
         coverage,
         scan_report,
@@ -140,13 +148,39 @@ def build_run_folder(
     return shards
 
 
-def first_row(out_dir: Path, shards: ShardSet) -> dict[str, Any] | None:
-    """The first published row (after redaction: read back from the first shard), for the card's
-    example; read a batch of one row, not the whole row group."""
+EXAMPLE_SEARCH_BATCH = 4096  # trial names read at a time while looking for the example row
+
+
+def example_row(out_dir: Path, shards: ShardSet, flagged: frozenset[str] | None) -> Example | None:
+    """The card's example: the first published row (after redaction: read back from its shard) whose
+    trial is not `flagged`; its index counts the rows of the shards before it. Trial names are read
+    first, a column alone; then the rows up to it in its row group, never every row's texts."""
     if not shards.num_examples:
         return None
-    parquet = pq.ParquetFile(out_dir / shards.files[0], pre_buffer=False)
-    return next(parquet.iter_batches(batch_size=1, use_threads=False)).to_pylist()[0]
+    if flagged is None:
+        return Example(None, withheld="flags_unknown")
+    offset = 0
+    for name in shards.files:
+        parquet = pq.ParquetFile(out_dir / name, pre_buffer=False)
+        position = 0
+        for batch in parquet.iter_batches(EXAMPLE_SEARCH_BATCH, columns=["trial_name"], use_threads=False):
+            clean = next((i for i, trial in enumerate(batch.column(0).to_pylist()) if trial not in flagged), None)
+            if clean is not None:
+                return Example(_row_at(parquet, position + clean), offset + position + clean)
+            position += batch.num_rows
+        offset += position
+    return Example(None, withheld="every_trial_flagged")
+
+
+def _row_at(parquet: pq.ParquetFile, position: int) -> dict[str, Any]:
+    """The row at `position` of a Parquet file: a batch of its row group's rows up to it, no more."""
+    for group in range(parquet.num_row_groups):
+        rows = parquet.metadata.row_group(group).num_rows
+        if position < rows:
+            batches = parquet.iter_batches(position + 1, row_groups=[group], use_threads=False)
+            return next(batches).slice(position, 1).to_pylist()[0]
+        position -= rows
+    raise IndexError(f"no row {position} in {parquet.metadata.num_rows} rows")
 
 
 def _write_trace_sources(

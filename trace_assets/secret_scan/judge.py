@@ -32,8 +32,9 @@ _REFERENCE = re.compile(
     r"|[()\[\]{}]",
     re.IGNORECASE,
 )
-# snake_case, UPPER_SNAKE or dotted names: code and variables, not values.
-_IDENTIFIER = re.compile(r"^(?:[a-z]+(?:_[a-z0-9]+)*|[A-Z]+(?:_[A-Z0-9]+)*|[A-Za-z_]\w*(?:\.\w+)+)$")
+# snake_case, kebab-case, UPPER_SNAKE or dotted names: code, variables and resource names (a
+# Kubernetes secret's `my-app-credentials`), not values.
+_IDENTIFIER = re.compile(r"^(?:[a-z]+(?:[_-][a-z0-9]+)*|[A-Z]+(?:_[A-Z0-9]+)*|[A-Za-z_]\w*(?:\.\w+)+)$")
 _PLACEHOLDER_WORDS = re.compile(
     r"^(?:pass(?:word|wd)?\d*|secret\d*|changeme|change_me|admin\d*|root|test\w*|demo\w*|sample\w*|default|"
     r"token|apikey|api_key|mysecret\w*|mypassword\w*|letmein|qwerty\w*|abc123\w*|123456\w*|hunter2|postgres|"
@@ -174,6 +175,36 @@ def decodes_to_bytes(length: int) -> Any:
             return False
 
     return check
+
+
+def is_discord_bot_token(token: str) -> bool:
+    """A Discord bot token's first part is the bot's user id (a 17-20 digit snowflake) in base64."""
+    user_id = b64_text(token.split(".", 1)[0])
+    return user_id is not None and user_id.isdigit() and 17 <= len(user_id) <= 20
+
+
+def is_age_secret_key(key: str) -> bool:
+    """An age identity: Bech32 (`AGE-SECRET-KEY-` then `1` and 58 data characters) whose checksum holds."""
+    hrp, _, data = key.lower().rpartition("1")
+    values = [_BECH32.find(c) for c in data]
+    if not hrp or len(data) != 58 or -1 in values:
+        return False
+    expanded = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
+    return _bech32_polymod(expanded + values) == 1
+
+
+_BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+
+
+def _bech32_polymod(values: list[int]) -> int:
+    generator = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
+    checksum = 1
+    for value in values:
+        top = checksum >> 25
+        checksum = (checksum & 0x1FFFFFF) << 5 ^ value
+        for i in range(5):
+            checksum ^= generator[i] if (top >> i) & 1 else 0
+    return checksum
 
 
 def basic_credentials(secret: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -345,6 +346,21 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         ["discord.com/api/webhooks/", "discordapp.com/api/webhooks/"],
         lambda key: True,
     ),
+    SecretKind(
+        "discord_bot_token",
+        (
+            # a bot token beside its vendor's name, or passed to `client.run(` / `bot.run(` (discord.py)
+            Rule(
+                r"(?i:discord)(?s:.){0,60}?\b([MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})\b",
+                ("discord",),
+            ),
+            Rule(
+                r"\b(?:client|bot)\.run\(\s{0,8}[\"']([MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})[\"']",
+                ("client.run(", "bot.run("),  # not `.run(` alone: `subprocess.run(` is in most traces
+            ),
+        ),
+        judge.is_discord_bot_token,
+    ),
     # ---- payments, messaging, email
     _token(
         "stripe_key",
@@ -368,10 +384,32 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     SecretKind(
         "mailgun_api_key",
-        (Rule(r"\bkey-[0-9a-z]{32}\b", ("key-",)), _keyword(["mailgun"], rf"{_HEX32}-[a-f0-9]{{8}}-[a-f0-9]{{8}}")),
+        (
+            Rule(r"\bkey-[0-9a-z]{32}\b", ("key-",)),
+            # a private key's own shape (32, 8 and 8 hex digits) is specific enough to take its vendor's
+            # name anywhere in the 60 characters before it: an XML element, `setProperty("MAILGUN_...", `
+            Rule(rf"(?i:mailgun)(?s:.){{0,60}}?\b({_HEX32}-[a-f0-9]{{8}}-[a-f0-9]{{8}})\b", ("mailgun",)),
+        ),
         lambda key: True,
     ),
     # ---- cloud and infrastructure
+    SecretKind(  # an age identity (SOPS_AGE_KEY, keys.txt): Bech32, so its checksum is its exact format
+        "age_secret_key",
+        (Rule(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", ("AGE-SECRET-KEY-1",)),),
+        judge.is_age_secret_key,
+        # its charset and length with a checksum that fails (a copy cut and mended, a made-up sample): unverified
+        rough_shape=_fullmatch(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ),
+    SecretKind(
+        "azure_connection_string",
+        (
+            # Service Bus, Event Hubs, IoT Hub: a 256-bit key after its policy's name
+            Rule(r"(?i:SharedAccessKey)=([A-Za-z0-9+/]{43}=)", ("SharedAccessKey=",)),
+            # a shared access signature (a storage account's SAS URL or connection string): `sv=<date>...&sig=`
+            Rule(r"\bsv=\d{4}-\d{2}-\d{2}&[^\s\"'<>]{0,400}?\bsig=([A-Za-z0-9%+/]{40,100})", ("sig=",)),
+        ),
+        lambda key: judge.decodes_to_bytes(32)(urllib.parse.unquote(key)),
+    ),
     _token(
         "azure_storage_key",
         r"(?i:AccountKey)=([A-Za-z0-9+/]{86}==)",
@@ -537,6 +575,8 @@ PUBLIC_SAMPLE_KEYS = frozenset(
         "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
         "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
         "AKIAIOSFODNN7EXAMPLE",
+        # Azurite's (the storage emulator's) well-known account key, in Microsoft's docs
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     }
 )

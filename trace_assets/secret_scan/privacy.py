@@ -307,6 +307,11 @@ class PrivacyScanner:
             if listed is not None:
                 listed.setdefault(match.category, {})[token] = None
 
+    @property
+    def trials(self) -> set[str]:
+        """Every trial holding a private value (not a placeholder), in any category."""
+        return set().union(*self._trials.values())
+
     def report(self) -> dict[str, Any]:
         """Per category: matches, placeholders among them, distinct values, rows and trials holding
         one; then the listed trials, by name, with their tokens per category."""
@@ -332,7 +337,7 @@ class PrivacyScanner:
                 for c in PrivateCategory
             },
             "trials": listed,
-            "trials_omitted": len(set().union(*self._trials.values())) - len(listed),
+            "trials_omitted": len(self.trials) - len(listed),
         }
 
 

@@ -28,6 +28,9 @@ from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, Privacy
 from trace_assets.secret_scan.verdicts import RunVerdict, Verdict, run_verdict
 
 FINDINGS_CAP = 1000
+# A trial with a finding of these verdicts is not shown as an example: a near miss is kept in the
+# rows, but the card's front page is no place for a string the scan took for a key's prefix.
+FLAGGING_VERDICTS = frozenset({Verdict.LIVE, Verdict.UNVERIFIED, Verdict.NEAR_MISS})
 FINGERPRINT_CHARS = 16
 
 # Where a text came from: its row, and the column within the row.
@@ -284,6 +287,7 @@ class SecretScanner:
         self._framings: dict[str, dict[str, int]] = {kind.name: {} for kind in self.kinds}
         self._rows: dict[str, set[int]] = {kind.name: set() for kind in self.kinds}  # rows with a match: few
         self._trials: dict[str, set[str]] = {kind.name: set() for kind in self.kinds}
+        self._flagged_trials: set[str] = set()  # trials with a finding of FLAGGING_VERDICTS
         self._tasks: dict[str, set[str]] = {kind.name: set() for kind in self.kinds}
         pem_counts = ("markers", "rows", "blocks", "truncated", "parseable", "placeholder", "max_decoded_bytes")
         self._pem = dict.fromkeys(pem_counts, 0)
@@ -372,6 +376,8 @@ class SecretScanner:
         ).join(texts.select("text_id", *_TEXT_ORIGIN), on="text_id", how="left", maintain_order="left")
         pems = {(m.kind.name, j.fingerprint): j for m, j in zip(matches, judgements) if j.pem is not None}
         self._tally_kinds(table)
+        flagging = table.filter(pl.col("verdict").is_in([str(v) for v in FLAGGING_VERDICTS]))
+        self._flagged_trials.update(flagging["trial_name"].drop_nulls().unique().to_list())
         self._tally_pem(table.filter(pl.col("kind").is_in(list(KEY_BLOCK_KINDS))), pems)
         self._tally_findings(table)
 
@@ -442,6 +448,13 @@ class SecretScanner:
     def private_tokens(self) -> Assignment | None:
         """The scope's private-value tokens as numbered so far (None: no privacy scan)."""
         return self._privacy.tokens.assigned() if self._privacy is not None else None
+
+    @property
+    def flagged_trials(self) -> list[str]:
+        """The trials holding a secret, unverified or near-miss finding or a private value, sorted:
+        the ones the card shows no example from, whatever the policies replace."""
+        private = self._privacy.trials if self._privacy is not None else set()
+        return sorted(self._flagged_trials | private)
 
     @property
     def rows_with_matches(self) -> int:

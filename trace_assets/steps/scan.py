@@ -56,6 +56,8 @@ class ScannedMatches:
     bytes_scanned: int
     options: str
     tokens: Assignment | None = None  # None: no privacy scan
+    # the trials with a finding the card shows no example from (`SecretScanner.flagged_trials`)
+    flagged_trials: list[str] | None = None
 
     def write(self, path: Path) -> None:
         def found(batches: Found | None) -> dict[str, list[list[Any]]] | None:
@@ -187,6 +189,7 @@ def scan_run(
             *_tie(report),
             _digest(options),
             scanner.private_tokens,
+            scanner.flagged_trials,
         )
         record.write(matched)
     return report if sessions_scanned is None else {**report, "sessions_scanned": sessions_scanned}
@@ -240,10 +243,10 @@ class Redactor:
 
 
 def secret_redactor(
-    policy: ScanPolicy, report: dict[str, Any], options: ScanOptions, matched: Path | None = None
+    policy: ScanPolicy, report: dict[str, Any], options: ScanOptions, scanned: ScannedMatches | None = None
 ) -> Redactor | None:
     """The redaction publishing applies, or None when rows go out as they are (nothing the policy
-    redacts); `matched` is where the scan recorded the rows that held a match (see `ScannedMatches`)."""
+    redacts); `scanned` is what the scan recorded of each batch (see `ScannedMatches`)."""
     if not policy.redacts(report):
         return None
-    return Redactor(options, policy, ScannedMatches.read(matched, report, options) if matched is not None else None)
+    return Redactor(options, policy, scanned)

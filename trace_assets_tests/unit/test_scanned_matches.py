@@ -8,12 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.generate_traces import generate_run
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
+from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.policy import ScanPolicy
@@ -78,9 +80,9 @@ def test_recorded_matches_publish_the_same_bytes(
     assert record is not None and record.rows and record.sessions  # the planted keys were found
     assert sum(map(len, record.rows.values())) < report["rows_scanned"]  # batches without a match hold none
     built, counts = {}, {}
-    for name, matched in (("recorded", staging.scan_matches), ("found again", None)):
+    for name, matched in (("recorded", record), ("found again", None)):
         redactor = secret_redactor(policy, report, OPTIONS, matched)
-        assert redactor is not None and (redactor.scanned is not None) == (matched is not None)
+        assert redactor is not None and redactor.scanned is matched
         build_run_folder(
             tmp_path / name, staging.require_rows(), staging.statuses, coverage, report, 1000, redactor,
             sessions=staged_sessions(staging),
@@ -105,7 +107,55 @@ def test_a_record_of_another_scan_is_ignored(staged: tuple[RunStaging, Coverage]
     assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is None  # a category not ours
     staging.scan_matches.write_text("{not json")
     assert ScannedMatches.read(staging.scan_matches, report, OPTIONS) is None
-    assert secret_redactor(POLICY, report, OPTIONS, staging.scan_matches).scanned is None  # type: ignore[union-attr]
+
+
+def test_the_record_names_every_trial_with_a_finding_and_the_card_shows_none(
+    staged: tuple[RunStaging, Coverage], scanned: dict[str, Any], tmp_path: Path
+) -> None:
+    """The card's example row comes from a trial the scan found nothing in; without the record
+    (unreadable) the card shows none and says why."""
+    staging, coverage = staged
+    record = ScannedMatches.read(staging.scan_matches, scanned, OPTIONS)
+    assert record is not None and record.flagged_trials is not None
+    flagged = set(record.flagged_trials)
+    in_report = {f["trial_name"] for f in scanned["findings"] if f["verdict"] in ("live", "unverified", "near_miss")}
+    private = {t["trial_name"] for t in scanned["privacy"]["trials"]}
+    assert in_report and in_report | private <= flagged
+    published: dict[str, tuple[list[str], str]] = {}  # trial names in published order, the example
+
+    def build(name: str, flags: frozenset[str] | None) -> None:
+        build_run_folder(
+            tmp_path / name, staging.require_rows(), staging.statuses, coverage, scanned, 1000,
+            secret_redactor(POLICY, scanned, OPTIONS, record), card=CardContext(flagged_trials=flags),
+        )  # fmt: skip
+        shards = sorted((tmp_path / name / "data").rglob("*.parquet"))
+        trials = [
+            row["trial_name"] for shard in shards for row in pq.read_table(shard, columns=["trial_name"]).to_pylist()
+        ]
+        example = (tmp_path / name / "README.md").read_text().split("## Example row", 1)[1].split("\n## ")[0]
+        published[name] = trials, example
+
+    build("the record", frozenset(flagged))
+    trials, example = published["the record"]
+    clean = next(i for i, trial in enumerate(trials) if trial not in flagged)
+    assert json.dumps(trials[clean]) in example
+    # the first trials flagged too, as a run whose every trial holds a value until one does not
+    more = frozenset(flagged | set(trials[:3]))
+    build("first ones flagged", more)
+    trials, example = published["first ones flagged"]
+    clean = next(i for i, trial in enumerate(trials) if trial not in more)
+    assert clean >= 3 and f"Row {clean:,}, as `rows[{clean}]` gives it" in example
+    assert json.dumps(trials[clean]) in example
+    build("every one flagged", frozenset(trials))
+    assert (
+        published["every one flagged"][1]
+        .strip()
+        .startswith(
+            "No example row is shown: the secret scan found a credential-shaped string or a private value in every trial"
+        )
+    )
+    build("no record", None)
+    assert published["no record"][1].strip().startswith("No example row is shown: the secret scan's record of which")
 
 
 def test_session_files_the_scan_did_not_read_are_found_again(staged: tuple[RunStaging, Coverage]) -> None:
@@ -115,7 +165,7 @@ def test_session_files_the_scan_did_not_read_are_found_again(staged: tuple[RunSt
     report = scan_run(staging.require_rows(), "gen-run", OPTIONS, None, None, staging.scan_matches)
     record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
     assert record is not None and record.sessions is None and record.rows
-    redactor = secret_redactor(POLICY, report, OPTIONS, staging.scan_matches)
+    redactor = secret_redactor(POLICY, report, OPTIONS, ScannedMatches.read(staging.scan_matches, report, OPTIONS))
     assert redactor is not None
     assert redactor.cut_as_scanned("sessions", SCAN_BATCH_SESSIONS) is redactor
     assert redactor.cut_as_scanned("rows", 256) is not redactor
@@ -136,7 +186,7 @@ def test_only_what_a_policy_can_replace_is_recorded_while_the_record_is_small(
     record = ScannedMatches.read(staging.scan_matches, report, OPTIONS)
     assert record is not None and record.rows is None and record.sessions is None
     assert record.tokens is not None  # the numbering is kept all the same
-    redactor = secret_redactor(POLICY, report, OPTIONS, staging.scan_matches)
+    redactor = secret_redactor(POLICY, report, OPTIONS, ScannedMatches.read(staging.scan_matches, report, OPTIONS))
     assert redactor is not None and redactor.cut_as_scanned("rows", 256) is redactor  # the finder reads every batch
 
 

@@ -48,6 +48,32 @@ def _discord_webhook(g: random.Random) -> tuple[str, str, str]:
     )
 
 
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+
+
+def _bech32_polymod(values: list[int]) -> int:
+    checksum = 1
+    for value in values:
+        top, checksum = checksum >> 25, (checksum & 0x1FFFFFF) << 5 ^ value
+        for i, generator in enumerate((0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)):
+            checksum ^= generator if (top >> i) & 1 else 0
+    return checksum
+
+
+def _age_key(g: random.Random) -> str:
+    """An age identity as `age-keygen` writes it: Bech32 of 32 random bytes (52 characters) and its checksum."""
+    hrp, data = "age-secret-key-", [g.randrange(32) for _ in range(52)]
+    expanded = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
+    polymod = _bech32_polymod(expanded + data + [0] * 6) ^ 1
+    checksum = [(polymod >> 5 * (5 - i)) & 31 for i in range(6)]
+    return (hrp + "1" + "".join(BECH32[v] for v in data + checksum)).upper()
+
+
+def _discord_bot_token(g: random.Random) -> str:
+    user_id = _b64(str(g.randrange(10**17, 10**19)).encode()).rstrip("=")
+    return f"{user_id}.{_r(g, ALNUM, 6)}.{_r(g, ALNUM + '_-', 38)}"
+
+
 # kind -> (text holding a live key, its secret, a near-miss text), from a seeded generator.
 Case = Callable[[random.Random], tuple[str, str, str]]
 CASES: dict[str, Case] = {
@@ -97,6 +123,21 @@ CASES: dict[str, Case] = {
         f"DefaultEndpointsProtocol=https;AccountName=a;AccountKey={(k := _b64(g.randbytes(64)))};EndpointSuffix=x",
         k,
         f"DefaultEndpointsProtocol=https;AccountName=a;AccountKey={_b64(g.randbytes(48))};EndpointSuffix=x",
+    ),
+    "age_secret_key": lambda g: (
+        f"# public key: age1{_r(g, BECH32, 58)}\n{(k := _age_key(g))}",
+        k,
+        f"AGE-SECRET-KEY-1{_r(g, BECH32.upper(), 57)}",
+    ),
+    "azure_connection_string": lambda g: (
+        f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={(k := _b64(g.randbytes(32)))}",
+        k,
+        f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={_b64(g.randbytes(24))}",
+    ),
+    "discord_bot_token": lambda g: (
+        f"DISCORD_BOT_TOKEN={(k := _discord_bot_token(g))}",
+        k,
+        f"SOME_TOKEN={_discord_bot_token(g)}",
     ),
     "azure_client_secret": lambda g: (
         f'"clientSecret": "{(k := _r(g, ALNUM, 3) + "8Q~" + _r(g, ALNUM + "_~.-", 34))}"',
@@ -336,3 +377,36 @@ def test_capturing_groups_are_read_off_the_regex_as_polars_reads_them():
     for regex in regexes:
         polars_says = bool(pl.select(pl.lit("").str.extract_groups(regex)).to_series().struct.fields)
         assert has_capturing_group(regex) == polars_says, regex
+
+
+_SAS_SIG = "Zk3mQ9vT2xLp8RwY4nB6cJ1hF5gD7sA0eUq1w2E3r4T%3D"  # URL-encoded base64 of 32 bytes: an HMAC-SHA256
+
+
+@pytest.mark.parametrize(
+    "text, kind, verdict",
+    [
+        # an age key whose checksum fails (made up, or cut and mended) has its charset and length: acted on
+        ("AGE-SECRET-KEY-1" + ("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" * 2)[:58], "age_secret_key", "unverified"),
+        (
+            f"BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=b&sig={_SAS_SIG}",
+            "azure_connection_string",
+            "live",
+        ),
+        # Azurite's account key is in Microsoft's docs: a public sample
+        (
+            "AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+            "azure_storage_key",
+            "placeholder",
+        ),
+        (
+            'client.run("MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.GhIjKl.MnOpQrStUvWxYzAbCdEfGhIjKlMnOpQrStUv")',
+            "discord_bot_token",
+            "live",
+        ),
+        # a resource's name beside a credential word: a name, not a value
+        ("secret_name: cache-index-credentials", "generic_secret", "placeholder"),
+    ],
+)
+def test_kinds_traces_print(text, kind, verdict):
+    found = _report(text)["kinds"][kind]
+    assert found["matches"] == found[verdict] == 1, found

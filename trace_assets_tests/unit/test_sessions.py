@@ -42,7 +42,7 @@ from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps import trial_rows
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
-from trace_assets.steps.scan import scan_run, secret_redactor
+from trace_assets.steps.scan import ScannedMatches, scan_run, secret_redactor
 from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.sessions import (
     SessionWriter,
@@ -429,7 +429,8 @@ def test_two_workers_publish_the_bytes_one_does(tmp_path: Path) -> None:
     published = {}
     for workers in (1, 2):
         out = tmp_path / f"published-{workers}"
-        redactor = secret_redactor(ScanPolicy("redact", "redact"), report, ScanOptions(), staging.scan_matches)
+        scanned = ScannedMatches.read(staging.scan_matches, report, ScanOptions())
+        redactor = secret_redactor(ScanPolicy("redact", "redact"), report, ScanOptions(), scanned)
         assert redactor is not None and redactor.scanned is not None  # else rows and sessions go in turn
         rows = staging.require_rows()
         build_run_folder(out, rows, staging.statuses, coverage, report, 2, redactor, None, staged_sessions(staging))
