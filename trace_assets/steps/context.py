@@ -45,6 +45,7 @@ class ScopeContext:
     session_harness: str
     shrink_threshold: float | None  # None: allow_shrink
     progress: Progress
+    publish_folder: Path | None = None  # the scope's folder under a local publish root (its free space)
 
     @property
     def scope(self) -> RunScope:
@@ -85,4 +86,7 @@ def scope_context(
         session_harness=settings.session_harness,
         shrink_threshold=None if settings.allow_shrink else settings.shrink_threshold,
         progress=progress,
+        publish_folder=None
+        if "://" in settings.publish_root
+        else Path(staging.scope.publish_url(settings.publish_root)),
     )
