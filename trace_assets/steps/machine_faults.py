@@ -20,15 +20,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_LINE = 300
+MAX_LINE = 240  # the CLI says it after "[trace-assets] <scope>: step <step> failed: ", within 300
 INSTANCE = "DAGSTER_HOME"  # the name under which callers pass the Dagster instance's folder in `places`
-MAX_PATH = 100  # a longer path is shown by its end: what names the folder
+MAX_PATH = 80  # a longer path is shown by its end: what names the folder
 # The errors of the machine, in words; any other errno is not a machine fault for this module.
 _ERRNO_CAUSES = {
     errno.ENOSPC: "no space left",
     errno.EDQUOT: "disk quota exceeded",
     errno.EROFS: "read-only file system",
-    errno.EMFILE: "too many open files in this process (raise `ulimit -n`)",
+    errno.EMFILE: "too many open files (ulimit -n)",
     errno.ENFILE: "too many open files on this machine",
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",
