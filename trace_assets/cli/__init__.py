@@ -8,12 +8,15 @@ path light). Every command runs on the UI's instance (`DAGSTER_HOME`, see `insta
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable
 
 from trace_assets.cli import backfill, forget, materialize, recheck, runs, status
 from trace_assets.cli.parser import Command, build_parser
+from trace_assets.runtime.machine_faults import INSTANCE, fault_line
+from trace_assets.settings import dagster_home
 
 COMMANDS: dict[Command, Callable[[argparse.Namespace], int]] = {
     Command.RUNS: runs.run,
@@ -32,5 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # one line for the operator; -v for the trace
         if args.verbose:
             traceback.print_exc()
-        print(f"trace-assets: {error}", file=sys.stderr)
+        # a fault of the machine (the instance's database full or locked) in words, not SQL
+        fault = fault_line(error, {INSTANCE: dagster_home(os.environ)}, "")
+        print(f"trace-assets: {fault or error}", file=sys.stderr)
         return 2

@@ -64,7 +64,7 @@ RUN_FAILURE = """
 eventConnection {
   events {
     __typename
-    ... on ExecutionStepFailureEvent { stepKey error { message cause { message } } }
+    ... on ExecutionStepFailureEvent { stepKey error { message cause { message } } failureMetadata { description } }
     ... on RunFailureEvent { message }
   }
 }
@@ -216,15 +216,17 @@ def backfill_status(url: str, backfill_id: str, headers: Mapping[str, str] | Non
 
 
 def failure_reason(url: str, run_id: str, headers: Mapping[str, str] | None = None) -> str:
-    """The first failed step's root error (a blocking check names itself there), else the run's message."""
+    """The first failed step's description (a machine fault's line) or root error (a blocking check
+    names itself there), else the run's message."""
     run = lookup(url, "runOrError", ("runId", "ID", run_id), "Run", RUN_FAILURE, headers)
     events = run["eventConnection"]["events"]
     for event in events:
         if event["__typename"] == "ExecutionStepFailureEvent":
+            described = (event.get("failureMetadata") or {}).get("description")  # a dg.Failure's own line
             error = event["error"] or {}
             while error.get("cause"):
                 error = error["cause"]
-            return f"step {event['stepKey']} failed: {failure_line(error.get('message'))}"
+            return f"step {event['stepKey']} failed: {failure_line(described or error.get('message'))}"
     for event in events:
         if event["__typename"] == "RunFailureEvent":
             return str(event["message"])

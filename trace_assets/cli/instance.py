@@ -29,13 +29,17 @@ def get_instance() -> dg.DagsterInstance:
     from trace_assets.settings import dagster_home
     from trace_assets.steps.staging import hold_lock
 
-    if not os.environ.get("DAGSTER_HOME"):
-        home = dagster_home(os.environ)
+    home = dagster_home(os.environ)
+    chosen = bool(os.environ.get("DAGSTER_HOME"))
+    if not chosen:
         home.mkdir(exist_ok=True)
-        if not (home / "dagster.yaml").exists():
-            # The project's dagster.yaml (queue, limits, run monitoring), shipped in the package.
-            (home / "dagster.yaml").write_bytes(resources.files(__package__).joinpath(LOCAL_INSTANCE).read_bytes())
         os.environ["DAGSTER_HOME"] = str(home)
+    if not (home / "dagster.yaml").exists() and (not chosen or (home.is_dir() and not any(home.iterdir()))):
+        # The CLI's own home, or an empty one the operator named, gets the project's dagster.yaml
+        # (queue, limits, run monitoring, telemetry off), shipped in the package: without one
+        # Dagster prints its set-up warning and telemetry banner before the CLI's first line. A
+        # home already in use without one is the operator's choice, left as it is.
+        (home / "dagster.yaml").write_bytes(resources.files(__package__).joinpath(LOCAL_INSTANCE).read_bytes())
     with hold_lock(Path(os.environ["DAGSTER_HOME"], INSTANCE_INIT_LOCK), "the Dagster instance", say, "instance init"):
         instance = dg.DagsterInstance.get()
         from trace_assets.defs.partitions import TRACE_RUNS

@@ -19,14 +19,17 @@ from trace_assets.cli.console import one_line_console, say
 from trace_assets.cli.dry_run import dry_run_runs
 from trace_assets.cli.instance import HOST_TAG, PID_TAG, free_slots_of_dead_runs, get_instance
 from trace_assets.cli.report import coverage_sentence, unblocking
-from trace_assets.cli.scopes import expand_scopes, preflight
+from trace_assets.cli.scopes import expand_scopes, preflight, resolved
 from trace_assets.core.run_tags import SWEEP_TAG, failure_line
 from trace_assets.core.scope import RunScope, validate_scope_keys
+from trace_assets.runtime.machine_faults import INSTANCE, fault_detail, fault_line, published_state, published_version
+from trace_assets.settings import dagster_home
 
 if TYPE_CHECKING:
     import dagster as dg
 
     from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
+    from trace_assets.publishing.targets import PublishTarget
 
 SLOT_WAIT_LOG_SECONDS = 10.0
 
@@ -44,10 +47,11 @@ def materialize_runs(
 ) -> int:
     from trace_assets.definitions import build_definitions, export_trace_run
     from trace_assets.defs.partitions import register_scopes
-    from trace_assets.defs.resources import hub_from_env
+    from trace_assets.defs.resources import ObjectStorage, hub_from_env
 
     hub = hub or hub_from_env()
     problems = preflight(run_ids, trace_config, hub)
+    target = trace_config.publish_target(ObjectStorage(), resolved(hub))
     found = [run_id for run_id in run_ids if run_id not in problems]
     dagster_instance = get_instance()
     if found:
@@ -63,27 +67,55 @@ def materialize_runs(
             say(f"{run_id}: {problems[run_id]}")
             print(json.dumps({"run_id": run_id, "status": "failed", "reason": problems[run_id]}), flush=True)
             continue
-        staging = trace_config.staging(RunScope.from_key(run_id))
+        scope = RunScope.from_key(run_id)
+        staging = trace_config.staging(scope)
         say(f"materializing {run_id} from {trace_config.traces_root}")
         dagster_run_id = str(uuid.uuid4())  # Dagster's own run ids are uuid4s too
-        with (
-            staging.locked(say, holder=f"trace-assets materialize {run_id} (dagster run {dagster_run_id})"),
-            _log_slot_holders(dagster_instance, dagster_run_id),
-        ):
-            result = job.execute_in_process(
-                instance=dagster_instance,
-                partition_key=run_id,
-                raise_on_error=False,
-                run_id=dagster_run_id,
-                tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), SWEEP_TAG: trace_config.sweep_name()},
-                run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
-            )
-            lifts = unblocking(trace_config.scan_policy(), staging.scan_report)
-            line = _result_line(run_id, result, staging.coverage, lifts)
+        before = _published(target, scope)
+        try:
+            with (
+                staging.locked(say, holder=f"trace-assets materialize {run_id} (dagster run {dagster_run_id})"),
+                _log_slot_holders(dagster_instance, dagster_run_id),
+            ):
+                result = job.execute_in_process(
+                    instance=dagster_instance,
+                    partition_key=run_id,
+                    raise_on_error=False,
+                    run_id=dagster_run_id,
+                    tags={
+                        PID_TAG: str(os.getpid()),
+                        HOST_TAG: socket.gethostname(),
+                        SWEEP_TAG: trace_config.sweep_name(),
+                    },
+                    run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
+                )
+                lifts = unblocking(trace_config.scan_policy(), staging.scan_report)
+                line = _result_line(run_id, result, staging.coverage, lifts)
+        except Exception as error:  # the instance's database or the staging folder failed under the run
+            places = {"the staging folder": staging.folder, INSTANCE: dagster_home(os.environ)}
+            kept = published_state(target.location(scope), before, _published(target, scope))
+            reason = fault_line(error, {**places, "the publish root": trace_config.publish_root}, kept)
+            if reason is None:
+                raise
+            if verbose:
+                say(fault_detail(error))
+            say(f"{run_id}: {reason}")
+            line = {"run_id": run_id, "dagster_run_id": dagster_run_id, "status": "failed", "reason": reason}
         if line["status"] != "published":
             failures += 1
         print(json.dumps(line), flush=True)
     return 1 if failures else 0
+
+
+def _published(target: PublishTarget, scope: RunScope) -> str | None:
+    """The version the scope's card names (None when it names none or cannot be read), before a
+    run and after a fault, to say whether the fault changed it."""
+    from trace_assets.publishing.dataset_folder import VERSIONS_FILE  # pyarrow: seconds of --help's start
+
+    try:
+        return published_version(target.published_json(scope, VERSIONS_FILE))
+    except Exception:  # the publish root itself may be what failed: nothing more is known
+        return None
 
 
 @contextmanager
@@ -145,7 +177,10 @@ def _failure_reason(result: dg.ExecuteInProcessResult, unblocking: str = "") -> 
             return blocked_by(evaluation.check_name, evaluation.asset_key.to_user_string(), detail)
     for event in result.all_events:
         if event.is_step_failure:
-            error = event.step_failure_data.error
+            data = event.step_failure_data
+            if data.user_failure_data is not None and data.user_failure_data.description:
+                return f"step {event.step_key} failed: {failure_line(data.user_failure_data.description)}"
+            error = data.error
             while error is not None and error.cause is not None:
                 error = error.cause
             return f"step {event.step_key} failed: {failure_line(error.message if error else None)}"

@@ -6,9 +6,11 @@ data lives as Parquet in the staging folder.
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import dagster as dg
 
+from trace_assets.core.scope import RunScope
 from trace_assets.defs.metadata import (
     PUBLISHED_VERSION_REMOVED,
     TRACES_ROOT,
@@ -24,7 +26,10 @@ from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
+from trace_assets.publishing.dataset_folder import VERSIONS_FILE
+from trace_assets.runtime.machine_faults import fault_detail, fault_line, published_state, published_version
 from trace_assets.secret_scan.verdicts import found_by_category
+from trace_assets.steps.free_space import NotEnoughSpace
 
 GROUP = "trace_export"
 HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
@@ -36,10 +41,52 @@ def scope_context(
     trace_config: TraceAssetsConfig,
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
+    publishes: bool = False,
 ) -> Iterator[ScopeContext]:
-    """The partition's steps context, its staging locked for the step."""
-    with trace_config.staging(scope_of(context), object_storage).locked(context.log.info) as staging:
-        yield trace_config.scope_context(staging, object_storage, hub, context.log.info)
+    """The partition's steps context, its staging locked for the step.
+
+    A fault of the machine (a full disk, a removed folder, see `steps.machine_faults`) fails the
+    step with one line naming it, where it struck and what is left as it was: the published
+    version, which a step that `publishes` reads first to tell whether it changed. The exception
+    chain (and a copy's every file) goes to the run's debug log."""
+    scope = scope_of(context)
+    staging = trace_config.staging(scope, object_storage)
+    ctx: ScopeContext | None = None
+    before: str | None = None
+    try:
+        with staging.locked(context.log.info) as locked:
+            ctx = trace_config.scope_context(locked, object_storage, hub, context.log.info)
+            if publishes:
+                before = published_version(ctx.target.published_json(scope, VERSIONS_FILE))
+            yield ctx
+    except NotEnoughSpace as error:
+        raise dg.Failure(description=str(error), allow_retries=False) from None
+    except Exception as error:
+        places: dict[str, str | Path] = {
+            "the staging folder": staging.folder,
+            "the publish root": trace_config.publish_root,
+        }
+        line = fault_line(error, places, "")
+        if line is None:
+            raise
+        context.log.debug(fault_detail(error))
+        kept = _what_is_kept(ctx, scope, before if publishes else None, publishes, context)
+        raise dg.Failure(description=f"{line}; {kept}" if kept else line, allow_retries=False) from error
+
+
+def _what_is_kept(
+    ctx: ScopeContext | None, scope: RunScope, before: str | None, publishes: bool, context: dg.AssetExecutionContext
+) -> str:
+    """After a machine fault: the published version before the step and now (a step that does not
+    publish left it as it was); empty when it cannot be read."""
+    if ctx is None:
+        return ""
+    try:
+        now = published_version(ctx.target.published_json(scope, VERSIONS_FILE))
+    except Exception as error:  # the publish root may be the folder at fault
+        context.log.debug(f"could not read the published version after the fault: {error!r}")
+        return ""
+    return published_state(ctx.target.location(scope), before if publishes else now, now)
 
 
 @dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=upstream_of("raw_trial_listing"))
@@ -170,7 +217,7 @@ def _publish_scope(
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
-    with scope_context(context, trace_config, object_storage, hub) as ctx:
+    with scope_context(context, trace_config, object_storage, hub, publishes=True) as ctx:
         done = publish(ctx)
     shards, redactor, to = done.shards, done.redactor, done.published_to
     context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {to}")

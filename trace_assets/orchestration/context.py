@@ -53,6 +53,7 @@ class ScopeContext:
     shrink_threshold: float | None  # None: allow_shrink
     shrink_override: str  # what a refused smaller version's message tells the operator to set
     progress: Progress
+    publish_folder: Path | None = None  # the scope's folder under a local publish root (its free space)
 
     @property
     def scope(self) -> RunScope:
@@ -94,4 +95,7 @@ def scope_context(
         shrink_threshold=None if settings.allow_shrink else settings.shrink_threshold,
         shrink_override=shrink_override_hint(),
         progress=progress,
+        publish_folder=None
+        if "://" in settings.publish_root
+        else Path(staging.scope.publish_url(settings.publish_root)),
     )

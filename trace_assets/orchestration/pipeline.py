@@ -21,6 +21,7 @@ from trace_assets.publishing.shards import ShardSet
 from trace_assets.publishing.shrink_guard import refuse_worse_version
 from trace_assets.publishing.versions import earlier_versions
 from trace_assets.runtime.atomic_files import remove_path, temp_sibling
+from trace_assets.steps.free_space import check_free_space
 from trace_assets.steps.listing import ListingStats, build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import Redactor, ScannedMatches, scan_run, secret_redactor
@@ -31,8 +32,12 @@ PUBLISH_STEP = "published_shards"  # `publish`, after the staged steps
 
 
 def list_trials(ctx: ScopeContext) -> ListingStats:
-    """Every trial folder of the scope, from one recursive listing."""
-    return build_listing(ctx.store, ctx.staging, ctx.progress)
+    """Every trial folder of the scope, from one recursive listing; then whether the staging and
+    publish file systems have room for what the listing says the run needs (`NotEnoughSpace`)."""
+    stats = build_listing(ctx.store, ctx.staging, ctx.progress)
+    for warning in check_free_space(stats.row_source_bytes, ctx.staging.folder, ctx.publish_folder):
+        ctx.progress(f"warning: {warning}")
+    return stats
 
 
 def score(ctx: ScopeContext) -> StepStats:

@@ -42,6 +42,7 @@ class ListingStats:
     bytes: int
     stray_objects: int
     unscored: int
+    row_source_bytes: int = 0  # listed bytes of the files rows come from: what staging and publishing scale with
 
 
 LISTING_BATCH_OBJECTS = 20_000  # objects grouped at once (whole top-level folders): a few MB
@@ -61,7 +62,7 @@ def build_listing(store: TraceStore, staging: RunStaging, progress: Progress | N
     unsorted = staging.listing.with_name(f".{staging.listing.name}.unsorted")
     written = []  # name, folder and has_result_json of each trial written: the small part of the listing
     job_results = []  # result.json objects in no trial folder
-    objects = total_bytes = stray = 0
+    objects = total_bytes = stray = row_source_bytes = 0
     reporter = ProgressReporter("raw_trial_listing", "objects", _last_count(staging), progress or quiet, bar=terminal())
     with staged_writers((unsorted, LISTING_SCHEMA)) as [writer]:
         for batch in whole_folder_batches(_counted(store.iter_run(staging.scope), reporter), LISTING_BATCH_OBJECTS):
@@ -69,6 +70,7 @@ def build_listing(store: TraceStore, staging: RunStaging, progress: Progress | N
             objects += groups.total_objects
             total_bytes += groups.total_bytes
             stray += groups.stray_objects
+            row_source_bytes += _row_source_bytes(groups.trials)
             written.append(groups.trials.select(["trial_name", "trial_dir", "has_result_json"]))
             job_results.append(groups.job_results)
             writer.write_table(groups.trials, row_group_size=LISTING_WRITE_BATCH)
@@ -85,8 +87,23 @@ def build_listing(store: TraceStore, staging: RunStaging, progress: Progress | N
         write_atomically(staging.listing, lambda p: pq.write_table(table, p, row_group_size=LISTING_WRITE_BATCH))
         unsorted.unlink()
     return ListingStats(
-        trial_dirs=trials.num_rows, objects=objects, bytes=total_bytes, stray_objects=stray, unscored=unscored
+        trial_dirs=trials.num_rows,
+        objects=objects,
+        bytes=total_bytes,
+        stray_objects=stray,
+        unscored=unscored,
+        row_source_bytes=row_source_bytes,
     )
+
+
+def _row_source_bytes(trials: pa.Table) -> int:
+    """The listed bytes of the trials' row sources (`ROW_SOURCE_PREFIXES`), in one Arrow pass."""
+    flat = pc.list_flatten(trials["files"])
+    keys = pc.struct_field(flat, "key")
+    wanted = pc.equal(keys, ROW_SOURCE_PREFIXES[0])
+    for prefix in ROW_SOURCE_PREFIXES[1:]:
+        wanted = pc.or_(wanted, pc.starts_with(keys, prefix))
+    return int(pc.sum(pc.struct_field(flat, "size").filter(wanted)).as_py() or 0)
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
