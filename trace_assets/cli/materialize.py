@@ -20,7 +20,7 @@ from trace_assets.cli.dry_run import dry_run_runs
 from trace_assets.cli.instance import HOST_TAG, PID_TAG, free_slots_of_dead_runs, get_instance
 from trace_assets.cli.report import coverage_sentence, unblocking
 from trace_assets.cli.scopes import expand_scopes, preflight
-from trace_assets.run_tags import SWEEP_TAG, failure_line
+from trace_assets.run_tags import REPOSITORY_LABEL, REPOSITORY_TAG, SWEEP_TAG, failure_line
 from trace_assets.scope import RunScope, validate_scope_keys
 
 if TYPE_CHECKING:
@@ -75,7 +75,12 @@ def materialize_runs(
                 partition_key=run_id,
                 raise_on_error=False,
                 run_id=dagster_run_id,
-                tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), SWEEP_TAG: trace_config.sweep_name()},
+                tags={
+                    PID_TAG: str(os.getpid()),
+                    HOST_TAG: socket.gethostname(),
+                    SWEEP_TAG: trace_config.sweep_name(),
+                    REPOSITORY_TAG: REPOSITORY_LABEL,  # listed on export_trace_run's page
+                },
                 run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
             )
             lifts = unblocking(trace_config.scan_policy(), staging.scan_report)
