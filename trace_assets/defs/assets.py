@@ -25,6 +25,7 @@ from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAsse
 from trace_assets.secret_scan.privacy import found_by_category
 from trace_assets.steps.context import ScopeContext
 from trace_assets.steps.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
+from trace_assets.store.missing import why_missing
 
 GROUP = "trace_export"
 HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
@@ -51,7 +52,15 @@ def raw_trial_listing(
 ) -> dg.MaterializeResult:
     """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
     with scope_context(context, trace_config, object_storage, hub) as ctx:
-        stats = list_trials(ctx)
+        try:
+            stats = list_trials(ctx)
+        except FileNotFoundError:
+            # A partition that names no run there (a key mistyped in the UI): the CLI's line, with
+            # the closest runs ("did you mean ...?"), as the run's failure.
+            missing = why_missing(ctx.store, scope_of(context))
+            if missing is None:
+                raise
+            raise dg.Failure(description=missing, allow_retries=False) from None
     context.log.info(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
     return dg.MaterializeResult(
         metadata={
