@@ -77,9 +77,14 @@ class Timing:
 
 
 def store_concurrency() -> int:
-    """How many runs dagster.yaml lets read the store at once: the run limit or the store tag's, the lower."""
+    """How many runs dagster.yaml lets read the store at once: the run limit or the export runs' (all
+    partitioned), the lower."""
     runs = yaml.safe_load((PROJECT_DIR / "dagster.yaml").read_text())["concurrency"]["runs"]
-    store_limits = [limit["limit"] for limit in runs["tag_concurrency_limits"] if limit["key"] == "trace_assets/store"]
+    store_limits = [
+        limit["limit"]
+        for limit in runs["tag_concurrency_limits"]
+        if limit["key"] == "dagster/partition" and "value" not in limit
+    ]
     return min([runs["max_concurrent_runs"], *store_limits])
 
 

@@ -66,7 +66,7 @@ def backfill_runs(
     """Launch the backfill (its runs tagged with the `sweep`); with `wait`, one line per run (status,
     reason, coverage). `headers` go with every GraphQL request, over the environment's (`ProcessSettings.dagster_headers`)."""
     from trace_assets.cli.backfill_api import BackfillStatus, backfill_status, launch_backfill, webserver
-    from trace_assets.defs.jobs import ASSETS, STORE_READ_TAG
+    from trace_assets.defs.jobs import ASSETS
     from trace_assets.defs.partitions import register_scopes
 
     instance = get_instance()
@@ -74,7 +74,7 @@ def backfill_runs(
     paths = [list(key.path) for asset in ASSETS for key in asset.keys]
     with webserver(url, say) as base:
         title = f"trace-assets backfill of {len(run_ids)} run(s)"
-        tags = {**STORE_READ_TAG, SWEEP_TAG: sweep}
+        tags = {SWEEP_TAG: sweep}
         backfill_id = launch_backfill(
             base, paths, run_ids, tags=tags, run_config=run_config, title=title, headers=headers
         )

@@ -15,6 +15,7 @@ one POST.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -32,7 +33,7 @@ from typing import Any
 import requests
 from requests.structures import CaseInsensitiveDict
 
-from trace_assets.core.run_tags import failure_line
+from trace_assets.core.run_tags import CODE_LOCATION, failure_line
 from trace_assets.settings import ProcessSettings, env_name, load
 
 START_SECONDS = 180.0
@@ -233,6 +234,18 @@ def failure_reason(url: str, run_id: str, headers: Mapping[str, str] | None = No
     return "run failed"
 
 
+def _workspace_text(working_directory: str) -> str:
+    """The code location as workspace.yaml loads it, named as `dg dev` names it (`-m` alone would
+    name it after the module): the UI lists a job's runs by their location's name."""
+    location = {
+        "module_name": CODE_LOCATION_MODULE,
+        "attribute": "defs",
+        "location_name": CODE_LOCATION,
+        "working_directory": working_directory,
+    }
+    return json.dumps({"load_from": [{"python_module": location}]})  # JSON is YAML
+
+
 @contextmanager
 def webserver(url: str | None, say: Any) -> Iterator[str]:
     """`url` as given, or a private `dagster-webserver` on the code location (same environment,
@@ -248,9 +261,11 @@ def webserver(url: str | None, say: Any) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     command = [str(Path(sys.executable).with_name("dagster-webserver")), "-h", "127.0.0.1", "-p", str(port)]
     say(f"starting dagster-webserver on {base} for the GraphQL API (--webserver URL uses a running one)")
-    with tempfile.TemporaryFile("w+") as log:
+    with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryDirectory() as folder:
+        workspace = Path(folder, "workspace.yaml")
+        workspace.write_text(_workspace_text(os.getcwd()))
         process = subprocess.Popen(
-            [*command, "-m", CODE_LOCATION_MODULE, "-a", "defs"],
+            [*command, "-w", str(workspace)],
             stdout=subprocess.DEVNULL,
             stderr=log,
             start_new_session=True,

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     import dagster as dg
 
 PREFIX = "[trace-assets]"
+# What Dagster logs (at info, not as an event) of a check that records no result: raw_tree_secrets
+# while the raw-tree scan is off, whose own line says it skipped and why.
+NO_RESULT = "did not yield or return expected outputs"
 
 
 def say(message: str) -> None:
@@ -48,11 +51,12 @@ class _OneLine(logging.Formatter):
 
 
 class _StepMessagesOnly(logging.Filter):
-    """Without -v: the steps' own log lines, not Dagster's events (the CLI says how a run ended)."""
+    """Without -v: the steps' own log lines, not Dagster's events (the CLI says how a run ended)
+    nor its note on a skipped check's missing result."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         meta = getattr(record, "dagster_meta", {}) or {}
-        return meta.get("dagster_event") is None
+        return meta.get("dagster_event") is None and NO_RESULT not in str(meta.get("orig_message", ""))
 
 
 def _quiet(logger_def: dg.LoggerDefinition) -> dg.LoggerDefinition:

@@ -20,7 +20,7 @@ from trace_assets.cli.dry_run import dry_run_runs
 from trace_assets.cli.instance import HOST_TAG, PID_TAG, free_slots_of_dead_runs, get_instance
 from trace_assets.cli.report import coverage_sentence, unblocking
 from trace_assets.cli.scopes import expand_scopes, preflight, resolved
-from trace_assets.core.run_tags import SWEEP_TAG, failure_line
+from trace_assets.core.run_tags import REPOSITORY_LABEL, REPOSITORY_TAG, SWEEP_TAG, failure_line
 from trace_assets.core.scope import RunScope, validate_scope_keys
 from trace_assets.runtime.machine_faults import INSTANCE, fault_detail, fault_line, published_state, published_version
 from trace_assets.settings import dagster_home
@@ -86,6 +86,7 @@ def materialize_runs(
                         PID_TAG: str(os.getpid()),
                         HOST_TAG: socket.gethostname(),
                         SWEEP_TAG: trace_config.sweep_name(),
+                        REPOSITORY_TAG: REPOSITORY_LABEL,  # listed on export_trace_run's page
                     },
                     run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
                 )

@@ -1,7 +1,8 @@
 """Run tags: `trace_assets/sweep`, which sweep a run belongs to, for tag concurrency limits per
 sweep (deploy/k8s/dagster.yaml), set on every run the sensor, the CLI and backfills launch;
-`trace_assets/failure`, a failed export's one-line reason, shown in the UI's run list; and
-Dagster's own partition tag, by which a scope's runs are found."""
+`trace_assets/failure`, a failed export's one-line reason, shown in the UI's run list;
+Dagster's own partition tag, by which a scope's runs are found; and the code location's tag, by
+which the UI lists a job's runs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ from urllib.parse import urlsplit
 SWEEP_TAG = "trace_assets/sweep"
 FAILURE_TAG = "trace_assets/failure"  # set by sweep_coverage_after_export once the run has failed
 PARTITION_TAG = "dagster/partition"  # Dagster sets it on every partitioned run (its public name is private)
+# The code location's name, as pyproject.toml (`dg dev`, `dagster dev`), workspace.yaml and the CLI's
+# private webserver name it. Dagster tags every run it launches from the location with
+# `.dagster/repository`, and a job's page lists only runs so tagged: the CLI's runs, executed in its
+# own process, carry the tag too, so that they are listed on the job's page beside the UI's.
+CODE_LOCATION = "trace_assets"
+REPOSITORY_TAG = ".dagster/repository"
+REPOSITORY_LABEL = f"__repository__@{CODE_LOCATION}"  # a Definitions object's repository, in that location
 # Kept to a Kubernetes label value's syntax (at most 63 characters of letters, digits, '-', '_'
 # and '.', starting and ending with a letter or digit), so a deployment may copy it to pod labels
 # (dagster-k8s does not by itself) or metrics labels, and UI tag filters read it plainly.

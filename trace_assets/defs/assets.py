@@ -29,7 +29,9 @@ from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trial
 from trace_assets.publishing.dataset_folder import VERSIONS_FILE
 from trace_assets.runtime.machine_faults import fault_detail, fault_line, published_state, published_version
 from trace_assets.secret_scan.verdicts import found_by_category
+from trace_assets.settings import PipelineSettings, env_name
 from trace_assets.steps.free_space import NotEnoughSpace
+from trace_assets.store.missing import why_missing
 
 GROUP = "trace_export"
 HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
@@ -98,7 +100,15 @@ def raw_trial_listing(
 ) -> dg.MaterializeResult:
     """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
     with scope_context(context, trace_config, object_storage, hub) as ctx:
-        stats = list_trials(ctx)
+        try:
+            stats = list_trials(ctx)
+        except FileNotFoundError:
+            # A partition that names no run there (a key mistyped in the UI): the CLI's line, with
+            # the closest runs ("did you mean ...?"), as the run's failure.
+            missing = why_missing(ctx.store, scope_of(context), env_name(PipelineSettings, "traces_root"))
+            if missing is None:
+                raise
+            raise dg.Failure(description=missing, allow_retries=False) from None
     context.log.info(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
     return dg.MaterializeResult(
         metadata={

@@ -27,7 +27,13 @@ def _coverage(trace_config: TraceAssetsConfig, context: dg.AssetCheckExecutionCo
         return Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
 
 
-@dg.asset_check(asset=last_episode_rows, blocking=True, partitions_def=trace_runs)
+@dg.asset_check(
+    asset=last_episode_rows,
+    blocking=True,
+    partitions_def=trace_runs,
+    description="Passes when every trial folder listed ends exported or excluded with a reason: scored plus "
+    "unscored, and exported plus excluded, both equal trial_dirs. Failing, it blocks publishing.",
+)
 def coverage_accounts_for_every_folder(
     context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
 ) -> dg.AssetCheckResult:
@@ -45,11 +51,16 @@ def coverage_accounts_for_every_folder(
     )
 
 
-@dg.asset_check(asset=last_episode_rows, partitions_def=trace_runs)
+@dg.asset_check(
+    asset=last_episode_rows,
+    partitions_def=trace_runs,
+    description="Passes when at least min_export_ratio (a fixed share, 90% unless set) of the scored trials "
+    "were exported as rows; below it, it warns and the run still publishes.",
+)
 def export_ratio_above_threshold(
     context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
 ) -> dg.AssetCheckResult:
-    """Warns when a smaller share of scored trials than usual made it into rows."""
+    """Warns when fewer scored trials than `min_export_ratio` made it into rows."""
     coverage = _coverage(trace_config, context)
     passed = coverage.export_ratio >= trace_config.min_export_ratio
     return dg.AssetCheckResult(
@@ -72,7 +83,13 @@ def blocked_by(check_name: str, asset: str, description: str) -> str:
 
 
 NO_LIVE_SECRETS = dg.AssetCheckSpec(
-    "no_live_secrets", asset=secret_scan_report, blocking=True, partitions_def=trace_runs
+    "no_live_secrets",
+    asset=secret_scan_report,
+    blocking=True,
+    partitions_def=trace_runs,
+    description="Passes when the rows hold no credential the policy blocks on (on_secret=block: live ones; "
+    "on_unverified=block: unverified ones); a credential the policy redacts or allows passes, and `verdict` "
+    "then says so (published without them, or with them). Failing, it blocks publishing.",
 )
 
 
@@ -91,7 +108,7 @@ def no_live_secrets(
     blocking = policy.blocking(report)
     live = {kind: v["live"] for kind, v in report.get("kinds", {}).items() if v.get("live")}
     metadata = {
-        "verdict": report["verdict"],
+        "verdict": dg.MetadataValue.text(policy.verdict_text(report)),
         "on_secret": policy.on_secret,
         "on_unverified": policy.on_unverified,
         "live_by_kind": counts_text(live),
@@ -120,33 +137,37 @@ def no_live_secrets(
 RAW_OBJECTS_SHOWN = 200
 
 
-RAW_SCAN_OFF = "off"
-
-
-@dg.asset_check(
+RAW_TREE_SECRETS = dg.AssetCheckSpec(
+    "raw_tree_secrets",
     asset=raw_trial_listing,
     partitions_def=trace_runs,
-    description="Off unless raw_scan is set: scans every object under the scope's prefix (episode prompts and "
-    "logs the rows leave out) and warns when one holds a credential the policy would block or redact in "
-    "published fields (the raw objects themselves are never redacted). Off, it reports itself skipped.",
+    description=f"Skipped unless the raw-tree scan is on ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan). "
+    "On, it scans every "
+    "object under the scope's prefix (episode prompts and logs the rows leave out) and passes when none holds a "
+    "credential the policy would block or redact in published fields; else it warns (the raw objects themselves "
+    "are never redacted).",
 )
+
+
+@dg.multi_asset_check(specs=[RAW_TREE_SECRETS], name=RAW_TREE_SECRETS.get_python_identifier(), can_subset=True)
 def raw_tree_secrets(
     context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
-) -> dg.AssetCheckResult:
-    """Off, it reports a result saying so (`raw_scan: off`, "skipped: ..."): a check that yields
-    nothing is resolved by Dagster from its run's end, skipped when the run succeeded but
-    "Execution failed" when a later step failed it (a blocked run), which this check never did."""
+) -> Iterator[dg.AssetCheckResult]:
+    """Off, it records no result, which Dagster shows as "Skipped" once the run succeeds (in a run
+    the secret scan blocked, "Execution failed", as for every check of a failed run left without a
+    result), and its log says why."""
     if not trace_config.raw_scan:
         skipped = (
             f"skipped: the raw-tree scan is off ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan turns it on)"
         )
         context.log.info(f"raw_tree_secrets {skipped}")
-        return dg.AssetCheckResult(
-            passed=True,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={"raw_scan": dg.MetadataValue.text(RAW_SCAN_OFF)},
-            description=skipped,
-        )
+        return
+    yield _raw_tree_result(context, trace_config, object_storage)
+
+
+def _raw_tree_result(
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+) -> dg.AssetCheckResult:
     scope = scope_of(context)
     report = raw_scan(trace_config.store(object_storage), scope, trace_config.scan_options(), context.log.info)
     with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:  # only to write
@@ -155,6 +176,8 @@ def raw_tree_secrets(
     flagged = trace_config.scan_policy().acted_on(report)
     found = {kind: counts for kind, counts in report["kinds"].items() if counts["matches"]}
     return dg.AssetCheckResult(
+        asset_key=RAW_TREE_SECRETS.asset_key,
+        check_name=RAW_TREE_SECRETS.name,
         passed=not flagged,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={

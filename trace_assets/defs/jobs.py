@@ -14,8 +14,6 @@ from trace_assets.defs.assets import (
 
 EXPORT_ASSETS = [raw_trial_listing, scored_trials, last_episode_rows, secret_scan_report]  # then publishing
 ASSETS = [*EXPORT_ASSETS, published_shards]
-# Runs carry this tag so dagster.yaml can cap how many read the object store at once.
-STORE_READ_TAG = {"trace_assets/store": "read"}
 # The steps are a strictly linear chain: one process per step (the multiprocess default) only adds a
 # Python start-up and definitions load per step (7-9 s each under load). The run launcher is what
 # scales out, a run per scope. Both the job and the definitions' default use it: asset backfills and
@@ -25,7 +23,6 @@ RUN_EXECUTOR = dg.in_process_executor
 export_trace_run = dg.define_asset_job(
     "export_trace_run",
     selection=dg.AssetSelection.assets(*ASSETS),
-    tags=STORE_READ_TAG,
     # The steps are a strictly linear chain: one process per step (the multiprocess default) only adds
     # a Python start-up and definitions load per step. The run launcher is what scales out, a run per scope.
     executor_def=dg.in_process_executor,

@@ -64,8 +64,13 @@ def recheck_requests(instance: dg.DagsterInstance, after: int | None) -> tuple[s
         cursor = page.cursor
 
 
+EXAMPLE_SCOPES = ["rl-sample-run"]  # the Launchpad's default: the sample's run, to be replaced by the operator's
+
+
 class RecheckScopes(dg.Config):
-    scopes: list[str] = Field(description="scope keys (run/step-N), or runs: all their steps")
+    scopes: list[str] = Field(
+        description="scope keys to re-check, as a list: runs (all their steps) or steps, e.g. [my-run, my-run/step-3]"
+    )
 
 
 @dg.op(description="Records a re-check request for each scope; the sensor lists them at its next tick")
@@ -78,7 +83,8 @@ def request_recheck(context: dg.OpExecutionContext, config: RecheckScopes) -> No
         raise dg.Failure(description=str(error), allow_retries=False) from None
     for key, scopes in asked.items():
         if scopes:
-            context.log.info(f"{key}: re-check requested for {', '.join(scopes)}; the sensor lists it at its next tick")
+            named = key if scopes == [key] else f"{key} ({', '.join(scopes)})"  # a run: its step partitions
+            context.log.info(f"re-check requested for {named}; the sensor lists it at its next tick")
     unknown = [key for key, scopes in asked.items() if not scopes]
     if unknown:
         raise dg.Failure(
@@ -90,6 +96,8 @@ def request_recheck(context: dg.OpExecutionContext, config: RecheckScopes) -> No
 
 @dg.job(
     executor_def=RUN_EXECUTOR,
+    # The Launchpad opens with this, a valid config to edit, rather than `{}` and a missing-field error.
+    config=dg.RunConfig(ops={"request_recheck": RecheckScopes(scopes=EXAMPLE_SCOPES)}),
     description="Make the sensor list these scopes at its next tick, whatever their back-off (as `trace-assets recheck`)",
 )
 def recheck_scopes() -> None:

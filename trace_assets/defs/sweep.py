@@ -213,7 +213,10 @@ def _published_verdict(values: dict[str, Any]) -> str:
 TABLE_COLUMNS = {
     name: "int" if name in {"trial_dirs", "scored", "exported", "rows"} else "string" for name in DISPLAY_COLUMNS
 }
-COLUMN_NOTES = {"secret_verdict": "of what was published: redacted once anything was replaced"}
+COLUMN_NOTES = {
+    "secret_verdict": "of what was published: redacted once anything was replaced",
+    "published_at": "UTC, to the minute (the Parquet file has the second)",
+}
 
 
 @dg.asset(group_name="sweep", kinds={"parquet"}, deps=[published_shards])

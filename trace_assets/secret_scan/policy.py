@@ -66,6 +66,18 @@ class ScanPolicy:
             counts.get(str(verdict), 0) for counts in report.get("kinds", {}).values() for verdict in self.redacted
         )
 
+    def verdict_text(self, report: dict[str, Any]) -> str:
+        """The scan's verdict and, when the policy lets the scope publish what was found, how: a
+        `live` verdict beside a passed check otherwise reads as a leak."""
+        if self.blocking(report):
+            return str(report["verdict"])
+        how = []
+        if _per_kind(report, self.redacted):
+            how.append("redacted by policy: published without them")
+        if _per_kind(report, frozenset({Verdict.LIVE, Verdict.UNVERIFIED}) - self.blocked - self.redacted):
+            how.append("allowed by policy: published with them")
+        return ", ".join([str(report["verdict"]), *how])
+
 
 def _per_kind(report: dict[str, Any], verdicts: frozenset[Verdict]) -> dict[str, int]:
     counts = {

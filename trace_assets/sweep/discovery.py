@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -83,6 +84,18 @@ class LastCheck(StrEnum):
     PUBLISHED = "published"
     RETRIED = "retried"  # its export failed: requested again
     FAILED = "failed"  # its export failed after MAX_RETRIES retries: left until it changes or is asked
+
+
+class Waiting(StrEnum):
+    """Why a scope is not requested this tick, counted in the tick's summary in `trace-assets
+    status`'s words (its states: published, exporting, failed), plus the sensor's own settling."""
+
+    PUBLISHED = "published and unchanged"
+    SETTLING = "settling"
+    EXPORTING = "exporting"  # its export requested, not published yet
+    FAILED = "failed"  # its export failed past its retries
+    GONE = "gone from the traces root"
+    UNCHANGED = "unchanged"  # a cursor entry from before checks were recorded: what it found unknown
 
 
 class ScopeEntry(NamedTuple):
@@ -156,11 +169,16 @@ class TickPlan:
     retried: list[str] = field(default_factory=list)  # requested again after a failed export: a new run key
     new_keys: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # scope key -> why it is not requested
+    waiting: dict[str, Waiting] = field(default_factory=dict)  # scope key -> that reason's kind
+    strays: list[str] = field(default_factory=list)  # partitions naming no scope under the root
     errors: dict[str, str] = field(default_factory=dict)  # run or scope -> its listing's error
     gone: list[str] = field(default_factory=list)  # scopes whose folder is gone: dropped from the cursor
     listed_runs: int = 0  # runs whose trace_jobs/ was listed this tick
     listed_scopes: int = 0  # scopes listed in full this tick
     cursor: str = ""
+
+    def skip(self, key: str, waiting: Waiting, why: str) -> None:
+        self.skipped[key], self.waiting[key] = why, waiting
 
 
 @dataclass(frozen=True)
@@ -174,10 +192,15 @@ class _Tick:
     plan: TickPlan
 
 
+STRAY = "no run under the traces root"
+FORGET_COMMAND = "trace-assets forget"  # removes a partition whose run is gone (cli/forget.py)
+
+
 def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
     """What a tick found, for a person reading the sensor's ticks (its cursor is for the code): a
-    count of scopes by outcome, then one line per scope, at most `shown`: requested, or why it
-    waits (its state, and when it is checked next), or its listing's error; each line a sentence."""
+    count of scopes by outcome, in `trace-assets status`'s words, then one line per scope, at most
+    `shown`: requested, or why it waits (its state, and when it is checked next), or its listing's
+    error; then the partitions that name no run there, with the command that removes them."""
     retried = set(plan.retried)
     lines = [
         *(
@@ -186,11 +209,14 @@ def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
         ),
         *(f"{key!r}: listing failed: {error}" for key, error in plan.errors.items()),
         *(f"{key!r}: {why}" for key, why in plan.skipped.items()),
+        *(f"{key!r}: a partition with {STRAY}; `{FORGET_COMMAND} {key}` removes it" for key in plan.strays),
     ]
+    waiting = Counter(plan.waiting.values())
     counts = [
         (len(plan.requests), "export requested"),
-        (len(plan.skipped), "waiting"),
+        *((waiting[state], str(state)) for state in Waiting),
         (len(plan.errors), "listing failed"),
+        (len(plan.strays), f"with {STRAY}"),
     ]
     head = f"{len(lines)} scope(s): " + ", ".join(f"{n} {what}" for n, what in counts if n) if lines else "no scopes"
     more = [f"(and {len(lines) - shown} more)"] if len(lines) > shown else []
@@ -292,8 +318,20 @@ def plan_tick(
             next_runs[run_id] = [run_check if now < run_check else now + _spread(run_id, run_recheck)]
         else:
             next_runs[run_id] = [now]
+    plan.strays = _strays(known, next_scopes, plan)
     plan.cursor = _dump(next_runs, next_scopes, extra or {})
     return plan
+
+
+def _strays(known: Collection[str], scopes: Collection[str], plan: TickPlan) -> list[str]:
+    """Partitions that name no scope the sensor tracks under the root (a key mistyped in the UI, a
+    run deleted), leaving out those whose listing failed this tick (their scopes are unknown)."""
+    failed = set(plan.errors)
+    return sorted(
+        key
+        for key in known
+        if key not in scopes and key not in plan.skipped and key not in failed and _run_of(key) not in failed
+    )
 
 
 def _run_of(key: str) -> str:
@@ -384,6 +422,7 @@ def plan_queue_tick(
             if planned is not None:
                 next_scopes[key] = planned
         plan.new_keys += [key for key in keys if key not in known and key in next_scopes]
+    plan.strays = _strays(known, next_scopes, plan)
     plan.cursor = _dump(next_runs, next_scopes, extra or {}, retry)
     return plan
 
@@ -398,7 +437,7 @@ def _plan_scope(
     (queue mode: no event touched the scope since)."""
     sources, now, settle, plan = tick.sources, tick.now, tick.settle, tick.plan
     if entry is not None and not entry.settling and now < entry.next_check and not force:
-        plan.skipped[key] = _waiting_reason(entry.last_check, entry.retries, entry.next_check - now)
+        plan.skip(key, *_waiting_reason(entry.last_check, entry.retries, entry.next_check - now))
         return entry
     previous = entry or ScopeEntry("", None, None, 0.0, 0.0)
     since = previous.quiet_since
@@ -408,7 +447,7 @@ def _plan_scope(
         try:
             current, newest = listing_fingerprint(sources.listing(key))
         except FileNotFoundError:  # deleted since its run was listed (or since the event that named it)
-            plan.skipped[key] = "gone from the traces root"
+            plan.skip(key, Waiting.GONE, str(Waiting.GONE))
             plan.gone.append(key)
             return None
         except Exception as err:  # this scope's listing only: listed again next tick, a re-check request too
@@ -421,7 +460,7 @@ def _plan_scope(
     if previous.requested == current:
         return _check_export(key, previous, current, since, tick, force)
     if now - since < settle:
-        plan.skipped[key] = f"settling, {_minutes(settle - (now - since))} min left"
+        plan.skip(key, Waiting.SETTLING, f"settling, {_minutes(settle - (now - since))} min left")
         return ScopeEntry(
             current, since, previous.requested, now, 0.0, 0, previous.last_check
         )  # a new listing: its retries start afresh
@@ -429,7 +468,7 @@ def _plan_scope(
     # Published after the listing took its current form (`since`: its newest object's time, or when
     # the sensor saw the change, for a re-sync that kept modification times): nothing to export.
     if published is not None and published >= since:
-        plan.skipped[key] = "already published (by the CLI or a backfill) and unchanged since"
+        plan.skip(key, Waiting.PUBLISHED, str(Waiting.PUBLISHED))
         found = LastCheck.PUBLISHED
     else:
         plan.requests.append((key, current))
@@ -448,13 +487,13 @@ def _check_export(key: str, previous: ScopeEntry, current: str, since: float, ti
     due = tick.now + _spread(key, backoff)
     published = sources.published_at(key)
     if published is not None and published >= since:
-        plan.skipped[key] = "published and unchanged"
+        plan.skip(key, Waiting.PUBLISHED, str(Waiting.PUBLISHED))
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.PUBLISHED)
     if not sources.export_failed(key):  # queued, running, or canceled by an operator (theirs to launch)
-        plan.skipped[key] = "export requested, not published yet"
+        plan.skip(key, Waiting.EXPORTING, "export requested, not published yet")
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.REQUESTED)
     if retries >= MAX_RETRIES and not force:
-        plan.skipped[key] = _gave_up(retries)
+        plan.skip(key, Waiting.FAILED, _gave_up(retries))
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.FAILED)
     plan.requests.append((key, current))  # on the same back-off as a re-check
     plan.retried.append(key)
@@ -465,17 +504,17 @@ def _gave_up(retries: int) -> str:
     return f"export failed after {retries} retries; requested again when it changes or on request"
 
 
-def _waiting_reason(last: LastCheck | None, retries: int, wait: float) -> str:
+def _waiting_reason(last: LastCheck | None, retries: int, wait: float) -> tuple[Waiting, str]:
     """Why a scope whose re-check is not due is skipped: what its last check found."""
     until = f"re-checked in {_minutes(wait)} min"
     match last:
         case LastCheck.PUBLISHED:
-            return f"published and unchanged; {until}"
+            return Waiting.PUBLISHED, f"published and unchanged; {until}"
         case LastCheck.REQUESTED:
-            return f"export requested, not published at its last check; {until}"
+            return Waiting.EXPORTING, f"export requested, not published at its last check; {until}"
         case LastCheck.RETRIED:
-            return f"export failed, requested again (retry {retries}); {until}"
+            return Waiting.EXPORTING, f"export failed, requested again (retry {retries}); {until}"
         case LastCheck.FAILED:
-            return _gave_up(retries)
+            return Waiting.FAILED, _gave_up(retries)
         case None:  # an entry from before checks were recorded
-            return f"unchanged since its last check; {until}"
+            return Waiting.UNCHANGED, f"unchanged since its last check; {until}"

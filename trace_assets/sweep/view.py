@@ -139,13 +139,14 @@ def exclusions_text(excluded: dict[str, int]) -> str:
 
 
 DISPLAY_COLUMNS = ("scope", "trial_dirs", "scored", "exported", "rows", "secret_verdict", "published_at")
+UTC_SUFFIX, DISPLAY_TIME = " UTC", len("2026-01-31 23:59")  # the page's published_at: to the minute
 
 
 def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int]]:
     """`as_rows` for the UI's page, in `DISPLAY_COLUMNS`: the counts to read back, the verdict and
     when. Ratio, mean reward and exclusions are in the Markdown table beside it (formatted, with
     bars; see `markdown_table`), run and step in the scope key, where it went (a long path) in the
-    Parquet file: so both tables fit the page."""
+    Parquet file, the time to the minute: so both tables fit the page."""
     return [
         {
             "scope": r.scope,
@@ -154,7 +155,7 @@ def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int]]:
             "exported": r.exported,
             "rows": r.rows,
             "secret_verdict": r.secret_verdict,
-            "published_at": r.published_at,
+            "published_at": r.published_at.removesuffix(UTC_SUFFIX)[:DISPLAY_TIME],  # UTC: the column says so
         }
         for r in sorted_records(records)
     ]
@@ -307,39 +308,41 @@ def _cell(text: str) -> str:
 
 
 def markdown_table(statuses: list[ScopeStatus]) -> str:
-    """The UI's view (Dagster has no chart metadata): export ratio and mean reward as short bars of
-    glyphs; the last column, plain text the page wraps, says why a scope did not publish. Totals
-    as in `text_table`, in bold."""
-    out = [
-        "| scope | state | exported / scored | export ratio | mean reward | rows | why, exclusions |",
-        "|---|---|---|---|---|---|---|",
+    """The UI's view (Dagster has no chart metadata), as two tables that fit a 1,600 px window: the
+    figures, export ratio and mean reward as short bars of glyphs, totals as in `text_table` in
+    bold; then each scope's (and total's) why and exclusions, plain text the page wraps, on a row
+    of its own rather than in a narrow last column."""
+    figures = [
+        "| scope | state | exported / scored | export ratio | mean reward | rows |",
+        "|---|---|---|---|---|---|",
     ]
+    details = ["| scope | why, exclusions |", "|---|---|"]
 
-    def total_row(totals: Totals) -> str:
-        return (
-            f"| **{totals.label}** | {totals.scopes_text} | {totals.exported} / {totals.scored} "
-            f"| {totals.ratio_text} | {UNKNOWN} | {totals.rows} | {totals.states_text} |"
+    def add_total(totals: Totals) -> None:
+        label = f"**{totals.label}**"
+        figures.append(
+            f"| {label} | {totals.scopes_text} | {totals.exported} / {totals.scored} "
+            f"| {totals.ratio_text} | {UNKNOWN} | {totals.rows} |"
         )
+        details.append(f"| {label} | {totals.states_text} |")
 
     for scopes, totals in grouped(statuses):
         for status in scopes:
             r = status.published
-            detail = _cell(detail_text(status, where=False))
+            details.append(f"| {status.scope} | {_cell(detail_text(status, where=False))} |")
             if r is None:
-                out.append(
-                    f"| {status.scope} | {status.state} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {detail} |"
-                )
+                figures.append(f"| {status.scope} | {status.state} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} |")
                 continue
             reward = UNKNOWN if r.mean_reward is None else f"`{_bar(r.mean_reward)}` {r.reward_text}"
-            out.append(
+            figures.append(
                 f"| {status.scope} | {status.state} | {r.exported} / {r.scored} "
-                f"| `{_bar(r.export_ratio)}` {r.export_ratio:.1%} | {reward} | {r.rows} | {detail} |"
+                f"| `{_bar(r.export_ratio)}` {r.export_ratio:.1%} | {reward} | {r.rows} |"
             )
         if totals is not None:
-            out.append(total_row(totals))
+            add_total(totals)
     if len(statuses) > 1:
-        out.append(total_row(Totals.of("sweep total", statuses)))
-    return "\n".join(out) + "\n"
+        add_total(Totals.of("sweep total", statuses))
+    return "\n".join(figures) + "\n\n" + "\n".join(details) + "\n"
 
 
 def plot_svg(records: list[ScopeRecord]) -> str:

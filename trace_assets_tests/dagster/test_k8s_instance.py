@@ -41,9 +41,9 @@ def test_k8s_instance_validates_and_queues_runs_per_sweep(tmp_path, monkeypatch)
     with dg.DagsterInstance.from_ref(ref) as instance:
         assert isinstance(instance.run_coordinator, dg.QueuedRunCoordinator)
         queue = instance.run_coordinator.get_run_queue_config()
-        limits = {(limit["key"], str(limit["value"])): limit["limit"] for limit in queue.tag_concurrency_limits}
+        limits = {(limit["key"], str(limit.get("value"))): limit["limit"] for limit in queue.tag_concurrency_limits}
         assert limits == {
-            ("trace_assets/store", "read"): 16,
+            ("dagster/partition", "None"): 16,
             ("trace_assets/sweep", "{'applyLimitPerUniqueValue': True}"): 4,
             ("dagster/partition", "{'applyLimitPerUniqueValue': True}"): 1,
         }

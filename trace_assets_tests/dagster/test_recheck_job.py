@@ -123,7 +123,7 @@ def test_a_recheck_from_the_launchpad_lists_the_scope_at_the_next_tick(services)
         # the export was canceled, not failed: not launched again by the sensor
         assert (
             listed.skip_reason.skip_message
-            == f"1 scope(s): 1 waiting.\n'{SCOPE}': export requested, not published yet."
+            == f"1 scope(s): 1 exporting.\n'{SCOPE}': export requested, not published yet."
         )
         again = sensor_tick(services.defs, instance, listed.cursor)  # the request is read once
         assert (

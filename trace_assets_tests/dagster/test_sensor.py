@@ -120,7 +120,7 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         assert [json.loads(line)["status"] for line in asked.stdout.splitlines()] == ["recheck_requested", "unknown"]
         listed = _tick(defs, instance, waiting.cursor)  # listed now, not in an hour
         assert (
-            listed.skip_message == "1 scope(s): 1 waiting.\n'run-a': export requested, not published yet."
+            listed.skip_message == "1 scope(s): 1 exporting.\n'run-a': export requested, not published yet."
         )  # none ran
         assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
         again = _tick(defs, instance, listed.cursor)  # the request is read once

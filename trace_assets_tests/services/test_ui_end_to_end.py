@@ -3,15 +3,19 @@
 Real `dagster-webserver` and `dagster-daemon` processes on the project's workspace.yaml, queued
 runs dequeued by the daemon (one published, one blocked by the secret scan), the metadata read
 back over GraphQL, and the pages a publisher opens rendered by one headless Chromium into
-screenshots, their text and layout checked: formatted figures, the raw-tree check saying it skipped, the
-sensor's readable status, the blocked run's one-line reason (its tag, and first on its page), the sweep view's states within the
-page's width.
+screenshots, their text and layout checked: formatted figures, the raw-tree check recorded skipped, every
+check's description, the sensor's readable status in `status`'s words, the blocked run's one-line reason
+(its tag, and first on its page), the sweep view's states within the page's width, the CLI's run on
+the job's page beside the UI's, a UI Materialize held by dagster.yaml's limits, a misspelled
+partition's failure naming the closest run and the sensor naming the partition, and the recheck
+job's Launchpad opening on a valid config.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -24,7 +28,8 @@ from dagster_graphql import DagsterGraphQLClient
 from trace_assets.cli.backfill_api import query
 from trace_assets.core.run_tags import FAILURE_TAG
 from trace_assets_tests.support.browser import Browser, headless_chromium
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.cli_processes import CLI
+from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.service_processes import (
     CHROMIUM,
     ServiceProcess,
@@ -42,6 +47,10 @@ PARTITION_PAGE = f"/assets/last_episode_rows?view=partitions&partition={SAMPLE_R
 SWEEP_PAGE = "/assets/sweep_coverage?view=events"  # its latest materialization, metadata shown
 CHECKS_PAGE = "/assets/raw_trial_listing?view=checks"
 SENSOR = "new_trace_runs_sensor"
+MISSPELLED = "rl-sampel-run"  # a partition added in the UI that names no run under the traces root
+EXPORT_ASSET_PATHS = [
+    ["raw_trial_listing"], ["scored_trials"], ["last_episode_rows"], ["secret_scan_report"], ["published_shards"]
+]  # fmt: skip
 # dagster_graphql's client calls gql the old way, once per request.
 pytestmark = pytest.mark.filterwarnings("ignore:Using variable_values:DeprecationWarning")
 
@@ -82,14 +91,17 @@ query Published($partition: String!) {
 
 
 def write_instance_config(dagster_home: Path) -> None:
-    """SQLite under DAGSTER_HOME as locally, runs queued for the daemon, no first-visit modal over the page."""
+    """SQLite under DAGSTER_HOME as locally, runs queued for the daemon under the project's limits,
+    no first-visit modal over the page."""
     dagster_home.mkdir()
+    project = yaml.safe_load((PROJECT_DIR / "dagster.yaml").read_text())
     config = {
         "run_coordinator": {
             "module": "dagster",
             "class": "QueuedRunCoordinator",
             "config": {"dequeue_interval_seconds": 1},
         },
+        "concurrency": project["concurrency"],
         "telemetry": {"enabled": False},
         "nux": {"enabled": False},
     }
@@ -139,6 +151,14 @@ query Ticks($sensor: SensorSelector!) {
 STOP_SENSOR = """
 mutation Stop($id: String!) { stopSensor(id: $id) { __typename ... on PythonError { message } } }
 """
+SECRETS_CHECK_QUERY = """
+query Checks {
+  assetCheckExecutions(assetKey: {path: ["secret_scan_report"]}, checkName: "no_live_secrets", limit: 10) {
+    runId status evaluation { metadataEntries { label ... on TextMetadataEntry { text } } }
+  }
+}
+"""
+SECRETS_CHECKS_PAGE = "/assets/secret_scan_report?view=checks"
 RUN_FAILURES_QUERY = """
 query Failures($runId: ID!) {
   runOrError(runId: $runId) {
@@ -156,6 +176,40 @@ query Failures($runId: ID!) {
 """
 RUN_TAGS_QUERY = """
 query Tags($runId: ID!) { runOrError(runId: $runId) { ... on Run { tags { key value } } } }
+"""
+# The runs a job's page lists: the UI filters by the job's name and its code location's tag.
+JOB_RUNS_QUERY = """
+query JobRuns($filter: RunsFilter!) { runsOrError(filter: $filter) { ... on Runs { results { runId } } } }
+"""
+RUN_QUEUE_QUERY = "{ instance { runQueueConfig { tagConcurrencyLimitsYaml } } }"
+# The UI's Materialize of assets for one partition: a run of the implicit asset job, the assets selected.
+LAUNCH_ASSETS = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on Error { message }
+  }
+}
+"""
+CHECK_DESCRIPTIONS_QUERY = """
+query Descriptions {
+  assetNodes {
+    assetKey { path }
+    assetChecksOrError { ... on AssetChecks { checks { name description } } }
+  }
+}
+"""
+RECHECK_DEFAULT_QUERY = """
+query Recheck($selector: PipelineSelector!) {
+  runConfigSchemaOrError(selector: $selector) {
+    ... on RunConfigSchema {
+      rootDefaultYaml
+      isRunConfigValid(runConfigData: {}) { __typename }
+    }
+  }
+}
 """
 
 
@@ -204,6 +258,43 @@ def skipped_tick_details(browser: Browser, out_dir: Path, tries: int = 5) -> str
     raise AssertionError(f"no skipped tick's details name {SAMPLE_RUN}: {browser.text()[:2000]}")
 
 
+def materialize_from_ui(url: str, repository: dict[str, str], partition: str) -> str:
+    """The UI's Materialize of the export assets for one partition, as its button launches it: a run
+    of Dagster's implicit asset job, tagged with the partition only."""
+    selector = {
+        **repository,
+        "pipelineName": "__ASSET_JOB",
+        "assetSelection": [{"path": p} for p in EXPORT_ASSET_PATHS],
+    }
+    params = {
+        "selector": selector,
+        "mode": "default",
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
+    }
+    launched = query(url, LAUNCH_ASSETS, {"params": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return launched["run"]["runId"]
+
+
+def run_tags(url: str, run_id: str) -> dict[str, str]:
+    return {t["key"]: t["value"] for t in query(url, RUN_TAGS_QUERY, {"runId": run_id})["runOrError"]["tags"]}
+
+
+def job_page_runs(url: str, repository: dict[str, str], job: str) -> set[str]:
+    """The run ids the job's page lists: its name, and its code location's tag, as the UI filters."""
+    label = f"{repository['repositoryName']}@{repository['repositoryLocationName']}"
+    runs_filter = {"pipelineName": job, "tags": [{"key": ".dagster/repository", "value": label}]}
+    results = query(url, JOB_RUNS_QUERY, {"filter": runs_filter})["runsOrError"]["results"]
+    return {run["runId"] for run in results}
+
+
+def key_limits_holding(url: str, tags: dict[str, str]) -> list[dict]:
+    """The instance's tag limits on a key alone (any value) that count a run with `tags`."""
+    config = query(url, RUN_QUEUE_QUERY)["instance"]["runQueueConfig"]
+    limits = yaml.safe_load(config["tagConcurrencyLimitsYaml"] or "[]")
+    return [limit for limit in limits if limit.get("value") is None and limit["key"] in tags]
+
+
 def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     chromium = require_binary(CHROMIUM, "chromium")  # before the runs, not after them
     dagster_home = tmp_path / "dagster_home"
@@ -217,16 +308,24 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         TRACE_ASSETS_ON_SECRET="allow",
         TRACE_ASSETS_SENSOR_INTERVAL_SECONDS="5",  # a tick that finds the scope published comes soon
     )
+    # The README's way first: `trace-assets materialize` on the UI's instance, in its own process.
+    cli = subprocess.run([CLI, "materialize", SAMPLE_RUN], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    cli_run_id = json.loads(cli.stdout.splitlines()[-1])["dagster_run_id"]
     shots = tmp_path / "shots"
     shots.mkdir()
-    with running_webserver(dagster_home, env) as webserver:
+    with (
+        running_webserver(dagster_home, env) as webserver,
+        headless_chromium(chromium, tmp_path / "chromium-profile") as browser,
+    ):
         client = DagsterGraphQLClient("127.0.0.1", port_number=webserver.port)
         repository = loaded_repository(webserver.url)
         where = {
             "repository_location_name": repository["repositoryLocationName"],
             "repository_name": repository["repositoryName"],
         }
-        added = query(webserver.url, ADD_PARTITION, {"repository": repository, "partitionKey": SAMPLE_RUN})
+        # The CLI registered the sample's partition; this one as a user mistypes it in "Add partition".
+        added = query(webserver.url, ADD_PARTITION, {"repository": repository, "partitionKey": MISSPELLED})
         assert added["addDynamicPartition"]["__typename"] == "AddDynamicPartitionSuccess", added
 
         run_id = client.submit_job_execution(JOB, **where, tags={"dagster/partition": SAMPLE_RUN})
@@ -235,6 +334,24 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
             status = wait_for_run(client, run_id, daemon)
             assert status == dg.DagsterRunStatus.SUCCESS, f"run {run_id} {status}\n{daemon.log_tail()}"
             assert (publish_root / SAMPLE_RUN / "coverage.json").exists()
+            ui_id = materialize_from_ui(webserver.url, repository, SAMPLE_RUN)
+            status = wait_for_run(client, ui_id, daemon)
+            assert status == dg.DagsterRunStatus.SUCCESS, f"run {ui_id} {status}\n{daemon.log_tail()}"
+            # The checks of a published run, before a failed run becomes the latest.
+            _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, "raw_tree_secrets", shots, "checks-page")
+            _, secrets_text, _ = look_at(
+                browser, webserver.url + SECRETS_CHECKS_PAGE, "no_live_secrets", shots, "secrets-check-page"
+            )
+            refresh_id = client.submit_job_execution("refresh_sweep_coverage", **where)
+            status = wait_for_run(client, refresh_id, daemon)
+            assert status == dg.DagsterRunStatus.SUCCESS, f"run {refresh_id} {status}\n{daemon.log_tail()}"
+            published_sweep_dom, _, published_sweep_wide = look_at(
+                browser, webserver.url + SWEEP_PAGE, "published_at", shots, "sweep-page-published"
+            )
+            misspelled_id = client.submit_job_execution(JOB, **where, tags={"dagster/partition": MISSPELLED})
+            status = wait_for_run(client, misspelled_id, daemon)
+            assert status == dg.DagsterRunStatus.FAILURE, f"run {misspelled_id} {status}\n{daemon.log_tail()}"
+            misspelled_reason = failure_tag(webserver.url, misspelled_id, daemon)
             sensor = {**repository, "sensorName": SENSOR}
             skip_reason = readable_skip_reason(webserver.url, sensor, daemon)
             # The same scope again, under the default policy: the sample's live keys block it this time.
@@ -259,6 +376,15 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         # A blocked scope's published folder keeps its scan report and nothing else.
         assert [p.name for p in (publish_root / SAMPLE_RUN).iterdir()] == ["secret_scan.json"]
 
+        # One job whoever launched it: the CLI's run is listed on the job's page beside the UI's.
+        listed = job_page_runs(webserver.url, repository, JOB)
+        assert {cli_run_id, run_id, blocked_id} <= listed, (cli_run_id, listed)
+        # The UI's Materialize runs the implicit asset job, with none of the project's tags; the
+        # limit on the partition tag every export run carries holds it all the same (at most 3).
+        ui_tags = run_tags(webserver.url, ui_id)
+        assert [limit["limit"] for limit in key_limits_holding(webserver.url, ui_tags)] == [3], ui_tags
+        assert key_limits_holding(webserver.url, run_tags(webserver.url, cli_run_id))  # and the CLI's kind
+
         materializations = query(webserver.url, COVERAGE_QUERY, {"partition": SAMPLE_RUN})["assetOrError"][
             "assetMaterializations"
         ]
@@ -275,27 +401,40 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
             e for e in run_events["events"] if e["__typename"] in ("ExecutionStepFailureEvent", "RunFailureEvent")
         ]
         checks = query(webserver.url, CHECK_QUERY)["assetCheckExecutions"]
-        # The raw-tree scan is off: the check says it skipped, in the published run and in the blocked
-        # one alike (never "Execution failed" for a run another check blocked).
-        ours_and_blocked = [c for c in checks if c["runId"] in (run_id, blocked_id)]
-        assert len(ours_and_blocked) == 2 and {c["status"] for c in ours_and_blocked} == {"SUCCEEDED"}, checks
-        assert all(
-            c["evaluation"]["description"].startswith("skipped: the raw-tree scan is off") for c in ours_and_blocked
-        )
+        # The raw-tree scan is off: the check records no result; Dagster shows it skipped in the
+        # published runs (in the blocked one, like every check of a failed run, "Execution failed").
+        raw_status = {c["runId"]: (c["status"], c["evaluation"]) for c in checks}
+        assert raw_status[run_id] == raw_status[ui_id] == ("SKIPPED", None), checks
+        # no_live_secrets passed because the policy allows live keys: its verdict says so.
+        secrets = {c["runId"]: c for c in query(webserver.url, SECRETS_CHECK_QUERY)["assetCheckExecutions"]}
+        verdict = {e["label"]: e.get("text") for e in secrets[ui_id]["evaluation"]["metadataEntries"]}["verdict"]
+        assert verdict == "live, allowed by policy: published with them", secrets[ui_id]
+        nodes = query(webserver.url, CHECK_DESCRIPTIONS_QUERY)["assetNodes"]
+        descriptions = {
+            check["name"]: check["description"]
+            for node in nodes
+            for check in (node["assetChecksOrError"].get("checks") or [])
+        }
+        assert len(descriptions) == 4 and all(descriptions.values()), descriptions
+        recheck = query(
+            webserver.url, RECHECK_DEFAULT_QUERY, {"selector": {**repository, "pipelineName": "recheck_scopes"}}
+        )["runConfigSchemaOrError"]
+        assert recheck["isRunConfigValid"]["__typename"] == "PipelineConfigValidationValid", recheck
+        assert "scopes" in recheck["rootDefaultYaml"] and SAMPLE_RUN in recheck["rootDefaultYaml"], recheck
 
-        with headless_chromium(chromium, tmp_path / "chromium-profile") as browser:
-            dom, partition_text, _ = look_at(
-                browser, webserver.url + PARTITION_PAGE, "export_ratio", shots, "asset-page"
-            )
-            sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
-            _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, "raw_tree_secrets", shots, "checks-page")
-            _, runs_text, _ = look_at(browser, f"{webserver.url}/runs", "blocked by check", shots, "runs-list")
-            _, run_text, _ = look_at(
-                browser, f"{webserver.url}/runs/{blocked_id}", "blocked by check no_live_secrets", shots, "blocked-run"
-            )
-            sensor_page = f"{webserver.url}/locations/{repository['repositoryLocationName']}/sensors/{SENSOR}"
-            _, sensor_text, _ = look_at(browser, sensor_page, SENSOR, shots, "sensor-page")
-            tick_text = skipped_tick_details(browser, shots)
+        location = f"{webserver.url}/locations/{repository['repositoryLocationName']}"
+        dom, partition_text, _ = look_at(browser, webserver.url + PARTITION_PAGE, "export_ratio", shots, "asset-page")
+        sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
+        _, runs_text, _ = look_at(browser, f"{webserver.url}/runs", "blocked by check", shots, "runs-list")
+        _, run_text, _ = look_at(
+            browser, f"{webserver.url}/runs/{blocked_id}", "blocked by check no_live_secrets", shots, "blocked-run"
+        )
+        _, job_text, _ = look_at(browser, f"{location}/jobs/{JOB}/runs", cli_run_id[:8], shots, "job-runs")
+        _, launchpad_text, _ = look_at(
+            browser, f"{location}/jobs/recheck_scopes/playground", "scopes", shots, "recheck-launchpad"
+        )
+        _, sensor_text, _ = look_at(browser, f"{location}/sensors/{SENSOR}", SENSOR, shots, "sensor-page")
+        tick_text = skipped_tick_details(browser, shots)
     ARTIFACTS.mkdir(exist_ok=True)
     for shot in shots.iterdir():
         shutil.copyfile(shot, ARTIFACTS / shot.name)
@@ -303,8 +442,9 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     table = MetadataTable()
     table.feed(dom)
     assert SAMPLE_RUN in dom and "Materialized" in dom
-    # export_ratio_above_threshold warns (82.4% < 90%): a warning, the partition not counted failed.
-    assert "Failed (0)" in partition_text and "Materialized (1)" in partition_text, partition_text[:1500]
+    # export_ratio_above_threshold warns (82.4% < 90%): a warning, the partition not counted failed
+    # (the one failed partition is the misspelled one).
+    assert "Failed (1)" in partition_text and "Materialized (1)" in partition_text, partition_text[:1500]
     assert (table.rows.get("trial_dirs"), table.rows.get("exported"), table.rows.get("export_ratio")) == (
         "36",
         "28",
@@ -315,17 +455,27 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     assert "were scored but have no agent/trajectory.json" in dom, "no reason meanings on the partition page"
     assert "excluded_trials" in dom
 
-    # The sensor's tick says, in words, what it found of each scope; never its cursor's JSON.
-    assert skip_reason.startswith("1 scope(s)") and f"'{SAMPLE_RUN}'" in skip_reason, skip_reason
-    assert not skip_reason.lstrip().startswith("{"), skip_reason
+    # The sensor's tick says, in words, what it found of each scope; never its cursor's JSON: in
+    # `status`'s words, without guessing who published, and the mistyped partition with its remedy.
+    assert skip_reason.startswith("2 scope(s): 1 published and unchanged, 1 with no run"), skip_reason
+    assert f"'{SAMPLE_RUN}': published and unchanged" in skip_reason and "by the CLI" not in skip_reason
+    assert f"`trace-assets forget {MISSPELLED}` removes it" in skip_reason, skip_reason
     # Its page lists the ticks (the page also shows the raw cursor); a tick's details show its skip
     # reason, the same words.
     assert "Latest tick" in sensor_text and "runs requested" in sensor_text, sensor_text[:2000]
     shown = tick_text[tick_text.index("Skip reason:") :]
-    assert "1 scope(s)" in shown and f"'{SAMPLE_RUN}'" in shown, shown[:2000]
-    # The raw-tree scan is off: its check's latest result, in the blocked run, says so, not "Execution failed".
-    assert "raw_tree_secrets" in checks_text and "Execution failed" not in checks_text, checks_text[:2000]
-    assert "skipped: the raw-tree scan is off" in checks_text, checks_text[:2000]
+    assert "published and unchanged" in shown and f"'{MISSPELLED}': a partition with no run" in shown, shown[:2000]
+    # The misspelled partition's run fails naming the closest run, as the CLI's pre-flight does.
+    assert f"no run '{MISSPELLED}' under" in misspelled_reason, misspelled_reason
+    assert misspelled_reason.endswith(f"did you mean '{SAMPLE_RUN}'?"), misspelled_reason
+    # The raw-tree scan is off: its check reads skipped, and says what passing would mean.
+    assert "raw_tree_secrets" in checks_text and "Skipped" in checks_text, checks_text[:3000]
+    assert "Passed" not in checks_text.split("raw_tree_secrets", 1)[1][:200], checks_text[:3000]
+    assert "No description provided" not in checks_text + secrets_text, checks_text[:3000]
+    assert "Passes when the rows hold no credential the policy blocks on" in secrets_text, secrets_text[:3000]
+    # The CLI's run on the job's page; the recheck job's Launchpad on a config it can launch.
+    assert cli_run_id[:8] in job_text and "No runs found" not in job_text, job_text[:2000]
+    assert SAMPLE_RUN in launchpad_text and "Missing required config entry" not in launchpad_text, launchpad_text[:2000]
     # The blocked run: one line, which check blocked it and why, in the runs list (the run's page
     # keeps tags behind "View tags and config").
     assert reason.startswith("blocked by check no_live_secrets on secret_scan_report: credentials found"), reason
@@ -347,8 +497,20 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     sweep.feed(sweep_dom)
     status = [row for row in sweep.all_rows if row[:2] == [SAMPLE_RUN, "blocked"]]
     assert status, f"no state on the sweep page: {sweep.all_rows}"
-    assert set(status[0][2:-1]) == {"-"}, status[0]
-    assert status[0][-1].startswith("blocked by check no_live_secrets"), status[0]
-    assert "published to" not in status[0][-1], status[0]
-    assert not [row for row in sweep.all_rows if row[:2] == [SAMPLE_RUN, "36"]], f"published row: {sweep.all_rows}"
+    assert set(status[0][2:]) == {"-"}, status[0]
+    # Why, on a row of its own in the second table.
+    whys = [row[1] for row in sweep.all_rows if row[0] == SAMPLE_RUN and row[1].startswith("blocked by check")]
+    assert whys, f"no reason on the sweep page: {sweep.all_rows}"
+    why = whys[0]
+    assert why.startswith("blocked by check no_live_secrets") and "published to" not in why, why
+    assert [SAMPLE_RUN, "36"] not in [row[:2] for row in sweep.all_rows], f"published row: {sweep.all_rows}"
+    misspelled = [row[1] for row in sweep.all_rows if row[0] == MISSPELLED and row[1] != "failed"]
+    assert misspelled and misspelled[0].endswith(f"did you mean '{SAMPLE_RUN}'?"), sweep.all_rows
     assert not sweep_wide, f"the sweep page scrolls sideways: {json.dumps(sweep_wide, indent=1)}"
+    # Published, its figures and when, within a 1,600 px window too.
+    published_sweep = MetadataTable()
+    published_sweep.feed(published_sweep_dom)
+    rows = [row for row in published_sweep.all_rows if row[:2] == [SAMPLE_RUN, "36"]]
+    assert rows, f"no published row on the sweep page: {published_sweep.all_rows}"
+    assert len(rows[0][6]) == len("2026-01-31 23:59") and "UTC" not in rows[0][6], rows[0]
+    assert not published_sweep_wide, f"the sweep page scrolls sideways: {json.dumps(published_sweep_wide, indent=1)}"

@@ -374,7 +374,7 @@ def test_a_ticks_summary_counts_scopes_then_says_each_ones_state_and_next_check(
     runs = list(newest)
     first = plan_tick(None, runs, sources, [], 2100.0, settle=600)
     assert tick_summary(first, shown=20).splitlines() == [
-        "3 scope(s): 2 export requested, 1 waiting.",
+        "3 scope(s): 2 export requested, 1 settling.",
         "'run-a': export requested.",
         "'run-b': export requested.",
         "'run-c': settling, 9 min left.",
@@ -384,7 +384,7 @@ def test_a_ticks_summary_counts_scopes_then_says_each_ones_state_and_next_check(
     lines = tick_summary(checked, shown=2, notes=["queue messages ignored: 1 test_event"]).splitlines()
     assert lines == [
         "queue messages ignored: 1 test_event.",
-        "3 scope(s): 3 waiting.",
+        "3 scope(s): 1 published and unchanged, 1 settling, 1 exporting.",
         "'run-a': export requested, not published yet.",
         "'run-b': published and unchanged.",
         "(and 1 more).",
@@ -392,3 +392,28 @@ def test_a_ticks_summary_counts_scopes_then_says_each_ones_state_and_next_check(
     later = tick_summary(plan_tick(checked.cursor, runs[:2], sources, [], 2280.0, settle=600), shown=20)
     assert "'run-b': published and unchanged; re-checked in " in later
     assert tick_summary(plan_tick(None, [], sources, [], 2000.0, settle=600), shown=20) == "no scopes."
+
+
+def test_a_partition_naming_no_run_is_listed_with_the_command_that_removes_it():
+    """A key mistyped in the UI's "add partition" (or a run deleted): the tick names it, in plain
+    and in queue mode, and only once its run's listing has not failed."""
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), {"run-a": 2000.0}.get)
+    known = ["run-a", "run-aa"]
+    plan = plan_tick(None, ["run-a"], sources, known, 2100.0, settle=600)
+    assert plan.strays == ["run-aa"] and not plan.requests
+    lines = tick_summary(plan, shown=20).splitlines()
+    assert lines == [
+        "2 scope(s): 1 published and unchanged, 1 with no run under the traces root.",
+        "'run-a': published and unchanged.",
+        "'run-aa': a partition with no run under the traces root; `trace-assets forget run-aa` removes it.",
+    ]
+    queued = plan_queue_tick(plan.cursor, [], sources, known, 2200.0, settle=600)
+    assert queued.strays == ["run-aa"]
+
+    def failing(run_id: str) -> list[str]:
+        raise OSError("listing failed")
+
+    broken = plan_tick(
+        None, ["run-aa"], _sources(failing, sources.listing, sources.published_at), known, 2100.0, settle=600
+    )
+    assert broken.strays == ["run-a"]  # run-aa's listing failed: not called a stray

@@ -123,12 +123,15 @@ def test_every_state_says_why_and_totals_sum_a_runs_steps_and_the_sweep():
     assert "sweep-a total" not in cells and "sweep-c total" not in cells  # one scope: no total of its own
     assert "total" not in text_table(statuses[:1]) + markdown_table(statuses[:1])  # nor a sweep of one
 
-    rows = markdown_table(statuses).splitlines()
-    assert rows[0].count("|") == rows[2].count("|") == 8
-    [blocked] = [row for row in rows if row.startswith("| sweep-b/step-99 |")]
-    assert blocked.split(" | ")[1] == "blocked" and blocked.endswith("secret_scan_report: x |")
-    assert rows[-1].startswith("| **sweep total** | 5 scopes | 78 / 90 | 86.7% |")
-    assert any(row.startswith("| **sweep-b total** | 3 scopes |") for row in rows)
+    # Two tables, so that each fits the page: the figures, then each scope's why and exclusions.
+    figures, details = (table.splitlines() for table in markdown_table(statuses).split("\n\n"))
+    assert figures[0].count("|") == figures[2].count("|") == 7 and details[0] == "| scope | why, exclusions |"
+    [blocked] = [row for row in figures if row.startswith("| sweep-b/step-99 |")]
+    assert blocked.split(" | ")[1] == "blocked"
+    assert "| sweep-b/step-99 | blocked by check no_live_secrets on secret_scan_report: x |" in details
+    assert figures[-1] == "| **sweep total** | 5 scopes | 78 / 90 | 86.7% | - | 78 |"
+    assert any(row.startswith("| **sweep-b total** | 3 scopes |") for row in figures)
+    assert details[-1] == "| **sweep total** | 1 published, 1 blocked, 1 refused, 1 failed, 1 not exported yet |"
 
 
 def test_markdown_bars_follow_the_figures():
