@@ -15,7 +15,7 @@ from __future__ import annotations
 import getpass
 import socket
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
@@ -29,6 +29,7 @@ from trace_assets.harbor.options import Episodes, ExportOptions, Subagents, Succ
 from trace_assets.queue_events import bucket_and_prefix
 from trace_assets.roots import refuse_overlapping_roots
 from trace_assets.run_tags import SWEEP_LABEL, sweep_label
+from trace_assets.store.bucket_url import BucketRoot, is_bucket_url
 
 if TYPE_CHECKING:
     from trace_assets.publishing.card import CardSettings
@@ -113,7 +114,8 @@ class PipelineSettings(BaseModel):
         flag="--traces-root",
         metavar="URL",
         default_text="none, required",
-        description="folder or fsspec URL (`s3://bucket/prefix`) holding one folder per run, `<run_id>/trace_jobs/`",
+        description="folder, fsspec URL (`s3://bucket/prefix`) or Hub Storage Bucket "
+        "(`hf://buckets/<namespace>/<bucket>[/<prefix>]`) holding one folder per run, `<run_id>/trace_jobs/`",
     )
     publish_root: str = setting(
         env="TRACE_ASSETS_PUBLISH_ROOT",
@@ -441,6 +443,13 @@ class PipelineSettings(BaseModel):
             scan_options("", spec)
         return spec
 
+    @field_validator("traces_root")
+    @classmethod
+    def _hub_traces_root_is_a_bucket(cls, value: str) -> str:
+        if _is_plain_str(value) and value.startswith("hf://"):
+            BucketRoot.parse(value)  # a Hub repo is a publish root, never a traces root
+        return value
+
     @model_validator(mode="after")
     def _scrub_values_compile(self) -> PipelineSettings:
         self.privacy_options()  # a short literal or a bad regex is refused at start
@@ -507,6 +516,8 @@ class PipelineSettings(BaseModel):
 
         root = urlsplit(self.traces_root)
         bucket, prefix = (root.netloc, root.path) if root.scheme and root.netloc else (None, "")
+        if is_bucket_url(self.traces_root):  # the bucket's id, not `buckets`
+            bucket, prefix = astuple(BucketRoot.parse(self.traces_root))
         extra = [value for value in self.scrub_literals.split(",") if value.strip()]
         literals = operator_literals(bucket, prefix, socket.gethostname(), getpass.getuser(), extra)
         return PrivacyOptions(literals, tuple(p for p in self.scrub_patterns.split(";") if p.strip()))

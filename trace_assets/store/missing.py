@@ -9,6 +9,7 @@ import difflib
 
 from trace_assets.scope import STEP_FOLDER, TRACE_JOBS, RunScope
 from trace_assets.settings import PipelineSettings, env_name, flag_of
+from trace_assets.store.bucket_url import BucketRoot
 from trace_assets.store.trace_store import TraceStore
 
 ROOT_SOURCE = f"{env_name(PipelineSettings, 'traces_root')}, {flag_of(PipelineSettings, 'traces_root')}"
@@ -17,7 +18,15 @@ RUNS_NAMED = 5  # runs named when none is close
 
 
 def root_problem(store: TraceStore) -> str | None:
-    """What is wrong with the traces root as a whole: it does not exist, or holds no folder."""
+    """What is wrong with the traces root as a whole: it does not exist, or holds no folder. On a
+    bucket, the bucket is asked for first (missing, or private and no token set), then its prefix."""
+    if store.bucket is not None:
+        root = BucketRoot.parse(store.root_url)
+        problem = store.bucket.problem(root)
+        if problem is None and not store.run_folders():
+            where = f"under the prefix {root.prefix!r}" if root.prefix else "at its root"
+            problem = f"the bucket {root.bucket_id!r} holds no folders {where} ({ROOT_SOURCE}: {store.root_url})"
+        return problem
     if not store.fs.isdir(store.root):
         return f"the traces root {store.root_url} ({ROOT_SOURCE}) does not exist"
     if not _folders(store, store.root):
