@@ -29,6 +29,14 @@ from trace_assets.store.bucket_url import BucketRoot
 TOKEN_HELP = "set HF_TOKEN, or run `hf auth login`"
 
 
+def _url_path(path: str) -> str:
+    """A file's path in its resolve URL, exactly: each part quoted, and a `.` or `..` part (a hostile
+    name a listing can hold) percent-encoded, so no client or proxy resolves it to another file."""
+    return "/".join(
+        quote(part, safe="") if part not in (".", "..") else part.replace(".", "%2E") for part in path.split("/")
+    )
+
+
 class BucketNotReadable(RuntimeError):
     """The bucket was not found: it does not exist, or it is private and the token (if any) cannot
     read it. Not a FileNotFoundError: a missing folder in a bucket that is there is that."""
@@ -117,7 +125,7 @@ class BucketReader:
         ranged = start > 0 or end is not None
         if ranged:
             headers["Range"] = f"bytes={start}-" + ("" if end is None else str(end - 1))
-        url = f"{self.endpoint}/buckets/{self.bucket_id}/resolve/{quote(path)}"
+        url = f"{self.endpoint}/buckets/{self.bucket_id}/resolve/{_url_path(path)}"
         response = http_backoff("GET", url, headers=headers, timeout=constants.HF_HUB_DOWNLOAD_TIMEOUT)
         try:
             hf_raise_for_status(response)

@@ -33,7 +33,7 @@ from fsspec.asyn import AsyncFileSystem, sync
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.accounting import Exclusion, Reason
-from trace_assets.ahead import available_cores
+from trace_assets.ahead import available_cores, produced_ahead
 from trace_assets.scope import TRACE_JOBS, RunScope, ScopeUnit, run_scopes
 from trace_assets.store.bucket_url import BucketRoot, is_bucket_url
 from trace_assets.store.confined import ConfinedReader, FolderReadError, read_files
@@ -87,6 +87,7 @@ def _is_s3(fs: fsspec.AbstractFileSystem) -> bool:
 DEFAULT_BATCH_BYTES = 128 * 2**20  # parsed JSON takes a few times its bytes: well under 1 GB RSS
 DEFAULT_FETCH_AHEAD = 1  # one batch in flight while one is parsed hides a round trip per batch
 BUCKET_PAGE_OBJECTS = 1000  # a bucket listing's objects handed on at once, as an S3 page holds
+BUCKET_PAGES_AHEAD = 2  # listed while the pages before are grouped: the tree API's pages come one by one
 PARALLEL_WALK_MIN_FOLDERS = 256  # below this, starting workers costs more than it saves
 WALK_CHUNK_FOLDERS = 64  # top-level folders per request to a listing worker
 
@@ -198,8 +199,8 @@ class TraceStore:
             level = list(self.bucket.listing(self._in_bucket(base), recursive=False))
             if not level:  # a folder of an object store is there only while it holds objects
                 raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {run_id!r} under {self.root_url}")
-            found = [entry.path.rsplit("/", 1)[-1] for entry in level if entry.type == "directory"]
-            return run_scopes(run_id, sorted(found), unit)
+            steps = sorted(entry.path.rsplit("/", 1)[-1] for entry in level if entry.type == "directory")
+            return run_scopes(run_id, steps, unit)
         entries = self.fs.ls(base, detail=True, refresh=True)
         folders = [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"]
         return run_scopes(run_id, folders, unit)
@@ -213,7 +214,7 @@ class TraceStore:
         """
         base = self.scope_path(scope)
         if self.bucket is not None:  # an empty listing is the missing folder: no request to check first
-            yield from self._iter_bucket(scope, base)
+            yield from produced_ahead(self._iter_bucket(scope, base), BUCKET_PAGES_AHEAD)
             return
         if not self.fs.isdir(base):
             raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {scope.key!r} under {self.root_url}")
@@ -268,7 +269,8 @@ class TraceStore:
                 return
 
     def _iter_bucket(self, scope: RunScope, folder: str) -> Iterator[ObjectBatch]:
-        """The tree API's pages in order, re-cut at BUCKET_PAGE_OBJECTS objects. Later steps need the
+        """The tree API's pages in order, re-cut at BUCKET_PAGE_OBJECTS objects (listed in a worker
+        thread, BUCKET_PAGES_AHEAD pages ahead of their use: see `iter_run`). Later steps need the
         objects of a top-level folder together, as S3's key order gives them: a listing that does
         not is refused rather than split a trial."""
         assert self.bucket is not None

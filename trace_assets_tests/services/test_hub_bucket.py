@@ -249,3 +249,17 @@ def test_a_dataset_repo_is_refused_as_a_traces_root(tmp_path, hub_server):
     refused = _cli(tmp_path, hub_server, "runs", "--traces-root", "hf://datasets/org/traces")
     assert refused.returncode != 0
     assert "hf://buckets/<namespace>/<bucket>[/<prefix>]" in refused.stderr
+
+
+def test_hostile_names_are_read_as_themselves_never_as_another_file(hub_server):
+    """A `..` or `.` part, `?`, `#`, `%`, glob characters: each key's GET reads that key, so a name
+    cannot lead to another file of the bucket (nor outside the traces root's prefix)."""
+    hub_server.create_bucket(BUCKET)
+    keys = ["t/../../../secret.json", "t/./y.json", "t/a b?c#d%20e.json", "t/[*]{?}.json", "t/é☃.json", "t//z.json"]
+    decoys = {"secret.json": b"outside the root", "sweeps/r/trace_jobs/t/y.json": b"another file"}
+    hub_server.put_bucket_files(BUCKET, {f"sweeps/r/trace_jobs/{key}": key.encode() for key in keys} | decoys)
+    store = TraceStore(ROOT)
+    listed = sorted(key for page in store.iter_run(RunScope("r")) for key in page.keys)
+    assert listed == sorted([*keys, "t/y.json"])
+    assert store.fetch(RunScope("r"), keys) == {key: key.encode() for key in keys}
+    assert store.fetch_range(RunScope("r"), keys[0], 2, 4) == keys[0].encode()[2:6]

@@ -174,11 +174,11 @@ class BucketFault(StrEnum):
 class BucketObject:
     content: bytes = field(repr=False)
     uploaded_at: datetime
+    # Stands in for the Xet hash: a content hash the stand-in makes up (the client only compares it).
+    xet_hash: str = field(init=False)
 
-    @property
-    def xet_hash(self) -> str:
-        """Stands in for the Xet hash: a content hash the stand-in makes up (the client only compares it)."""
-        return hashlib.sha256(b"xet\0" + self.content).hexdigest()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "xet_hash", hashlib.sha256(b"xet\0" + self.content).hexdigest())
 
 
 @dataclass
@@ -439,6 +439,7 @@ class HubStandIn:
 
 class _StandInHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the client opens up to its concurrency's connections at once, as to the Hub
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], hub: HubStandIn) -> None:
         super().__init__(address, handler)
@@ -507,7 +508,8 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         # Always drain the body first: with keep-alive, unread bytes would corrupt the next request.
         self._body = self._read_body()
         self._status = 500
-        self._sent = 0
+        self._url = url
+        self._recorded = False
         self._reset_after_headers = False
         try:
             if url.path.startswith(("/api/buckets/", "/buckets/")):
@@ -527,10 +529,15 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         except Exception as error:  # a stand-in bug: answer so the client fails with the cause instead of hanging
             self._send_error(_HubError(500, f"Hub stand-in failed: {error!r}"))
         finally:
-            with self.hub._lock:
-                self.hub._requests.append(
-                    RecordedRequest(self.command, unquote(url.path), url.query, self._status, self._sent)
-                )
+            if not self._recorded:  # a failure before any answer was sent
+                self._record(0)
+
+    def _record(self, body_bytes: int) -> None:
+        """Recorded before the answer goes out, so a client that has its answer finds it counted."""
+        self._recorded = True
+        recorded = RecordedRequest(self.command, unquote(self._url.path), self._url.query, self._status, body_bytes)
+        with self.hub._lock:
+            self.hub._requests.append(recorded)
 
     # --- endpoints -------------------------------------------------------------------------------
 
@@ -812,10 +819,12 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
             bucket = self._readable_bucket(bucket_id)
             files = dict(bucket.files)
         entries: list[dict[str, Any]]
+        end = start + self.hub.tree_page_size
         if recursive:
-            entries = [_bucket_file_entry(p, obj) for p, obj in sorted(files.items()) if p.startswith(prefix)]
+            paths = sorted(path for path in files if path.startswith(prefix))
+            total, entries = len(paths), [_bucket_file_entry(path, files[path]) for path in paths[start:end]]
         elif prefix in files:
-            entries = [_bucket_file_entry(prefix, files[prefix])]
+            total, entries = 1, [_bucket_file_entry(prefix, files[prefix])][start:end]
         else:
             inside = f"{prefix.rstrip('/')}/" if prefix else ""
             level: dict[str, dict[str, Any]] = {}
@@ -828,14 +837,13 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
                     folder["uploadedAt"] = max(folder.get("uploadedAt", ""), _hub_timestamp(obj.uploaded_at))
                 else:
                     level[path] = _bucket_file_entry(path, obj)
-            entries = [level[path] for path in sorted(level)]
-        page = entries[start : start + self.hub.tree_page_size]
+            total, entries = len(level), [level[path] for path in sorted(level)][start:end]
         headers = {}
-        if start + self.hub.tree_page_size < len(entries):
+        if end < total:
             where = f"/{quote(prefix, safe='')}" if prefix else ""
-            query = f"recursive={str(recursive).lower()}&cursor={start + self.hub.tree_page_size}"
+            query = f"recursive={str(recursive).lower()}&cursor={end}"
             headers["Link"] = f'<{self.hub.url}/api/buckets/{bucket_id}/tree{where}?{query}>; rel="next"'
-        self._send_json(200, page, headers=headers)
+        self._send_json(200, entries, headers=headers)
 
     def _bucket_paths_info(self, bucket_id: str) -> None:
         paths = self._json_body().get("paths", [])
@@ -1027,17 +1035,20 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in headers.items():
             self.send_header(name, value)
-        self.end_headers()
         if self.command == "HEAD":
+            self._record(0)
+            self.end_headers()
             return
         if self._reset_after_headers:  # a BucketFault.RESET: half the body, then gone
+            self._record(len(body) // 2)
+            self.end_headers()
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
-            self._sent = len(body) // 2
             self.connection.shutdown(socket.SHUT_RDWR)
             raise _DroppedConnection
+        self._record(len(body))
+        self.end_headers()
         self.wfile.write(body)
-        self._sent = len(body)
 
 
 class _DroppedConnection(Exception):
