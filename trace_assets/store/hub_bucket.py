@@ -71,12 +71,12 @@ class ListedFile:
 class BucketReader:
     """Reads one bucket: listings below a folder, whole files and ranges of them."""
 
-    def __init__(self, bucket_id: str, endpoint: str | None = None, token: str | None = None):
+    def __init__(self, bucket_id: str):
         self.bucket_id = bucket_id
-        self.api = HfApi(endpoint=endpoint, token=token)
+        self.api = HfApi()  # HF_ENDPOINT's Hub, and the client's token
         self.endpoint = self.api.endpoint
         # the client's headers (user agent, token) for the resolve GETs `HfApi` has no method for
-        self._headers = build_hf_headers(token=token)
+        self._headers = build_hf_headers()
 
     def problem(self, root: BucketRoot) -> str | None:
         """Why the bucket cannot be read at all (it does not exist, or is private and no token is

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from huggingface_hub import constants as hf_constants
 
 from benchmarks.generate_traces import generate_run
 from trace_assets.defs.resources import ObjectStorage
@@ -32,6 +33,7 @@ from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
+from trace_assets.store.hub_bucket import BucketNotReadable
 from trace_assets.store.trace_store import FetchError, TraceStore
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, run_steps
 from trace_assets_tests.support.hub_server import BucketFault, HubStandIn
@@ -263,3 +265,12 @@ def test_hostile_names_are_read_as_themselves_never_as_another_file(hub_server):
     assert listed == sorted([*keys, "t/y.json"])
     assert store.fetch(RunScope("r"), keys) == {key: key.encode() for key in keys}
     assert store.fetch_range(RunScope("r"), keys[0], 2, 4) == keys[0].encode()[2:6]
+
+
+def test_the_sensor_s_listing_of_a_private_bucket_without_a_token_names_hf_token(monkeypatch, tmp_path, hub_server):
+    monkeypatch.setattr(hf_constants, "HF_TOKEN_PATH", str(tmp_path / "no-token-file"))
+    hub_server.create_bucket("org/private", private=True)
+    with pytest.raises(BucketNotReadable, match="no Hub token is set \\(set HF_TOKEN, or run `hf auth login`\\)"):
+        TraceStore("hf://buckets/org/private/sweeps").run_folders()
+    monkeypatch.setenv("HF_TOKEN", hub_server.token)
+    assert TraceStore("hf://buckets/org/private/sweeps").run_folders() == []
