@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from huggingface_hub import HfApi
 from huggingface_hub import constants as hf_constants
 
 from benchmarks.generate_traces import generate_run
@@ -274,3 +275,15 @@ def test_the_sensor_s_listing_of_a_private_bucket_without_a_token_names_hf_token
         TraceStore("hf://buckets/org/private/sweeps").run_folders()
     monkeypatch.setenv("HF_TOKEN", hub_server.token)
     assert TraceStore("hf://buckets/org/private/sweeps").run_folders() == []
+
+
+def test_the_stand_in_answers_the_client_s_bucket_calls(sample_bucket):
+    """What huggingface_hub itself asks of a bucket, answered as the client parses it."""
+    api = HfApi()
+    key = f"sweeps/{SAMPLE_RUN}/trace_jobs/stack-bash-30__oaZPnEw/result.json"
+    info = api.bucket_info(BUCKET)
+    assert info.id == BUCKET and not info.private and info.total_files > 1000
+    [found] = api.get_bucket_paths_info(BUCKET, [key, "sweeps/not-there.json"])
+    assert (found.path, found.size) == (key, len(sample_bucket.bucket_file(BUCKET, key))) and found.xet_hash
+    top = list(api.list_bucket_tree(BUCKET, "sweeps"))
+    assert [(entry.type, entry.path) for entry in top] == [("directory", f"sweeps/{SAMPLE_RUN}")]
