@@ -37,6 +37,7 @@ from trace_assets.core.roots import refuse_overlapping_roots
 from trace_assets.core.run_tags import SWEEP_LABEL, sweep_label
 from trace_assets.harbor.options import Episodes, Subagents, SuccessFilter
 from trace_assets.secret_scan.policy import OnPrivate, OnSecret, OnUnverified
+from trace_assets.store.bucket_url import BucketRoot
 from trace_assets.store.queue_events import bucket_and_prefix
 
 ScopeUnitName = Literal["step", "run"]  # a scope.ScopeUnit value: Dagster run config takes strings
@@ -112,7 +113,8 @@ class PipelineSettings(BaseModel):
         flag="--traces-root",
         metavar="URL",
         default_text="none, required",
-        description="folder or fsspec URL (`s3://bucket/prefix`) holding one folder per run, `<run_id>/trace_jobs/`",
+        description="folder, fsspec URL (`s3://bucket/prefix`) or Hub Storage Bucket "
+        "(`hf://buckets/<namespace>/<bucket>[/<prefix>]`) holding one folder per run, `<run_id>/trace_jobs/`",
     )
     publish_root: str = setting(
         env="TRACE_ASSETS_PUBLISH_ROOT",
@@ -428,6 +430,13 @@ class PipelineSettings(BaseModel):
                 return "merged" if TypeAdapter(bool).validate_python(value) else "none"
             except ValidationError:
                 pass
+        return value
+
+    @field_validator("traces_root")
+    @classmethod
+    def _hub_traces_root_is_a_bucket(cls, value: str) -> str:
+        if is_plain_str(value) and value.startswith("hf://"):
+            BucketRoot.parse(value)  # a Hub repo is a publish root, never a traces root
         return value
 
     @model_validator(mode="after")

@@ -19,6 +19,8 @@ def root_location(url: str) -> tuple[str, tuple[str, ...]]:
     protocol = _SAME_PROTOCOL.get(protocol.lower(), protocol.lower())
     if protocol == "local":
         return protocol, Path(rest).expanduser().resolve().parts
+    if protocol == "hf" and rest.startswith("buckets/"):  # a Storage Bucket, never a repo's folder
+        return "hf-buckets", tuple(part for part in rest.removeprefix("buckets/").split("/") if part)
     if protocol == "hf":
         rest = rest.removeprefix("datasets/")
         repo, _, path = rest.partition("/")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import getpass
 import socket
+from dataclasses import astuple
 from urllib.parse import urlsplit
 
 from trace_assets.harbor.options import ExportOptions
@@ -15,6 +16,7 @@ from trace_assets.secret_scan.privacy import PrivacyOptions, operator_literals
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.settings import PipelineSettings, env_name, flag_of
 from trace_assets.steps.scan import scan_options as parsed_scan_options
+from trace_assets.store.bucket_url import BucketRoot, is_bucket_url
 
 
 def export_options(settings: PipelineSettings) -> ExportOptions:
@@ -50,6 +52,8 @@ def privacy_options(settings: PipelineSettings) -> PrivacyOptions:
     name, and the configured literals and regexes. A short literal or a bad regex raises ValueError."""
     root = urlsplit(settings.traces_root)
     bucket, prefix = (root.netloc, root.path) if root.scheme and root.netloc else (None, "")
+    if is_bucket_url(settings.traces_root):  # the bucket's id, not `buckets`
+        bucket, prefix = astuple(BucketRoot.parse(settings.traces_root))
     extra = [value for value in settings.scrub_literals.split(",") if value.strip()]
     literals = operator_literals(bucket, prefix, socket.gethostname(), getpass.getuser(), extra)
     return PrivacyOptions(literals, tuple(p for p in settings.scrub_patterns.split(";") if p.strip()))

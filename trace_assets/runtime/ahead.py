@@ -10,11 +10,13 @@ fetch's byte budget by that factor (`TraceStore.fetch_batch_bytes`).
 from __future__ import annotations
 
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
-from typing import TypeVar
+from queue import Empty, Full, Queue
+from typing import Any, TypeVar
 
 Batch = TypeVar("Batch")
 Result = TypeVar("Result")
@@ -54,3 +56,51 @@ def mapped_ahead(
         finally:
             for _, future in pending:
                 future.cancel()
+
+
+_END = object()
+_POLL_SECONDS = 0.1  # how soon a producer left behind by a consumer that stopped notices it
+
+
+def produced_ahead(items: Iterable[Batch], ahead: int) -> Iterator[Batch]:
+    """The items of `items`, in order, produced by a worker thread up to `ahead` items early: for a
+    paged listing, whose next page is requested only once the last one is used. An exception of
+    `items` is raised where its item would have been; a consumer that stops early stops the worker
+    at its next item."""
+    queue: Queue[tuple[Any, BaseException | None]] = Queue(maxsize=max(1, ahead))
+    stopped = threading.Event()
+
+    def offer(entry: tuple[Any, BaseException | None]) -> bool:
+        while not stopped.is_set():
+            try:
+                queue.put(entry, timeout=_POLL_SECONDS)
+                return True
+            except Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not offer((item, None)):
+                    return
+            offer((_END, None))
+        except BaseException as error:  # handed to the consumer, raised there
+            offer((_END, error))
+
+    worker = threading.Thread(target=produce, name="ahead-producer", daemon=True)
+    worker.start()
+    try:
+        while True:
+            try:
+                item, error = queue.get(timeout=_POLL_SECONDS)
+            except Empty:
+                continue
+            if item is _END:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stopped.set()
+        worker.join()

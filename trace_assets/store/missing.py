@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 
 from trace_assets.core.scope import STEP_FOLDER, TRACE_JOBS, RunScope
+from trace_assets.store.bucket_url import BucketRoot
 from trace_assets.store.trace_store import TraceStore
 
 SUGGESTIONS = 3  # closest run ids named
@@ -17,6 +18,13 @@ RUNS_NAMED = 5  # runs named when none is close
 def root_problem(store: TraceStore, root_source: str) -> str | None:
     """What is wrong with the traces root as a whole: it does not exist, or holds no folder.
     `root_source`: where the operator set the root (its variable and option), named in the line."""
+    if store.bucket is not None:
+        root = BucketRoot.parse(store.root_url)
+        problem = store.bucket.problem(root)
+        if problem is None and not store.run_folders():
+            where = f"under the prefix {root.prefix!r}" if root.prefix else "at its root"
+            problem = f"the bucket {root.bucket_id!r} holds no folders {where} ({root_source}: {store.root_url})"
+        return problem
     if not store.fs.isdir(store.root):
         return f"the traces root {store.root_url} ({root_source}) does not exist"
     if not _folders(store, store.root):

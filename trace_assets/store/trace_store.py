@@ -1,7 +1,9 @@
-"""Read-side access to a traces root on any fsspec filesystem (a local folder, `s3://...`).
+"""Read-side access to a traces root on any fsspec filesystem (a local folder, `s3://...`) or a
+Hub Storage Bucket (`hf://buckets/...`, see `hub_bucket`).
 
-One recursive listing per run (ListObjectsV2 pages without a delimiter on S3, a directory
-walk on a local disk), then concurrent GETs of exactly the keys asked for, in bounded batches.
+One recursive listing per run (ListObjectsV2 pages without a delimiter on S3, the tree API's
+pages on a bucket, a directory walk on a local disk), then concurrent GETs of exactly the keys
+asked for, in bounded batches.
 
 Hostile input: trial folders are written by the policy under training, so on local roots
 (and mounted buckets) nothing under a run's `trace_jobs/` is read through a symbolic link.
@@ -22,9 +24,9 @@ import asyncio
 import errno
 import os
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 from fsspec.asyn import AsyncFileSystem, sync
@@ -32,11 +34,15 @@ from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.core.accounting import Exclusion, Reason
 from trace_assets.core.scope import TRACE_JOBS, RunScope, ScopeUnit, run_scopes
-from trace_assets.runtime.ahead import available_cores
+from trace_assets.runtime.ahead import available_cores, produced_ahead
+from trace_assets.store.bucket_url import BucketRoot, is_bucket_url
 from trace_assets.store.confined import ConfinedReader, FolderReadError, read_files
 from trace_assets.store.local_walk import Columns, walk_folder, walk_folders
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.process_pool import ordered_map
+
+if TYPE_CHECKING:
+    from trace_assets.store.hub_bucket import BucketReader
 
 
 class FetchError(RuntimeError):
@@ -80,6 +86,8 @@ def _is_s3(fs: fsspec.AbstractFileSystem) -> bool:
 
 DEFAULT_BATCH_BYTES = 128 * 2**20  # parsed JSON takes a few times its bytes: well under 1 GB RSS
 DEFAULT_FETCH_AHEAD = 1  # one batch in flight while one is parsed hides a round trip per batch
+BUCKET_PAGE_OBJECTS = 1000  # a bucket listing's objects handed on at once, as an S3 page holds
+BUCKET_PAGES_AHEAD = 2  # listed while the pages before are grouped: the tree API's pages come one by one
 PARALLEL_WALK_MIN_FOLDERS = 256  # below this, starting workers costs more than it saves
 WALK_CHUNK_FOLDERS = 64  # top-level folders per request to a listing worker
 
@@ -123,6 +131,15 @@ class TraceStore:
             config = dict(options.get("config_kwargs") or {})
             config["max_pool_connections"] = max(config.get("max_pool_connections", 0), max_concurrency)
             options["config_kwargs"] = config
+        # On a bucket the steps' listings and reads go through `bucket`; `fs` (HfFileSystem) answers
+        # only the checks made when a scope is missing, from a listings cache this store alone holds.
+        self.bucket: BucketReader | None = None
+        if is_bucket_url(self.root_url):
+            # here, not at the top: huggingface_hub's HfApi takes 0.25 s to import, paid by bucket roots only
+            from trace_assets.store.hub_bucket import BucketReader
+
+            self.bucket = BucketReader(BucketRoot.parse(self.root_url).bucket_id)
+            options["skip_instance_cache"] = True
         self.fs, self.root = fsspec.core.url_to_fs(self.root_url, **options)
         self.root = self.root.rstrip("/")
         self.max_concurrency = max_concurrency
@@ -138,8 +155,17 @@ class TraceStore:
     def scope_path(self, scope: RunScope) -> str:
         return f"{self.root}/{scope.source_prefix}"
 
+    def _in_bucket(self, path: str) -> str:
+        """A path of `fs` (`buckets/<namespace>/<bucket>/...`) as the bucket names it."""
+        assert self.bucket is not None
+        return path.removeprefix(f"buckets/{self.bucket.bucket_id}").strip("/")
+
     def run_ids(self) -> list[str]:
         """Run folders under the root that hold a `trace_jobs/` folder."""
+        if self.bucket is not None:
+            root = self._in_bucket(self.root)
+            inside = f"{root}/" if root else ""
+            return [name for name in self.run_folders() if TRACE_JOBS in self.bucket.folders(inside + name)]
         entries = self.fs.ls(self.root, detail=True)
         runs = []
         for entry in entries:
@@ -156,6 +182,8 @@ class TraceStore:
         if isinstance(self.fs, LocalFileSystem):
             with os.scandir(self.root) as entries:
                 return sorted(entry.name for entry in entries if entry.is_dir())
+        if self.bucket is not None:  # one listing of the root's level (a request per page)
+            return self.bucket.folders(self._in_bucket(self.root))
         entries = self.fs.ls(self.root, detail=True, refresh=True)
         return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
 
@@ -167,6 +195,12 @@ class TraceStore:
                 found = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in entries]
             folders = [name for name, is_dir, _ in found if is_dir]
             return run_scopes(run_id, folders, unit, keep_whole=any(link for _, _, link in found))
+        if self.bucket is not None:
+            level = list(self.bucket.listing(self._in_bucket(base), recursive=False))
+            if not level:  # a folder of an object store is there only while it holds objects
+                raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {run_id!r} under {self.root_url}")
+            steps = sorted(entry.path.rsplit("/", 1)[-1] for entry in level if entry.type == "directory")
+            return run_scopes(run_id, steps, unit)
         entries = self.fs.ls(base, detail=True, refresh=True)
         folders = [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"]
         return run_scopes(run_id, folders, unit)
@@ -179,6 +213,9 @@ class TraceStore:
         held in memory. Either way the objects of one top-level folder come together.
         """
         base = self.scope_path(scope)
+        if self.bucket is not None:  # an empty listing is the missing folder: no request to check first
+            yield from produced_ahead(self._iter_bucket(scope, base), BUCKET_PAGES_AHEAD)
+            return
         if not self.fs.isdir(base):
             raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {scope.key!r} under {self.root_url}")
         if isinstance(self.fs, LocalFileSystem):
@@ -231,6 +268,40 @@ class TraceStore:
             if not more:
                 return
 
+    def _iter_bucket(self, scope: RunScope, folder: str) -> Iterator[ObjectBatch]:
+        """The tree API's pages in order, re-cut at BUCKET_PAGE_OBJECTS objects (listed in a worker
+        thread, BUCKET_PAGES_AHEAD pages ahead of their use: see `iter_run`). Later steps need the
+        objects of a top-level folder together, as S3's key order gives them: a listing that does
+        not is refused rather than split a trial."""
+        assert self.bucket is not None
+        page = ObjectBatch()
+        seen = 0
+        done: set[str] = set()
+        current = ""
+        for listed in self.bucket.files(self._in_bucket(folder)):
+            top = listed.key.partition("/")[0]
+            if top != current:
+                if top in done:
+                    raise RuntimeError(
+                        f"run {scope.key!r}: the bucket's listing of {self.root_url} came out of path order "
+                        f"({top!r} again after {current!r}); nothing was read"
+                    )
+                done.add(current)
+                current = top
+            modified = None if listed.modified is None else (listed.modified - EPOCH) // MICROSECOND
+            page.append(listed.key, listed.size, listed.xet_hash or None, modified)
+            seen += 1
+            if len(page) >= BUCKET_PAGE_OBJECTS:
+                yield page
+                page = ObjectBatch()
+        if not seen:
+            raise FileNotFoundError(f"no {TRACE_JOBS}/ folder for run {scope.key!r} under {self.root_url}")
+        yield page
+
+    def _read_bucket(self, path: str, start: int, end: int | None) -> bytes:
+        assert self.bucket is not None
+        return self.bucket.read(self._in_bucket(path), start, end)
+
     def local_folder(self, scope: RunScope) -> str | None:
         """The scope's folder on a local root (keys are relative to it), which `read_files` reads
         as `fetch` does; None on an object store."""
@@ -245,6 +316,8 @@ class TraceStore:
         if isinstance(self.fs, LocalFileSystem):
             return self._read_local(scope, base, keys)
         paths = [base + key for key in keys]
+        if self.bucket is not None:
+            return self._fetch_bucket(scope, keys, paths)
         # `cat_ranges` reads each path as given (`cat` would expand glob patterns), on an async store
         # `batch_size` at a time, and returns each path's error in its place.
         bounded = {"batch_size": self.max_concurrency} if isinstance(self.fs, AsyncFileSystem) else {}
@@ -253,6 +326,23 @@ class TraceStore:
         if failures:
             raise FetchError(scope.key, failures)
         return dict(zip(keys, results))
+
+    def _fetch_bucket(self, scope: RunScope, keys: list[str], paths: list[str]) -> dict[str, bytes | Exclusion]:
+        """GETs of whole files, `max_concurrency` in flight; any that fails after the client's retries
+        fails the scope, as on S3."""
+
+        def read(path: str) -> bytes | BaseException:
+            try:
+                return self._read_bucket(path, 0, None)
+            except Exception as error:  # every failure is named in the FetchError below
+                return error
+
+        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(paths))) as pool:
+            results = list(pool.map(read, paths))
+        failures = {path: value for path, value in zip(paths, results) if isinstance(value, BaseException)}
+        if failures:
+            raise FetchError(scope.key, failures)
+        return {key: value for key, value in zip(keys, results) if isinstance(value, bytes)}
 
     def fetch_range(self, scope: RunScope, key: str, start: int, length: int) -> bytes | Exclusion:
         """`length` bytes of one object from `start` (fewer at its end, none past it), with `fetch`'s
@@ -268,6 +358,8 @@ class TraceStore:
                     reader.close()
             except OSError as err:
                 raise FetchError(scope.key, {base + key: err}) from err
+        if self.bucket is not None:
+            return self._bucket_range(scope, base + key, key, start, length)
         try:
             data = self.fs.cat_file(base + key, start=start, end=start + length)
         except (FileNotFoundError, PermissionError) as err:  # deleted, or its access revoked, since the listing
@@ -285,6 +377,18 @@ class TraceStore:
                 return Exclusion(Reason.UNREADABLE, f"{key}: {refused}")
             return b"" if isinstance(size, int) and size <= start else Exclusion(Reason.UNREADABLE, f"{key}: {err}")
         return bytes(data)
+
+    def _bucket_range(self, scope: RunScope, path: str, key: str, start: int, length: int) -> bytes | Exclusion:
+        """A range of a bucket's file, refused as on S3: gone or refused since the listing is its
+        `Exclusion`; a failure that outlasts the client's retries fails the scope."""
+        if length <= 0:
+            return b""
+        try:
+            return self._read_bucket(path, start, start + length)
+        except (FileNotFoundError, PermissionError) as err:
+            return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
+        except Exception as err:
+            raise FetchError(scope.key, {path: err}) from err
 
     def read_run_file(self, scope: RunScope, key: str, limit: int) -> bytes | Exclusion | None:
         """One file of the scope's run folder above its trial folders (`result.json`,
@@ -305,6 +409,15 @@ class TraceStore:
                 return None
             return data
         path = f"{base}/{key}"
+        if self.bucket is not None:  # one ranged GET, as on S3
+            try:
+                return self._read_bucket(path, 0, limit + 1)
+            except FileNotFoundError:
+                return None
+            except PermissionError as err:
+                return Exclusion(Reason.UNREADABLE, f"{key}: {err}")
+            except Exception as err:
+                raise FetchError(scope.key, {path: err}) from err
         try:  # one ranged GET: a missing key is its 404, never a HEAD or a listing
             return bytes(self.fs.cat_file(path, start=0, end=limit + 1))
         except FileNotFoundError:

@@ -4,7 +4,8 @@ The docs write commands in ```console blocks, one per `$ ` prompt line, with the
 below it. Each doc gets a sandbox that plays a user's shell: a temporary `$HOME` whose
 `~/traces` is a copy of the bundled sample traces, a Dagster home of its own, a bucket on the
 test S3 server (moto) holding the same traces under `traces/`, and the Hub stand-in at
-`HF_ENDPOINT`. Its commands run in order through bash, in the project folder, each in a shell
+`HF_ENDPOINT`, with a private Storage Bucket `my-org/rl-traces` holding them under `traces/` for a
+doc that names one. Its commands run in order through bash, in the project folder, each in a shell
 that starts from the environment and folder the previous one left (so `export` and `cd` carry
 over, as at a prompt). Only the docs' example names are replaced: `s3://my-bucket/` by the
 test's bucket, `hf_your_token` by the stand-in's token, `/home/you` (in shown output) by the
@@ -46,6 +47,7 @@ VENV_BIN = Path(sys.executable).parent
 EXAMPLE_HOME = "/home/you"
 EXAMPLE_BUCKET = "my-bucket"
 EXAMPLE_TOKEN = "hf_your_token"
+EXAMPLE_HUB_BUCKET = "my-org/rl-traces"
 LOG_PREFIXES = ("[trace-assets]", "trace-assets:")
 
 
@@ -123,6 +125,16 @@ def sandboxes(s3_endpoint: str, s3_admin_client: Any, tmp_path_factory: pytest.T
             upload_tree(SAMPLE_TRACES, fs, f"s3://{bucket}/traces")
         hub = HubStandIn(token=STAND_IN_TOKEN).__enter__()
         hubs.append(hub)
+        if f"hf://buckets/{EXAMPLE_HUB_BUCKET}/" in (PROJECT_DIR / doc).read_text():
+            hub.create_bucket(EXAMPLE_HUB_BUCKET, private=True)
+            hub.put_bucket_files(
+                EXAMPLE_HUB_BUCKET,
+                {
+                    f"traces/{p.relative_to(SAMPLE_TRACES).as_posix()}": p.read_bytes()
+                    for p in SAMPLE_TRACES.rglob("*")
+                    if p.is_file()
+                },
+            )
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("TRACE_ASSETS_", "AWS_", "HF_"))}
         environment.update(
             HOME=str(root / "home"),

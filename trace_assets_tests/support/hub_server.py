@@ -10,6 +10,16 @@ schema's rules for the keys this project writes, see `dataset_metadata_errors`),
 publish a draft, close, merge; commits to `refs/pr/N`). A pull request's ref starts at `main`'s
 head when it is created, so its history holds its base, as on the Hub.
 
+Storage Buckets, read side, as huggingface_hub 2.4 reads one with `HF_HUB_DISABLE_XET=1` (hf_api.py's
+`bucket_info`, `list_bucket_tree`, `get_bucket_paths_info`; hf_file_system.py's ranged resolve GETs):
+bucket info, the tree API (recursive: every file whose path starts with the prefix, as a string;
+otherwise a folder's files and sub-folders; `tree_page_size` entries a page, the next page's URL in
+`Link`), paths-info, and resolve with `Range` (206, or 416 past the end). Uploads go through Xet,
+which the stand-in does not speak: tests place files with `create_bucket` and `put_bucket_files`.
+Bucket faults, off by default, drawn per bucket request from `bucket_faults` (seeded): a 429 with
+`Retry-After`, a 503, or a connection dropped half-way through the body; `bucket_latency` seconds
+are added before every bucket answer; a path in `unreadable_bucket_paths` always gets a 500.
+
 Off by default, for publishing at real sizes: a per-commit file limit (`max_files_per_commit`)
 and random failures (`failure_rate`, seeded) of preuploads and commits, half of the commit
 failures after the commit was applied, as a Hub commit can time out while completing.
@@ -32,10 +42,13 @@ import json
 import random
 import re
 import secrets
+import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from posixpath import dirname
 from types import MappingProxyType
@@ -57,6 +70,7 @@ MAX_REGULAR_FILE_SIZE = 10 * 1024 * 1024
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
 
 _REPO = r"(?P<repo_id>[^/]+/[^/]+)"
+_BUCKET = r"(?P<bucket_id>[^/]+/[^/]+)"
 # The Hub's `size_categories` values (its dataset metadata schema).
 SIZE_CATEGORIES = (
     "n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B",
@@ -145,6 +159,33 @@ class RecordedRequest:
     path: str
     query: str
     status: int
+    body_bytes: int = 0  # of the response body sent (all of it, or a dropped connection's part)
+
+
+class BucketFault(StrEnum):
+    """A bucket request's injected failure (see `HubStandIn.bucket_faults`)."""
+
+    RATE_LIMITED = "rate_limited"  # 429 with `Retry-After: 0`
+    UNAVAILABLE = "unavailable"  # 503
+    RESET = "reset"  # the connection closed half-way through the response body
+
+
+@dataclass(frozen=True)
+class BucketObject:
+    content: bytes = field(repr=False)
+    uploaded_at: datetime
+    # Stands in for the Xet hash: a content hash the stand-in makes up (the client only compares it).
+    xet_hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "xet_hash", hashlib.sha256(b"xet\0" + self.content).hexdigest())
+
+
+@dataclass
+class _Bucket:
+    private: bool
+    created_at: datetime
+    files: dict[str, BucketObject] = field(default_factory=dict)
 
 
 @dataclass
@@ -248,8 +289,15 @@ class HubStandIn:
         max_files_per_commit: int | None = None,
         failure_rate: float = 0.0,
         seed: int = 0,
+        tree_page_size: int = 1000,
     ) -> None:
         self._token = token
+        self.tree_page_size = tree_page_size
+        self.bucket_faults: dict[BucketFault, float] = {}
+        self.bucket_latency = 0.0
+        self.unreadable_bucket_paths: set[str] = set()
+        self.bucket_faults_injected: dict[BucketFault, int] = dict.fromkeys(BucketFault, 0)
+        self._buckets: dict[str, _Bucket] = {}
         self.max_files_per_commit = max_files_per_commit
         self.failure_rate = failure_rate
         self._random = random.Random(seed)
@@ -331,6 +379,48 @@ class HubStandIn:
         with self._lock:
             return self._repo(repo_id).pull_requests[num].status
 
+    def create_bucket(self, bucket_id: str, *, private: bool = False) -> None:
+        """A new, empty bucket `namespace/name` (as `HfApi.create_bucket` would make it)."""
+        with self._lock:
+            if bucket_id in self._buckets:
+                raise ValueError(f"bucket {bucket_id!r} already exists")
+            self._buckets[bucket_id] = _Bucket(private, datetime.now(UTC))
+
+    def put_bucket_files(
+        self, bucket_id: str, files: Mapping[str, bytes], *, uploaded_at: datetime | None = None
+    ) -> None:
+        """Place (or overwrite) files in a bucket, as an upload through Xet would (at `uploaded_at`,
+        default now: a run synced long ago is one settled long ago)."""
+        now = uploaded_at or datetime.now(UTC)
+        with self._lock:
+            bucket = self._buckets[bucket_id]
+            for path, content in files.items():
+                bucket.files[path] = BucketObject(bytes(content), now)
+
+    def bucket_file(self, bucket_id: str, path: str) -> bytes:
+        with self._lock:
+            return self._buckets[bucket_id].files[path].content
+
+    def bucket_requests(self) -> list[RecordedRequest]:
+        """Recorded requests to bucket endpoints (`/api/buckets/...`, `/buckets/.../resolve/...`)."""
+        return [r for r in self.requests if r.path.startswith(("/api/buckets/", "/buckets/"))]
+
+    def _bucket_fault(self) -> BucketFault | None:
+        """Draw one bucket fault from `bucket_faults`; callers hold no lock."""
+        with self._lock:
+            draw = self._random.random()
+            for fault, rate in self.bucket_faults.items():
+                if draw < rate:
+                    self.bucket_faults_injected[fault] += 1
+                    return fault
+                draw -= rate
+        return None
+
+    def _bucket(self, bucket_id: str) -> _Bucket:
+        if bucket_id not in self._buckets:
+            raise _HubError(404, "Bucket not found", error_code="RepoNotFound")
+        return self._buckets[bucket_id]
+
     def _should_fail(self) -> bool:
         """Draw one random failure; callers hold no lock."""
         with self._lock:
@@ -349,6 +439,7 @@ class HubStandIn:
 
 class _StandInHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # the client opens up to its concurrency's connections at once, as to the Hub
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], hub: HubStandIn) -> None:
         super().__init__(address, handler)
@@ -378,6 +469,11 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("POST", re.compile(rf"/api/datasets/{_REPO}/discussions/(?P<num>[0-9]+)/status"), "_discussion_status"),
     ("POST", re.compile(rf"/api/datasets/{_REPO}/discussions/(?P<num>[0-9]+)/merge"), "_merge_pull_request"),
     ("HEAD", re.compile(rf"/datasets/{_REPO}/resolve/(?P<revision>[^/]+)/(?P<path>.+)"), "_resolve"),
+    ("GET", re.compile(rf"/api/buckets/{_BUCKET}"), "_bucket_info"),
+    ("GET", re.compile(rf"/api/buckets/{_BUCKET}/tree(?:/(?P<prefix>.+))?"), "_bucket_tree"),
+    ("POST", re.compile(rf"/api/buckets/{_BUCKET}/paths-info"), "_bucket_paths_info"),
+    ("GET", re.compile(rf"/buckets/{_BUCKET}/resolve/(?P<path>.+)"), "_bucket_resolve"),
+    ("HEAD", re.compile(rf"/buckets/{_BUCKET}/resolve/(?P<path>.+)"), "_bucket_resolve"),
 ]
 
 
@@ -412,7 +508,12 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         # Always drain the body first: with keep-alive, unread bytes would corrupt the next request.
         self._body = self._read_body()
         self._status = 500
+        self._url = url
+        self._recorded = False
+        self._reset_after_headers = False
         try:
+            if url.path.startswith(("/api/buckets/", "/buckets/")):
+                self._bucket_weather(unquote(url.path))
             for method, pattern, handler_name in _ROUTES:
                 match = pattern.fullmatch(url.path)
                 if method == self.command and match:
@@ -423,11 +524,20 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
                 raise _HubError(404, f"The stand-in does not implement {self.command} {url.path}")
         except _HubError as error:
             self._send_error(error)
+        except _DroppedConnection:
+            self.close_connection = True
         except Exception as error:  # a stand-in bug: answer so the client fails with the cause instead of hanging
             self._send_error(_HubError(500, f"Hub stand-in failed: {error!r}"))
         finally:
-            with self.hub._lock:
-                self.hub._requests.append(RecordedRequest(self.command, unquote(url.path), url.query, self._status))
+            if not self._recorded:  # a failure before any answer was sent
+                self._record(0)
+
+    def _record(self, body_bytes: int) -> None:
+        """Recorded before the answer goes out, so a client that has its answer finds it counted."""
+        self._recorded = True
+        recorded = RecordedRequest(self.command, unquote(self._url.path), self._url.query, self._status, body_bytes)
+        with self.hub._lock:
+            self.hub._requests.append(recorded)
 
     # --- endpoints -------------------------------------------------------------------------------
 
@@ -662,6 +772,104 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
             headers |= {"X-Linked-Etag": f'"{blob.sha256}"', "X-Linked-Size": str(len(blob.content))}
         self._send(200, blob.content, "application/octet-stream", headers)
 
+    # --- storage buckets ---------------------------------------------------------------------------
+
+    def _bucket_weather(self, path: str) -> None:
+        """A bucket request's latency and injected fault, before it is answered."""
+        if self.hub.bucket_latency:
+            time.sleep(self.hub.bucket_latency)
+        if "/resolve/" in path and path.split("/resolve/", 1)[1] in self.hub.unreadable_bucket_paths:
+            raise _HubError(500, "Internal error (stand-in: this file is unreadable)")
+        match self.hub._bucket_fault():
+            case BucketFault.RATE_LIMITED:
+                raise _HubError(429, "Too many requests (stand-in)", headers={"Retry-After": "0"})
+            case BucketFault.UNAVAILABLE:
+                raise _HubError(503, "Service temporarily unavailable (stand-in)")
+            case BucketFault.RESET:
+                self._reset_after_headers = True
+            case None:
+                pass
+
+    def _readable_bucket(self, bucket_id: str) -> _Bucket:
+        """The bucket, if the caller may see it; a private one looks missing to anonymous callers."""
+        authenticated = self._caller_is_authenticated()
+        bucket = self.hub._bucket(bucket_id)
+        if bucket.private and not authenticated:
+            raise _HubError(401, "Bucket not found", error_code="RepoNotFound")
+        return bucket
+
+    def _bucket_info(self, bucket_id: str) -> None:
+        with self.hub._lock:
+            bucket = self._readable_bucket(bucket_id)
+            info = {
+                "id": bucket_id,
+                "private": bucket.private,
+                "createdAt": _hub_timestamp(bucket.created_at),
+                "size": sum(len(obj.content) for obj in bucket.files.values()),
+                "totalFiles": len(bucket.files),
+            }
+        self._send_json(200, info)
+
+    def _bucket_tree(self, bucket_id: str, prefix: str = "") -> None:
+        """One page of the tree: recursive, the files whose path starts with `prefix` (a string
+        match, as the Hub's); otherwise the files and folders right inside the folder `prefix`."""
+        recursive = self._query.get("recursive", "false").lower() in ("true", "1")
+        start = int(self._query.get("cursor", "0"))
+        with self.hub._lock:
+            bucket = self._readable_bucket(bucket_id)
+            files = dict(bucket.files)
+        entries: list[dict[str, Any]]
+        end = start + self.hub.tree_page_size
+        if recursive:
+            paths = sorted(path for path in files if path.startswith(prefix))
+            total, entries = len(paths), [_bucket_file_entry(path, files[path]) for path in paths[start:end]]
+        elif prefix in files:
+            total, entries = 1, [_bucket_file_entry(prefix, files[prefix])][start:end]
+        else:
+            inside = f"{prefix.rstrip('/')}/" if prefix else ""
+            level: dict[str, dict[str, Any]] = {}
+            for path, obj in sorted(files.items()):
+                if not path.startswith(inside):
+                    continue
+                name, sep, _ = path[len(inside) :].partition("/")
+                if sep:
+                    folder = level.setdefault(inside + name, {"type": "directory", "path": inside + name})
+                    folder["uploadedAt"] = max(folder.get("uploadedAt", ""), _hub_timestamp(obj.uploaded_at))
+                else:
+                    level[path] = _bucket_file_entry(path, obj)
+            total, entries = len(level), [level[path] for path in sorted(level)][start:end]
+        headers = {}
+        if end < total:
+            where = f"/{quote(prefix, safe='')}" if prefix else ""
+            query = f"recursive={str(recursive).lower()}&cursor={end}"
+            headers["Link"] = f'<{self.hub.url}/api/buckets/{bucket_id}/tree{where}?{query}>; rel="next"'
+        self._send_json(200, entries, headers=headers)
+
+    def _bucket_paths_info(self, bucket_id: str) -> None:
+        paths = self._json_body().get("paths", [])
+        with self.hub._lock:
+            files = self._readable_bucket(bucket_id).files
+            found = [_bucket_file_entry(path, files[path]) for path in paths if path in files]
+        self._send_json(200, found)
+
+    def _bucket_resolve(self, bucket_id: str, path: str) -> None:
+        with self.hub._lock:
+            obj = self._readable_bucket(bucket_id).files.get(path)
+        if obj is None:
+            raise _HubError(404, "Entry not found", error_code="EntryNotFound")
+        content, size = obj.content, len(obj.content)
+        headers = {"ETag": f'"{obj.xet_hash}"', "Accept-Ranges": "bytes", "X-Linked-Size": str(size)}
+        requested = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+        if requested is None:
+            self._send(200, content, "application/octet-stream", headers)
+            return
+        first = int(requested.group(1))
+        last = min(int(requested.group(2)), size - 1) if requested.group(2) else size - 1
+        if first >= size or last < first:
+            raise _HubError(416, "Requested range not satisfiable", headers={"Content-Range": f"bytes */{size}"})
+        headers["Content-Range"] = f"bytes {first}-{last}/{size}"
+        self._send(206, content[first : last + 1], "application/octet-stream", headers)
+
     def _discussion_json(self, repo_id: str, pr: _PullRequest) -> dict[str, Any]:
         return {
             "title": pr.title,
@@ -827,9 +1035,37 @@ class _HubRequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for name, value in headers.items():
             self.send_header(name, value)
+        if self.command == "HEAD":
+            self._record(0)
+            self.end_headers()
+            return
+        if self._reset_after_headers:  # a BucketFault.RESET: half the body, then gone
+            self._record(len(body) // 2)
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            raise _DroppedConnection
+        self._record(len(body))
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        self.wfile.write(body)
+
+
+class _DroppedConnection(Exception):
+    """The stand-in closed the connection on purpose (a BucketFault.RESET)."""
+
+
+def _bucket_file_entry(path: str, obj: BucketObject) -> dict[str, Any]:
+    """A file as the bucket tree and paths-info APIs describe it (`BucketFile`'s fields)."""
+    stamp = _hub_timestamp(obj.uploaded_at)
+    return {
+        "type": "file",
+        "path": path,
+        "size": len(obj.content),
+        "xetHash": obj.xet_hash,
+        "mtime": stamp,
+        "uploadedAt": stamp,
+    }
 
 
 def _apply_operations(

@@ -43,7 +43,7 @@ DEFERRED_IMPORTS = {
     "publishing/hub/commit.py": "huggingface_hub loads only when a run publishes to the Hub",
     "publishing/hub/reads.py": "huggingface_hub loads only when a run publishes to the Hub",
     "publishing/hub/naming.py": "huggingface_hub loads only when a run publishes to the Hub",
-    "store/trace_store.py": "botocore and s3fs load only when a traces root is on S3",
+    "store/trace_store.py": "botocore and s3fs load only for an S3 root, huggingface_hub only for a bucket root",
 }
 # Listing workers start with only these: they must import nothing heavy.
 STDLIB_ONLY = {"store/local_walk.py", "store/process_pool.py", "store/__init__.py"}

@@ -6,7 +6,7 @@ import io
 import time
 
 from trace_assets.publishing.targets import replace_folder
-from trace_assets.runtime.ahead import mapped_ahead
+from trace_assets.runtime.ahead import mapped_ahead, produced_ahead
 from trace_assets.runtime.progress import BYTES, FileTransfer, ProgressReporter, bytes_text, duration_text
 
 
@@ -148,3 +148,31 @@ def test_a_failed_fetch_is_raised_at_its_batch():
     except OSError as error:
         assert str(error) == "endpoint down"
     assert seen == [0, 1]
+
+
+def test_produced_ahead_keeps_order_raises_where_it_failed_and_stops_with_its_consumer():
+    assert list(produced_ahead(iter(range(50)), ahead=2)) == list(range(50))
+
+    def failing():
+        yield 1
+        raise OSError("listing failed")
+
+    seen = []
+    try:
+        for item in produced_ahead(failing(), ahead=2):
+            seen.append(item)
+    except OSError as error:
+        assert str(error) == "listing failed"
+    assert seen == [1]
+
+    produced = []
+
+    def endless():
+        for n in range(10**9):
+            produced.append(n)
+            yield n
+
+    stream = produced_ahead(endless(), ahead=2)
+    assert [next(stream) for _ in range(3)] == [0, 1, 2]
+    stream.close()  # the worker stops: it produced at most `ahead` + 2 past what was taken
+    assert len(produced) <= 3 + 2 + 2
