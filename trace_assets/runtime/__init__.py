@@ -1,1 +1,1 @@
-"""Machinery the steps and publishing share: progress lines, atomic file writes, work ahead and writes behind."""
+"""Machinery the steps and publishing share: progress lines, atomic file writes, work ahead, machine faults in one line."""

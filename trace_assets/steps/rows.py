@@ -19,12 +19,10 @@ from collections import Counter, deque
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from trace_assets.core.accounting import SCORED, Coverage, Reason, TrialStatus
 from trace_assets.core.scope import RunScope
@@ -33,13 +31,12 @@ from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, row
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
 from trace_assets.runtime.ahead import available_cores, mapped_ahead
 from trace_assets.runtime.progress import Progress, ProgressReporter, terminal
-from trace_assets.runtime.writes_behind import WritesBehind
 from trace_assets.secret_scan.scanner import PLAIN_TEXT_COLUMNS
 from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_objects, previous_records
 from trace_assets.steps.listing import ListedTrial, bounded_batches, iter_listing
 from trace_assets.steps.scoring import StepStats, rows_salt
 from trace_assets.steps.sessions import SessionWriter
-from trace_assets.steps.staged_rows import RowPartWriter, staged_row_parts, trial_rows_digest
+from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
 from trace_assets.steps.trial_rows import SliceJob, SliceWork, TrialFiles, TrialWork, export_slice
 from trace_assets.store.process_pool import WorkerError, ordered_map
@@ -135,31 +132,28 @@ def export_rows(
             # themselves are sent their next slice ahead, which is only its keys
             ahead = 0 if read_from is None else 1
             answers = ordered_map(export_slice, _slice_jobs(fetched, job, count, sent), count, ahead=ahead)
-            # a batch's Parquet writes (row parts, statuses, session store) release the GIL: one
-            # batch's run in a thread while this process builds the next and keeps the workers fed
-            with WritesBehind(depth=1, name="rows-write") as writes:
-                for plan, works in _batch_answers(answers, sent, staging.scope):
-                    table, statuses = _export_batch(
-                        staging.scope, plan, works, schema, previous_statuses, previous_rows, stats, sessions
+            for plan, works in _batch_answers(answers, sent, staging.scope):
+                table, statuses = _export_batch(
+                    staging.scope, plan, works, schema, previous_statuses, previous_rows, stats, sessions
+                )
+                for status in statuses:
+                    trial_rows.append((status["trial_dir"], status["rows"]))
+                    if status["status"] == TrialStatus.EXPORTED:
+                        coverage.exported += 1
+                    else:
+                        excluded[status["reason"]] += 1
+                coverage.trial_dirs += len(statuses)
+                coverage.rows += table.num_rows
+                if options.include_subagents:
+                    coverage.subagent_rows += table.num_rows - table.column(TRACE_SOURCE_COLUMN).to_pylist().count(
+                        MAIN_TRACE_SOURCE
                     )
-                    for status in statuses:
-                        trial_rows.append((status["trial_dir"], status["rows"]))
-                        if status["status"] == TrialStatus.EXPORTED:
-                            coverage.exported += 1
-                        else:
-                            excluded[status["reason"]] += 1
-                    coverage.trial_dirs += len(statuses)
-                    coverage.rows += table.num_rows
-                    if options.include_subagents:
-                        coverage.subagent_rows += table.num_rows - table.column(TRACE_SOURCE_COLUMN).to_pylist().count(
-                            MAIN_TRACE_SOURCE
-                        )
-                    status_table = pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA)
-                    session_table = sessions.take_batch() if sessions is not None else None
-                    writes.submit(
-                        partial(_write_batch, rows_out, table, status_out, status_table, sessions, session_table)
-                    )
-                    reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
+                status_table = pa.Table.from_pylist(statuses, schema=STATUS_SCHEMA)
+                rows_out.write(table)
+                status_out.write_table(status_table)
+                if sessions is not None:
+                    sessions.write_batch(sessions.take_batch())
+                reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
             reporter.finish()
             rows_out.statuses_digest = trial_rows_digest(trial_rows)
             if sessions is not None:
@@ -175,20 +169,6 @@ def export_rows(
     coverage.scored = coverage.trial_dirs - coverage.unscored
     write_json_atomically(staging.coverage, coverage.as_dict())
     return coverage, stats
-
-
-def _write_batch(
-    rows_out: RowPartWriter,
-    table: pa.Table,
-    status_out: pq.ParquetWriter,
-    statuses: pa.Table,
-    sessions: SessionWriter | None,
-    session_table: pa.Table | None,
-) -> None:
-    rows_out.write(table)
-    status_out.write_table(statuses)
-    if sessions is not None:
-        sessions.write_batch(session_table)
 
 
 def _held_bytes(item: tuple[ListedTrial, dict[str, Any]]) -> int:

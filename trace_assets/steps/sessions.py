@@ -16,7 +16,6 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,6 @@ from trace_assets.harbor.sessions import (
 from trace_assets.runtime.ahead import mapped_ahead
 from trace_assets.runtime.atomic_files import remove_path, temp_sibling
 from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, terminal
-from trace_assets.runtime.writes_behind import WritesBehind
 from trace_assets.secret_scan.scanner import Replaceable, ScanRows, SecretScanner
 from trace_assets.steps.staging import RunStaging, write_json_atomically
 from trace_assets.steps.trial_rows import STORE_SCHEMA
@@ -48,7 +46,6 @@ SKIPPED = "sessions_skipped.json"
 STORE = "sessions.parquet"
 SCAN_BATCH_SESSIONS = 64  # redaction replaces, in a batch, every text a finding of the batch names
 SCAN_GROUP_BATCHES = 8  # batches the scan reads at once (see `_ScanGroup`): 64 a read took 2.3x the time of 512
-WRITE_AHEAD_BATCHES = 4  # batches of made files held for the writer thread (queued or being written): a few MB
 SESSION_TRACE_SOURCE = "session"  # how the scan report names texts that came from session files
 _TEXT_TABLE = pa.schema(
     [
@@ -411,35 +408,31 @@ def copy_sessions(
     """The staged session files, written into the dataset folder (a build folder published whole,
     so each file is written in place); with `redact`, every text goes through it.
 
-    With `workers` > 1 the files are written in a thread while this one makes the next batch's
-    (writing is kernel time, the GIL released), and the store is read a row group ahead."""
+    With `workers` > 1 the store is read a row group ahead in a thread."""
     counts = session_counts(folder)  # the manifests read once, not again at the end
     reporter = ProgressReporter("published_shards", "session files", counts.sessions, progress, bar=terminal())
     size = 0
     file_writer = FileWriter()
-    with WritesBehind(WRITE_AHEAD_BATCHES, threaded=workers > 1, name="file-writer") as writes:
-        for batch in iter_staged(folder, ahead=1 if workers > 1 else 0):
-            redacted_texts: dict[int, list[str]] = {}
-            if redact is not None:
-                texts = _as_rows(batch)
-                redacted = redact(texts)
-                changed = _changed_rows(texts, redacted) if redacted is not texts else set()
-                if changed:
-                    redacted_column = pc.list_flatten(redacted.column("conversations").combine_chunks()).field(
-                        "content"
-                    )
-                    offsets = batch.column("texts").combine_chunks().offsets.to_pylist()
-                    redacted_texts = {
-                        i: redacted_column.slice(offsets[i], offsets[i + 1] - offsets[i]).to_pylist() for i in changed
-                    }
-            contents = session_file_bytes(batch)
-            size += sum(map(len, contents))  # the card counts the files as staged, redaction aside
-            for index, texts in redacted_texts.items():
-                skeleton = batch.column("skeleton")[index].as_py()
-                contents[index] = SlottedText(skeleton, texts).jsonl().encode()
-            files = [(out_dir / path, data) for path, data in zip(batch.column("path").to_pylist(), contents)]
-            writes.submit(partial(file_writer.write, files))
-            reporter.advance(batch.num_rows)
+    for batch in iter_staged(folder, ahead=1 if workers > 1 else 0):
+        redacted_texts: dict[int, list[str]] = {}
+        if redact is not None:
+            texts = _as_rows(batch)
+            redacted = redact(texts)
+            changed = _changed_rows(texts, redacted) if redacted is not texts else set()
+            if changed:
+                redacted_column = pc.list_flatten(redacted.column("conversations").combine_chunks()).field("content")
+                offsets = batch.column("texts").combine_chunks().offsets.to_pylist()
+                redacted_texts = {
+                    i: redacted_column.slice(offsets[i], offsets[i + 1] - offsets[i]).to_pylist() for i in changed
+                }
+        contents = session_file_bytes(batch)
+        size += sum(map(len, contents))  # the card counts the files as staged, redaction aside
+        for index, texts in redacted_texts.items():
+            skeleton = batch.column("skeleton")[index].as_py()
+            contents[index] = SlottedText(skeleton, texts).jsonl().encode()
+        files = [(out_dir / path, data) for path, data in zip(batch.column("path").to_pylist(), contents)]
+        file_writer.write(files)
+        reporter.advance(batch.num_rows)
     reporter.finish()
     return replace(counts, bytes=size)
 
@@ -467,7 +460,7 @@ _ESCAPED_LINE_BREAKS = [f"\\u{ord(char):04x}" for char in LINE_BREAKS]
 
 def session_file_bytes(batch: pa.Table) -> list[bytes]:
     """Each staged session's file, byte for byte `SlottedText.jsonl`, built a batch at a time in
-    Arrow and polars (which release the GIL, so the file writer and the shards' thread go on):
+    Arrow and polars (which release the GIL, so the shards' thread goes on):
     polars' JSON encoding of a string is json's own `encode_basestring` on every code point.
     Making each text a Python string first took most of publishing's session phase."""
     texts = batch.column("texts").combine_chunks()

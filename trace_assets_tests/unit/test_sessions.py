@@ -422,8 +422,8 @@ def leaky_staging(tmp_path: Path) -> tuple[RunStaging, dict[str, Any]]:
 
 
 def test_two_workers_publish_the_bytes_one_does(tmp_path: Path) -> None:
-    """Shards written in a thread while the session files are, and the files in a writer thread:
-    every byte as one core writes them, the redaction's counts included."""
+    """Shards written in a thread while the session files are: every byte as one core writes
+    them, the redaction's counts included."""
     staging, report = leaky_staging(tmp_path)
     coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
     published = {}
@@ -444,7 +444,7 @@ def test_a_session_file_that_cannot_be_written_fails_the_copy_naming_it(tmp_path
     folder = staged_sessions(staging)
     first = next(path for paths in read_manifest(folder).values() for path in paths)
     out = tmp_path / "published"
-    (out / first).mkdir(parents=True)  # a folder where the file goes: open() fails in the writer thread
+    (out / first).mkdir(parents=True)  # a folder where the file goes: open() fails
     with pytest.raises(OSError, match=re.escape(Path(first).name)):
         copy_sessions(folder, out, workers=2)
 
