@@ -7,6 +7,7 @@ import pytest
 
 from trace_assets.core.roots import overlapping_roots
 from trace_assets.defs.resources import config_from_env
+from trace_assets.orchestration.options import privacy_options
 from trace_assets.settings import ConfigError
 from trace_assets.store.bucket_url import BucketRoot
 
@@ -37,7 +38,7 @@ def test_any_other_hf_url_is_refused_as_a_traces_root(url):
 
 def test_the_bucket_id_and_prefix_are_scrubbed_not_the_word_buckets():
     config = config_from_env({"TRACE_ASSETS_TRACES_ROOT": "hf://buckets/acme-lab/rl-traces/sweep-0412"}, **PUBLISH)
-    literals = config.privacy_options().literals
+    literals = privacy_options(config).literals
     assert {"acme-lab/rl-traces", "sweep-0412"} <= set(literals) and "buckets" not in literals
 
 
