@@ -111,8 +111,8 @@ def _latest_runs(instance: dg.DagsterInstance, backfill_id: str) -> dict[str, dg
     import dagster as dg
 
     latest: dict[str, dg.DagsterRun] = {}
-    for run in instance.get_runs(dg.RunsFilter(tags={"dagster/backfill": backfill_id})):  # newest first
-        latest.setdefault(run.tags.get(PARTITION_TAG, ""), run)
+    for record in instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": backfill_id})):  # newest first
+        latest.setdefault(record.dagster_run.tags.get(PARTITION_TAG, ""), record.dagster_run)
     return latest
 
 

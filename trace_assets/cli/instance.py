@@ -41,14 +41,7 @@ def get_instance() -> dg.DagsterInstance:
         # home already in use without one is the operator's choice, left as it is.
         (home / "dagster.yaml").write_bytes(resources.files(__package__).joinpath(LOCAL_INSTANCE).read_bytes())
     with hold_lock(Path(os.environ["DAGSTER_HOME"], INSTANCE_INIT_LOCK), "the Dagster instance", say, "instance init"):
-        instance = dg.DagsterInstance.get()
-        from trace_assets.defs.partitions import TRACE_RUNS
-
-        instance.get_runs(limit=1)  # each storage creates its schema on first use
-        instance.get_dynamic_partitions(TRACE_RUNS)
-        instance.all_instigator_state()
-        instance.event_log_storage.get_concurrency_keys()
-    return instance
+        return dg.DagsterInstance.get()  # builds each storage, which creates its schema
 
 
 def finished_statuses() -> set[dg.DagsterRunStatus]:
@@ -65,7 +58,8 @@ def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     unfinished = [status for status in dg.DagsterRunStatus if status not in finished_statuses()]
     freed = []
     host = socket.gethostname()
-    for run in instance.get_runs(dg.RunsFilter(statuses=unfinished, tags={HOST_TAG: host})):
+    for record in instance.get_run_records(dg.RunsFilter(statuses=unfinished, tags={HOST_TAG: host})):
+        run = record.dagster_run
         pid = int(run.tags.get(PID_TAG, "0") or 0)
         if pid and not process_exists(pid):
             instance.report_run_failed(run, f"its trace-assets process (pid {pid}) is gone")

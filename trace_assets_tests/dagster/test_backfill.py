@@ -81,7 +81,8 @@ def test_backfill_across_a_sweep_runs_one_run_per_partition(tmp_path):
     assert summary["run_ids"] == ["sweep-run-2"]
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": result["backfill_id"]}))
+        records = instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": result["backfill_id"]}))
+        runs = [record.dagster_run for record in records]
         assert sorted(run.tags["dagster/partition"] for run in runs) == result["run_ids"]
         assert {run.tags["trace_assets/sweep"] for run in runs} == {"sweep"}  # for tag concurrency limits
         assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)

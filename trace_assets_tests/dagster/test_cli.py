@@ -147,7 +147,7 @@ def test_dry_run_prints_what_would_be_published_and_publishes_nothing(tmp_path):
     assert json.loads(done.stdout)["would_publish"] == {"to": str(out / SAMPLE_RUN), "rows": 28, "shards": 1}
     assert not out.exists()
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
-        assert instance.get_runs() == []
+        assert instance.get_run_records() == []
 
 
 def test_dry_run_takes_a_runs_steps_and_the_raw_tree_scan(tmp_path):

@@ -87,8 +87,8 @@ def test_live_key_blocks_publishing_and_only_the_report_is_written(tmp_path):
         assert failure.step_failure_data.user_failure_data.metadata["blocking_by_kind"].value.startswith(
             "private_key: 2"
         )
-        [run_failure] = instance.all_logs(result.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
-        assert run_failure.dagster_event.event_specific_data.error.message.startswith(
+        [run_failure] = [e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE]
+        assert run_failure.event_specific_data.error.message.startswith(
             "dagster._core.definitions.events.Failure: blocked by check no_live_secrets"
         )
 

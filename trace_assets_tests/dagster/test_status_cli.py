@@ -187,8 +187,8 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
         )
         assert again.run_requests == []  # tagging the failed runs ended none of them again
         reasons = {
-            run.tags[PARTITION_TAG]: run.tags.get(FAILURE_TAG)
-            for run in instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
+            record.dagster_run.tags[PARTITION_TAG]: record.dagster_run.tags.get(FAILURE_TAG)
+            for record in instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
         }
         assert reasons["blocked-run"] == details["blocked-run"] and reasons["failed-run"] == details["failed-run"]
         assert reasons["refused-run"] is not None and reasons["refused-run"].startswith("step published_shards failed")
