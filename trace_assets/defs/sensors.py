@@ -22,7 +22,6 @@ from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import PUBLISHED, recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
 from trace_assets.defs.sweep import latest_export_run
-from trace_assets.store.event_queue import EventQueue
 from trace_assets.store.queue_events import bucket_and_prefix, read_messages
 from trace_assets.sweep.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick, tick_summary
 
@@ -93,6 +92,8 @@ def _tick(
     queue_url = trace_config.event_queue_url
     ignored: dict[str, int] = {}
     if queue_url and is_current(context.cursor):  # after one full tick, even over an empty root
+        from trace_assets.store.event_queue import EventQueue  # boto3 loads only for a queue
+
         queue = EventQueue(queue_url, *object_storage.aws_session_options(), max_attempts=object_storage.max_attempts)
         for failure in queue.delete(extra.get("acks", [])):
             context.log.warning(failure)

@@ -1,5 +1,5 @@
-"""The SQS queue S3 sends its events to: receive and delete, with boto3 (its own module, so the
-tick planner, which reads `queue_events`, does not load boto3)."""
+"""The SQS queue S3 sends its events to: receive and delete, with boto3. Its own module, so that
+neither the tick planner (`queue_events`) nor the code location loads boto3 unless a queue is read."""
 
 from __future__ import annotations
 

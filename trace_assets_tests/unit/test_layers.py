@@ -43,6 +43,7 @@ DEFERRED_IMPORTS = {
     "publishing/hub/commit.py": "huggingface_hub loads only when a run publishes to the Hub",
     "publishing/hub/reads.py": "huggingface_hub loads only when a run publishes to the Hub",
     "publishing/hub/naming.py": "huggingface_hub loads only when a run publishes to the Hub",
+    "defs/sensors.py": "boto3 loads only when the sensor reads an SQS queue, not with the code location",
     "store/trace_store.py": "botocore and s3fs load only for an S3 root, huggingface_hub only for a bucket root",
 }
 # Listing workers start with only these: they must import nothing heavy.
