@@ -47,7 +47,7 @@ def scope_context(
 ) -> Iterator[ScopeContext]:
     """The partition's steps context, its staging locked for the step.
 
-    A fault of the machine (a full disk, a removed folder, see `steps.machine_faults`) fails the
+    A fault of the machine (a full disk, a removed folder, see `runtime.machine_faults`) fails the
     step with one line naming it, where it struck and what is left as it was: the published
     version, which a step that `publishes` reads first to tell whether it changed. The exception
     chain (and a copy's every file) goes to the run's debug log."""
@@ -72,7 +72,7 @@ def scope_context(
         if line is None:
             raise
         context.log.debug(fault_detail(error))
-        kept = _what_is_kept(ctx, scope, before if publishes else None, publishes, context)
+        kept = _what_is_kept(ctx, scope, before, publishes, context)
         raise dg.Failure(description=f"{line}; {kept}" if kept else line, allow_retries=False) from error
 
 

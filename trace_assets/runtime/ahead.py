@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
-from queue import Empty, Full, Queue
+from queue import Full, Queue
 from typing import Any, TypeVar
 
 Batch = TypeVar("Batch")
@@ -59,7 +59,7 @@ def mapped_ahead(
 
 
 _END = object()
-_POLL_SECONDS = 0.1  # how soon a producer left behind by a consumer that stopped notices it
+_POLL_SECONDS = 0.1  # how soon the worker notices a consumer that stopped early
 
 
 def produced_ahead(items: Iterable[Batch], ahead: int) -> Iterator[Batch]:
@@ -92,10 +92,7 @@ def produced_ahead(items: Iterable[Batch], ahead: int) -> Iterator[Batch]:
     worker.start()
     try:
         while True:
-            try:
-                item, error = queue.get(timeout=_POLL_SECONDS)
-            except Empty:
-                continue
+            item, error = queue.get()  # the worker always ends with _END unless this side stopped it
             if item is _END:
                 if error is not None:
                     raise error

@@ -1,4 +1,4 @@
-"""Faults of the machine in one line (`steps.machine_faults`) and the space pre-flight
+"""Faults of the machine in one line (`runtime.machine_faults`) and the space pre-flight
 (`steps.free_space`): real errors where the machine makes them (a vanished folder, a locked or
 corrupt SQLite file, a copy into a full file system), injected at the call where it cannot."""
 
