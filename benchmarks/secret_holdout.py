@@ -19,17 +19,22 @@ a seed read from `HOLDOUT_SEED`'s file, never printed. kingfisher's own rule exa
 
 Ours counts a record as acted on when a finding on it is live or unverified (what publishing
 redacts or blocks); a peer, when it reports anything. Only the tuned split's misses are listed.
+Positives that carry a documented sample's tell (`documented_sample`: a sample word, a run of one
+character, a counting run, words in place of the value) are counted apart too: the issue asks for
+placeholders to be kept, so for them the right outcome is "kept".
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import binascii
 import json
 import random
+import re
 import string
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,6 +55,58 @@ B64 = string.ascii_letters + string.digits + "+/"
 WORDS = ["cache", "index", "handler", "config", "display", "metadata", "required", "types", "router", "client"]
 VENDORS = ["github", "gitlab", "slack", "npm", "vault", "wandb", "vercel", "netlify", "pinecone", "telegram", "pypi"]
 PREFIXES = ["ghp_", "gho_", "glpat-", "xoxb-", "xoxp-", "npm_", "hvs.", "pypi-", "sk-", "hf_", "SG.", "AKIA", "dop_v1_"]
+
+
+# A documented sample: a positive of the peers' tests that the issue asks us to keep (AWS's
+# `...EXAMPLE...`, `xxxx`, jwt.io's sample). Decided by these tells alone, in the long words where a
+# value sits (and a JWT's decoded header and claims), never by asking the scanner; fixed on the tuned
+# split before the held-out split was scored with it.
+SAMPLE_WORD = re.compile(r"example|sample|dummy|fake|placeholder|redacted|changeme|your[_-]", re.I)
+ONE_CHARACTER_RUN = re.compile(r"([A-Za-z0-9])\1{5,}")
+LONG_WORD = re.compile(r"[A-Za-z0-9_./+=~:@-]{16,}")  # where a value is: tells in its context do not count
+JWT_PART = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}")
+PROSE_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----\s*[A-Za-z]+ [A-Za-z]+")
+WORDS_FOR_VALUES = re.compile(r"\busername:password\b|\buser:pass\b", re.I)
+
+
+def _kept_as(found: dict[str, set[str]]) -> str:
+    """Why ours kept a positive: its strongest verdict, or `not found`."""
+    verdicts = set().union(*found.values()) if found else set()
+    return next((v for v in ("near_miss", "placeholder") if v in verdicts), "not found")
+
+
+def _counting_run(text: str, length: int = 8) -> bool:
+    """`length` characters counting up (`12345678`, `klmnopqr`)."""
+    run, lowered = 1, text.lower()
+    for before, char in zip(lowered, lowered[1:]):
+        run = run + 1 if char.isalnum() and ord(char) == ord(before) + 1 else 1
+        if run >= length:
+            return True
+    return False
+
+
+def _decoded_jwt_parts(text: str) -> str:
+    parts = []
+    for part in JWT_PART.findall(text):
+        try:
+            parts.append(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).decode("utf-8", "replace"))
+        except (binascii.Error, ValueError):
+            continue
+    return " ".join(parts)
+
+
+def documented_sample(text: str) -> str | None:
+    """The tell that makes a positive a documented sample, or None for a value that should be removed."""
+    seen = " ".join([*LONG_WORD.findall(text), _decoded_jwt_parts(text)])
+    if SAMPLE_WORD.search(seen):
+        return "a sample word"
+    if ONE_CHARACTER_RUN.search(seen):
+        return "a run of one character"
+    if _counting_run(seen):
+        return "a counting run"
+    if PROSE_PEM.search(text) or WORDS_FOR_VALUES.search(text):
+        return "words in place of the value"
+    return None
 
 
 def _rand(rng: random.Random, alphabet: str, n: int) -> str:
@@ -377,22 +434,26 @@ def figures(name: str, records: list[dict], peers: dict[str, str], misses: bool)
         acted = sum(_acted(mine[i]) for i in idx)
         others = "".join(f" {sum(counts[i] > 0 for i in idx) / len(idx):11.0%}" for counts in theirs.values())
         print(f"{label[:40]:40s} {len(idx):5d} {acted / len(idx):7.0%}{others}")
-    for title, positive, prefix in (
-        ("negatives acted on", False, ""),
-        ("kinds not claimed before, removed", True, "new:"),
-        ("claimed kinds, removed", True, ""),
+    samples = [documented_sample(r["text"]) if r["positive"] else None for r in records]
+    claimed = [r["positive"] and ":" not in r["label"] for r in records]
+    new_kind = [r["positive"] and r["label"].startswith("new:") for r in records]
+    for title, selected, wanted in (
+        ("negatives acted on", [not r["positive"] for r in records], True),
+        ("kinds not claimed before, removed", new_kind, True),
+        ("  of them, no documented sample's tell", [n and not s for n, s in zip(new_kind, samples)], True),
+        ("claimed kinds, removed", claimed, True),
+        ("  of them, no documented sample's tell", [c and not s for c, s in zip(claimed, samples)], True),
+        ("documented samples (any kind), kept", [s is not None for s in samples], False),
     ):
-        idx = [
-            i
-            for i, r in enumerate(records)
-            if r["positive"] == positive
-            and (r["label"].startswith(prefix) if prefix else not positive or ":" not in r["label"])
-        ]
+        idx = [i for i, chosen in enumerate(selected) if chosen]
         if not idx:
             continue
-        acted = sum(_acted(mine[i]) for i in idx)
-        others = ", ".join(f"{p} {sum(c[i] > 0 for i in idx) / len(idx):.1%}" for p, c in theirs.items())
-        print(f"ALL {title}: ours {acted}/{len(idx)} ({acted / len(idx):.1%}){'; ' + others if others else ''}")
+        hits = sum(_acted(mine[i]) == wanted for i in idx)
+        others = ", ".join(f"{p} {sum((c[i] > 0) == wanted for i in idx) / len(idx):.1%}" for p, c in theirs.items())
+        print(f"ALL {title}: ours {hits}/{len(idx)} ({hits / len(idx):.1%}){'; ' + others if others else ''}")
+        if wanted and title.strip().startswith("of them"):  # why ours kept the rest: counts only, no record
+            why = Counter(_kept_as(mine[i]) for i in idx if not _acted(mine[i]))
+            print(f"    kept by ours as: {', '.join(f'{verdict} {n}' for verdict, n in sorted(why.items())) or 'none'}")
     if misses:
         for i, r in enumerate(records):
             if _acted(mine[i]) != r["positive"]:
