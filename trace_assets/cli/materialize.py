@@ -22,14 +22,14 @@ from trace_assets.cli.report import coverage_sentence, unblocking
 from trace_assets.cli.scopes import expand_scopes, preflight, resolved
 from trace_assets.core.run_tags import REPOSITORY_LABEL, REPOSITORY_TAG, SWEEP_TAG, failure_line
 from trace_assets.core.scope import RunScope, validate_scope_keys
-from trace_assets.runtime.machine_faults import INSTANCE, fault_detail, fault_line, published_state, published_version
+from trace_assets.runtime.machine_faults import INSTANCE, fault_detail, fault_line
+from trace_assets.runtime.progress import quiet
 from trace_assets.settings import dagster_home
 
 if TYPE_CHECKING:
     import dagster as dg
 
     from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
-    from trace_assets.publishing.targets import PublishTarget
 
 SLOT_WAIT_LOG_SECONDS = 10.0
 
@@ -48,6 +48,7 @@ def materialize_runs(
     from trace_assets.definitions import build_definitions, export_trace_run
     from trace_assets.defs.partitions import register_scopes
     from trace_assets.defs.resources import ObjectStorage, hub_from_env
+    from trace_assets.publishing.targets import Unread, kept_after_fault
 
     hub = hub or hub_from_env()
     problems = preflight(run_ids, trace_config, hub)
@@ -71,7 +72,6 @@ def materialize_runs(
         staging = trace_config.staging(scope)
         say(f"materializing {run_id} from {trace_config.traces_root}")
         dagster_run_id = str(uuid.uuid4())  # Dagster's own run ids are uuid4s too
-        before = _published(target, scope)
         try:
             with (
                 staging.locked(say, holder=f"trace-assets materialize {run_id} (dagster run {dagster_run_id})"),
@@ -93,8 +93,10 @@ def materialize_runs(
                 lifts = unblocking(trace_config.scan_policy(), staging.scan_report)
                 line = _result_line(run_id, result, staging.coverage, lifts)
         except Exception as error:  # the instance's database or the staging folder failed under the run
+            # A fault in a step is the step's failure, which says what is kept: no read before each scope
+            # here, only one now, for a fault outside the steps, which may have come after the publish.
             places = {"the staging folder": staging.folder, INSTANCE: dagster_home(os.environ)}
-            kept = published_state(target.location(scope), before, _published(target, scope))
+            kept = kept_after_fault(target, scope, Unread.OUTSIDE_THE_STEPS, say if verbose else quiet)
             reason = fault_line(error, {**places, "the publish root": trace_config.publish_root}, kept)
             if reason is None:
                 raise
@@ -106,17 +108,6 @@ def materialize_runs(
             failures += 1
         print(json.dumps(line), flush=True)
     return 1 if failures else 0
-
-
-def _published(target: PublishTarget, scope: RunScope) -> str | None:
-    """The version the scope's card names (None when it names none or cannot be read), before a
-    run and after a fault, to say whether the fault changed it."""
-    from trace_assets.publishing.dataset_folder import VERSIONS_FILE  # pyarrow: seconds of --help's start
-
-    try:
-        return published_version(target.published_json(scope, VERSIONS_FILE))
-    except Exception:  # the publish root itself may be what failed: nothing more is known
-        return None
 
 
 @contextmanager

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from trace_assets.core.scope import RunScope
 from trace_assets.defs.metadata import (
     PUBLISHED_VERSION_REMOVED,
     TRACES_ROOT,
@@ -26,8 +25,8 @@ from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
-from trace_assets.publishing.dataset_folder import VERSIONS_FILE
-from trace_assets.runtime.machine_faults import fault_detail, fault_line, published_state, published_version
+from trace_assets.publishing.targets import Unread, kept_after_fault, read_published_version
+from trace_assets.runtime.machine_faults import fault_detail, fault_line
 from trace_assets.secret_scan.verdicts import found_by_category
 from trace_assets.settings import PipelineSettings, env_name
 from trace_assets.steps.free_space import NotEnoughSpace
@@ -54,12 +53,12 @@ def scope_context(
     scope = scope_of(context)
     staging = trace_config.staging(scope, object_storage)
     ctx: ScopeContext | None = None
-    before: str | None = None
+    before: str | None | Unread = Unread.NOT_PUBLISHING  # until the publish step has read it
     try:
         with staging.locked(context.log.info) as locked:
             ctx = trace_config.scope_context(locked, object_storage, hub, context.log.info)
             if publishes:
-                before = published_version(ctx.target.published_json(scope, VERSIONS_FILE))
+                before = read_published_version(ctx.target, scope)
             yield ctx
     except NotEnoughSpace as error:
         raise dg.Failure(description=str(error), allow_retries=False) from None
@@ -72,23 +71,8 @@ def scope_context(
         if line is None:
             raise
         context.log.debug(fault_detail(error))
-        kept = _what_is_kept(ctx, scope, before, publishes, context)
+        kept = kept_after_fault(ctx.target, scope, before, context.log.debug) if ctx else ""
         raise dg.Failure(description=f"{line}; {kept}" if kept else line, allow_retries=False) from error
-
-
-def _what_is_kept(
-    ctx: ScopeContext | None, scope: RunScope, before: str | None, publishes: bool, context: dg.AssetExecutionContext
-) -> str:
-    """After a machine fault: the published version before the step and now (a step that does not
-    publish left it as it was); empty when it cannot be read."""
-    if ctx is None:
-        return ""
-    try:
-        now = published_version(ctx.target.published_json(scope, VERSIONS_FILE))
-    except Exception as error:  # the publish root may be the folder at fault
-        context.log.debug(f"could not read the published version after the fault: {error!r}")
-        return ""
-    return published_state(ctx.target.location(scope), before if publishes else now, now)
 
 
 @dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=upstream_of("raw_trial_listing"))

@@ -23,6 +23,7 @@ import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from glob import has_magic
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,7 +35,7 @@ from fsspec.implementations.local import LocalFileSystem
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.publishing.card import CardSettings
-from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE
+from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE, VERSIONS_FILE
 from trace_assets.publishing.hub import (
     PUBLISH_ROOT_PREFIX,
     HeadFiles,
@@ -69,6 +70,7 @@ from trace_assets.runtime.atomic_files import (
     sync_tree,
     temp_sibling,
 )
+from trace_assets.runtime.machine_faults import published_now, published_state, published_version
 from trace_assets.runtime.progress import FileTransfer, Progress, quiet, terminal
 
 # Folders whose files are named by their content version (shards, session files): uploaded first,
@@ -112,6 +114,38 @@ class PublishTarget(Protocol):
     def publish_root_file(self, local_file: Path) -> str | None:
         """A file about every scope (the sweep view) beside their folders; where it went, or None if skipped."""
         ...
+
+
+class Unread(Enum):
+    """Why a failed piece of work has no published version read before it (`kept_after_fault`)."""
+
+    # a step before the publish, or a publish step whose read before it failed: what is published
+    # now was there before
+    NOT_PUBLISHING = "not publishing"
+    OUTSIDE_THE_STEPS = "outside the steps"  # the CLI's faults (instance, staging lock): a publish may have run
+
+
+def read_published_version(target: PublishTarget, scope: RunScope) -> str | None:
+    """The version the scope's `versions.json` names last, None when nothing is published there: one
+    read (a request on the Hub or object storage). A failed read raises, so a publish step reading it
+    first fails as its own read of the file would have."""
+    return published_version(target.published_json(scope, VERSIONS_FILE))
+
+
+def kept_after_fault(
+    target: PublishTarget, scope: RunScope, before: str | None | Unread, log: Callable[[str], None]
+) -> str:
+    """What a machine fault left published for the scope, from one read now and the version read
+    before the work (`before`), or why there is none. Never raises: when the read fails (the publish
+    root may be what failed) it is empty, and `log` gets the error."""
+    try:
+        now = read_published_version(target, scope)
+    except Exception as error:
+        log(f"could not read the published version after the fault: {error!r}")
+        return ""
+    if before is Unread.OUTSIDE_THE_STEPS:
+        return published_now(target.location(scope), now)
+    return published_state(target.location(scope), now if before is Unread.NOT_PUBLISHING else before, now)
 
 
 @dataclass(frozen=True)

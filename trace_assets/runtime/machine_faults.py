@@ -229,3 +229,9 @@ def published_state(location: str, before: str | None, now: str | None) -> str:
     if now is None:
         return f"no version is published at {_short(location)} now"
     return f"version {now} is published; the next publish removes what this one left"
+
+
+def published_now(location: str, now: str | None) -> str:
+    """What is published at `location` after a fault that may have struck before or after a publish
+    (the CLI's, outside the steps): the version now, with no claim that it changed or not."""
+    return f"version {now} is published at {_short(location)}" if now else f"nothing is published at {_short(location)}"

@@ -37,8 +37,11 @@ def test_the_cli_publishes_the_sample_to_the_hub(hub_server: HubStandIn, tmp_pat
     assert plan["would_publish"]["to"] == f"hf://datasets/{REPO}@main/{SAMPLE_RUN}" and plan["rows"] == 28
     assert not [request for request in hub_server.requests if request.method in ("POST", "PUT")]  # no write
 
+    dry_requests = len(hub_server.requests)
     done = run_cli(command, tmp_path, **environment)
     assert done.returncode == 0, done.stderr
+    reads = [r for r in hub_server.requests[dry_requests:] if r.path.endswith(f"/{SAMPLE_RUN}/versions.json")]
+    assert len(reads) == 2, reads  # the publish step's, before it publishes and for the card's history: none by the CLI
     [line] = map(json.loads, done.stdout.splitlines())
     assert line["run_id"] == SAMPLE_RUN and line["status"] == "published" and line["rows"] == 28
     assert REPO in line["published_to"]

@@ -5,6 +5,7 @@ corrupt SQLite file, a copy into a full file system), injected at the call where
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import sqlite3
@@ -12,6 +13,8 @@ import sqlite3
 import pytest
 import sqlalchemy
 
+from trace_assets.core.scope import RunScope
+from trace_assets.publishing.targets import FolderTarget, Unread, kept_after_fault, read_published_version
 from trace_assets.runtime.machine_faults import (
     INSTANCE,
     MAX_LINE,
@@ -144,6 +147,33 @@ def test_what_a_failed_run_left_published():
     assert published_state("/p/run", "9cc7", "9cc7") == "the published version 9cc7 is unchanged"
     assert published_state("/p/run", None, None) == "nothing is published at /p/run"
     assert published_state("/p/run", "9cc7", "1b2f").startswith("version 1b2f is published")
+
+
+def test_what_is_kept_is_one_read_of_the_target_that_never_raises_after_the_fault(tmp_path):
+    """Before a publish, an unreadable versions.json fails the step (the publish would read it too);
+    after a fault it leaves the line without a "kept" part, the error in the debug log."""
+    target, scope = FolderTarget(str(tmp_path / "published")), RunScope.from_key("run")
+    folder, logged = tmp_path / "published" / "run", []
+
+    def kept(before: str | None | Unread) -> str:
+        return kept_after_fault(target, scope, before, logged.append)
+
+    assert read_published_version(target, scope) is None
+    assert kept(Unread.OUTSIDE_THE_STEPS) == published_state(str(folder), None, None)  # "nothing is published at"
+    folder.mkdir(parents=True)
+    (folder / "versions.json").write_text(json.dumps({"versions": [{"version": "9cc7"}]}))
+    assert kept("9cc7") == kept(Unread.NOT_PUBLISHING) == "the published version 9cc7 is unchanged"
+    assert kept(None).startswith("version 9cc7 is published; the next publish")
+    now = kept(Unread.OUTSIDE_THE_STEPS)  # the folder cut at its start when long (the test's tmp_path)
+    assert now.startswith("version 9cc7 is published at ") and now.endswith("published/run"), now
+    assert logged == []
+
+    (folder / "versions.json").unlink()
+    (folder / "versions.json").mkdir()  # unreadable as a file
+    with pytest.raises(IsADirectoryError):
+        read_published_version(target, scope)
+    assert kept("9cc7") == ""
+    assert len(logged) == 1 and "could not read the published version" in logged[0]
 
 
 def test_the_space_estimate_counts_the_build_and_what_is_staged_already():
