@@ -45,7 +45,14 @@ from trace_assets.store.event_queue import EventQueue
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.queue_events import read_messages
 from trace_assets.store.trace_store import TraceStore
-from trace_assets.sweep.discovery import BACKOFF_START, TickSources, listing_fingerprint, plan_queue_tick, plan_tick
+from trace_assets.sweep.discovery import (
+    BACKOFF_START,
+    ExportFailure,
+    TickSources,
+    listing_fingerprint,
+    plan_queue_tick,
+    plan_tick,
+)
 from trace_assets_tests.support.fault_proxy import FaultProxy
 
 INTERVAL = 60.0
@@ -189,15 +196,15 @@ def scope_sources(store: TraceStore, reads: list[str]) -> TickSources:
         reads.append(key)
         return None
 
-    def export_failed(key: str) -> bool:
+    def export_failure(key: str) -> ExportFailure | None:
         reads.append(key)
-        return False
+        return None
 
     return TickSources(
         lambda run: [s.key for s in store.scopes(run)],
         lambda key: store.iter_run(RunScope.from_key(key)),
         published_at,
-        export_failed,
+        export_failure,
     )
 
 

@@ -21,9 +21,19 @@ from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import PUBLISHED, recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
-from trace_assets.defs.sweep import latest_export_run
+from trace_assets.defs.sweep import failure_of, latest_export_run
 from trace_assets.store.queue_events import bucket_and_prefix, read_messages
-from trace_assets.sweep.discovery import TickSources, cursor_extra, is_current, plan_queue_tick, plan_tick, tick_summary
+from trace_assets.sweep.discovery import (
+    ExportFailure,
+    FailureKind,
+    TickSources,
+    cursor_extra,
+    is_current,
+    plan_queue_tick,
+    plan_tick,
+    tick_summary,
+)
+from trace_assets.sweep.view import ScopeState
 
 SKIPS_SHOWN = 20  # scopes named in a tick's summary; the debug log names them all
 
@@ -73,12 +83,16 @@ def _tick(
     def listing(key: str) -> Any:
         return store.iter_run(RunScope.from_key(key))
 
-    def export_failed(key: str) -> bool:
-        """The scope's export run failed; one an operator canceled is left for them to launch again."""
+    def export_failure(key: str) -> ExportFailure | None:
+        """How the scope's export run failed, as `trace-assets status` says it (its events read only
+        for a failed run); one an operator canceled is left for them to launch again."""
         run = latest_export_run(instance, key)
-        return run is not None and run.status == dg.DagsterRunStatus.FAILURE
+        if run is None or run.status != dg.DagsterRunStatus.FAILURE:
+            return None
+        state, reason = failure_of(instance, run.run_id)
+        return ExportFailure(FailureKind.BLOCKED if state == ScopeState.BLOCKED else FailureKind.FAILED, reason)
 
-    sources = TickSources(run_scopes, listing, published_at, export_failed)
+    sources = TickSources(run_scopes, listing, published_at, export_failure)
     now = time.time()
 
     known = instance.get_dynamic_partitions(TRACE_RUNS)

@@ -18,10 +18,15 @@ scope at the next tick whatever its back-off (`recheck`); one whose listing (or 
 is listed again at the next tick. A scope requested but not published since its listing settled,
 whose export run failed, is requested again (`TickPlan.retried`: a new run key, as Dagster never
 launches a run key twice) at its next re-check or on request, so a transient failure does not
-leave it unexported for good; at most `MAX_RETRIES` times for one listing (a blocked secret scan
-fails every time), then only when its listing changes or on request. A scope requested afresh
-(a deleted cursor) whose last export failed is marked retried too: its run key may be the failed
-run's. Until its re-check, a scope's skip reason is what its last check found (`LastCheck`).
+leave it unexported for good; at most `MAX_RETRIES` times for one listing (a refused shrink
+fails every time), then only when its listing changes or on request. One whose run a blocking
+check stopped (`FailureKind.BLOCKED`: the secret scan under a blocking policy, or the accounting)
+is not requested again for the same listing, as it would read and scan the whole scope to be
+blocked the same way: its skip reason is the check's line (`trace-assets status`'s), until its
+listing changes or an operator asks (`trace-assets recheck KEY`, after changing the policy or
+the allowlist). A scope requested afresh (a deleted cursor) whose last export failed or was
+blocked is marked retried too: its run key may be the failed run's. Until its re-check, a scope's
+skip reason is what its last check found (`LastCheck`).
 
 Queue mode (`plan_queue_tick`): when the bucket sends S3 event notifications to an SQS queue, a
 tick visits only the runs and steps the events touched, the scopes still settling, those an
@@ -34,14 +39,15 @@ listing; a new step folder also its run's `trace_jobs/` listing. The first tick 
 the whole root as `plan_tick` does, so a deleted cursor still re-checks every scope.
 
 The cursor maps each scope to its `ScopeEntry` (a JSON list: fingerprint, quiet since, fingerprint
-requested, next check, back-off, retries, last check) and each run to `[next_check]`: about a
-hundred bytes a scope; in queue mode it also holds touches whose listing failed (`retry`, visited
-again next tick), re-check requests among them. The sensor keeps its own state
-beside these (`extra`: the queue's receipt handles to delete, the last re-check request read).
-Pure: the sensor hands in the listings, the publish times, the export runs' failures
-(`TickSources`) and the clock. One bad run or scope
-never hides the others: its error is reported, its cursor entry kept, and it is listed again on
-the next tick; a scope whose folder is gone is dropped from the cursor.
+requested, next check, back-off, retries, last check, and for a blocked one its check's line) and
+each run to `[next_check]`: about a hundred bytes a scope, a blocked one its line's length more;
+in queue mode it also holds touches whose listing failed (`retry`, visited again next tick),
+re-check requests among them. The sensor keeps its own state beside these (`extra`: the queue's
+receipt handles to delete, the last re-check request read). Pure: the sensor hands in the
+listings, the publish times, the export runs' failures (`TickSources`: failed or blocked, and the
+line saying why) and the clock. One bad run or scope never hides the others: its error is
+reported, its cursor entry kept, and it is listed again on the next tick; a scope whose folder
+is gone is dropped from the cursor.
 """
 
 from __future__ import annotations
@@ -63,16 +69,35 @@ from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.queue_events import Touch
 from trace_assets.store.trace_store import EPOCH
 
-# 3: fingerprints hold the objects' change tokens; 4: entries hold retries and the last check. A
-# version-3 cursor is read as is (its entries of five fields); code that knows only 3 starts afresh
-# from a version-4 one (a rollback re-checks every scope once) rather than misreading it.
-CURSOR_VERSION = 4
-READABLE_VERSIONS = (3, CURSOR_VERSION)
+# 3: fingerprints hold the objects' change tokens; 4: entries hold retries and the last check; 5: a
+# last check may be `blocked`, its entry then holding the check's line. Older cursors are read as
+# is (a version-3 entry has five fields, a version-4 one seven); code that knows only older versions
+# starts afresh from a newer one (a rollback re-checks every scope once) rather than misreading it.
+CURSOR_VERSION = 5
+READABLE_VERSIONS = (3, 4, CURSOR_VERSION)
 DUE_PER_TICK = 200  # queue mode: due re-checks read from the instance in one tick, oldest first
 BACKOFF_START = 3600.0  # an exported scope's first re-check, an hour after its export
 BACKOFF_MAX = 7 * 86400.0  # then doubling up to a week
 RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this (a request a run)
 MAX_RETRIES = 3  # automatic requests again of one listing whose export failed; an operator's re-check still retries
+RECHECK_COMMAND = "trace-assets recheck"  # an operator's re-check request (cli/recheck.py)
+
+
+class FailureKind(StrEnum):
+    """How a scope's latest export run failed, in `trace-assets status`'s words: `blocked` by a
+    blocking check (the secret scan, the accounting), which blocks the same listing every time, so
+    it is not retried; `failed` otherwise (a refused shrink, a store error), retried."""
+
+    FAILED = "failed"
+    BLOCKED = "blocked"
+
+
+class ExportFailure(NamedTuple):
+    """A scope's latest export run failed: how, and why in one line (`trace-assets status`'s: a
+    blocked one names the check and what lifts it)."""
+
+    kind: FailureKind
+    reason: str
 
 
 class LastCheck(StrEnum):
@@ -84,24 +109,26 @@ class LastCheck(StrEnum):
     PUBLISHED = "published"
     RETRIED = "retried"  # its export failed: requested again
     FAILED = "failed"  # its export failed after MAX_RETRIES retries: left until it changes or is asked
+    BLOCKED = "blocked"  # a blocking check stopped its export: left until it changes or is asked
 
 
 class Waiting(StrEnum):
     """Why a scope is not requested this tick, counted in the tick's summary in `trace-assets
-    status`'s words (its states: published, exporting, failed), plus the sensor's own settling."""
+    status`'s words (its states: published, exporting, failed, blocked), plus the sensor's own settling."""
 
     PUBLISHED = "published and unchanged"
     SETTLING = "settling"
     EXPORTING = "exporting"  # its export requested, not published yet
     FAILED = "failed"  # its export failed past its retries
+    BLOCKED = "blocked"  # a blocking check stopped its export: not retried for the same listing
     GONE = "gone from the traces root"
     UNCHANGED = "unchanged"  # a cursor entry from before checks were recorded: what it found unknown
 
 
 class ScopeEntry(NamedTuple):
-    """A scope's cursor entry, stored as a JSON list in this order (the cursor's format is unchanged);
-    one written before retries were counted has five fields and is read as none made, no check
-    recorded."""
+    """A scope's cursor entry, stored as a JSON list in this order (`stored`); one written before
+    retries were counted has five fields and is read as none made, no check recorded; the blocked
+    check's line is stored only when there is one."""
 
     fingerprint: str  # its listing's, at its last listing
     quiet_since: float | None  # when that listing took its current form
@@ -110,14 +137,26 @@ class ScopeEntry(NamedTuple):
     backoff: float  # seconds between re-checks of an exported, unchanged scope
     retries: int = 0  # automatic requests again of this listing after a failed export
     last_check: LastCheck | None = None  # what its last check found: the skip reason until the next
+    blocked_by: str = ""  # a blocked export's line (`LastCheck.BLOCKED`), for its skip reason until the next
 
     @classmethod
     def read(cls, entry: list) -> ScopeEntry:
         fingerprint, since, requested, next_check, backoff, *counted = entry
-        retries, last = counted if counted else (0, None)
+        retries, last, *blocked_by = counted if counted else (0, None)
         return cls(
-            fingerprint, since, requested, next_check, backoff, retries, None if last is None else LastCheck(last)
+            fingerprint,
+            since,
+            requested,
+            next_check,
+            backoff,
+            retries,
+            None if last is None else LastCheck(last),
+            *blocked_by,
         )
+
+    def stored(self) -> list:
+        """The JSON list the cursor holds: without an empty blocked line (most entries)."""
+        return list(self) if self.blocked_by else list(self)[:-1]
 
     @property
     def settling(self) -> bool:
@@ -152,13 +191,13 @@ def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None
 @dataclass(frozen=True)
 class TickSources:
     """What a tick reads, handed in by the sensor: a run's scope keys (its trace_jobs/ listed with a
-    delimiter), a scope's full listing, when a scope was last published (None: never), and whether
-    the latest run planned to publish a scope failed."""
+    delimiter), a scope's full listing, when a scope was last published (None: never), and how the
+    latest run planned to publish a scope failed (None: it did not, or none ran)."""
 
     run_scopes: Callable[[str], list[str]]
     listing: Callable[[str], Iterable[ObjectBatch]]
     published_at: Callable[[str], float | None]
-    export_failed: Callable[[str], bool]
+    export_failure: Callable[[str], ExportFailure | None]
 
 
 @dataclass
@@ -166,7 +205,8 @@ class TickPlan:
     """What one tick decided: scopes to export (key, fingerprint), new keys, and why the rest wait."""
 
     requests: list[tuple[str, str]] = field(default_factory=list)
-    retried: list[str] = field(default_factory=list)  # requested again after a failed export: a new run key
+    # requested again after a failed or blocked export (how it ended): a new run key
+    retried: dict[str, FailureKind] = field(default_factory=dict)
     new_keys: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # scope key -> why it is not requested
     waiting: dict[str, Waiting] = field(default_factory=dict)  # scope key -> that reason's kind
@@ -201,10 +241,10 @@ def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
     count of scopes by outcome, in `trace-assets status`'s words, then one line per scope, at most
     `shown`: requested, or why it waits (its state, and when it is checked next), or its listing's
     error; then the partitions that name no run there, with the command that removes them."""
-    retried = set(plan.retried)
     lines = [
         *(
-            f"{key!r}: export requested{' again, after a failed export' if key in retried else ''}"
+            f"{key!r}: export requested"
+            + (f" again, after a {plan.retried[key]} export" if key in plan.retried else "")
             for key, _ in plan.requests
         ),
         *(f"{key!r}: listing failed: {error}" for key, error in plan.errors.items()),
@@ -250,7 +290,11 @@ def _load(cursor: str | None) -> tuple[dict[str, list], dict[str, ScopeEntry]]:
 def _dump(
     runs: dict[str, list], scopes: Mapping[str, ScopeEntry], extra: Mapping[str, Any], retry: Iterable[Touch] = ()
 ) -> str:
-    data: dict[str, Any] = {"v": CURSOR_VERSION, "runs": runs, "scopes": scopes}
+    data: dict[str, Any] = {
+        "v": CURSOR_VERSION,
+        "runs": runs,
+        "scopes": {key: entry.stored() for key, entry in scopes.items()},
+    }
     if extra:
         data["extra"] = dict(extra)
     retry = sorted(set(retry))
@@ -437,7 +481,7 @@ def _plan_scope(
     (queue mode: no event touched the scope since)."""
     sources, now, settle, plan = tick.sources, tick.now, tick.settle, tick.plan
     if entry is not None and not entry.settling and now < entry.next_check and not force:
-        plan.skip(key, *_waiting_reason(entry.last_check, entry.retries, entry.next_check - now))
+        plan.skip(key, *_waiting_reason(key, entry, entry.next_check - now))
         return entry
     previous = entry or ScopeEntry("", None, None, 0.0, 0.0)
     since = previous.quiet_since
@@ -462,7 +506,7 @@ def _plan_scope(
     if now - since < settle:
         plan.skip(key, Waiting.SETTLING, f"settling, {_minutes(settle - (now - since))} min left")
         return ScopeEntry(
-            current, since, previous.requested, now, 0.0, 0, previous.last_check
+            current, since, previous.requested, now, 0.0, 0, previous.last_check, previous.blocked_by
         )  # a new listing: its retries start afresh
     published = sources.published_at(key)
     # Published after the listing took its current form (`since`: its newest object's time, or when
@@ -472,16 +516,17 @@ def _plan_scope(
         found = LastCheck.PUBLISHED
     else:
         plan.requests.append((key, current))
-        if sources.export_failed(key):  # (a deleted cursor): its last run key may be this listing's
-            plan.retried.append(key)
+        failure = sources.export_failure(key)
+        if failure is not None:  # (a deleted cursor): its last run key may be this listing's
+            plan.retried[key] = failure.kind
         found = LastCheck.REQUESTED
     return ScopeEntry(current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START, 0, found)
 
 
 def _check_export(key: str, previous: ScopeEntry, current: str, since: float, tick: _Tick, force: bool) -> ScopeEntry:
     """The next entry of a scope whose export was requested for its current listing (`previous`:
-    its entry, for its back-off and retries): published, still on its way, or failed (requested
-    again, at most `MAX_RETRIES` times unless `force`)."""
+    its entry, for its back-off and retries): published, still on its way, blocked (requested again
+    only if `force`) or failed (requested again, at most `MAX_RETRIES` times unless `force`)."""
     sources, plan, retries = tick.sources, tick.plan, previous.retries
     backoff = min(max(previous.backoff * 2, BACKOFF_START), BACKOFF_MAX)
     due = tick.now + _spread(key, backoff)
@@ -489,14 +534,22 @@ def _check_export(key: str, previous: ScopeEntry, current: str, since: float, ti
     if published is not None and published >= since:
         plan.skip(key, Waiting.PUBLISHED, str(Waiting.PUBLISHED))
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.PUBLISHED)
-    if not sources.export_failed(key):  # queued, running, or canceled by an operator (theirs to launch)
+    failure = sources.export_failure(key)
+    if failure is None:  # queued, running, or canceled by an operator (theirs to launch)
         plan.skip(key, Waiting.EXPORTING, "export requested, not published yet")
+        return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.REQUESTED)
+    if failure.kind == FailureKind.BLOCKED:
+        if not force:  # the same listing is blocked the same way: scanning it again would only cost
+            plan.skip(key, Waiting.BLOCKED, _blocked(key, failure.reason))
+            return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.BLOCKED, failure.reason)
+        plan.requests.append((key, current))  # an operator's re-check: the policy or allowlist may have changed
+        plan.retried[key] = failure.kind
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.REQUESTED)
     if retries >= MAX_RETRIES and not force:
         plan.skip(key, Waiting.FAILED, _gave_up(retries))
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.FAILED)
     plan.requests.append((key, current))  # on the same back-off as a re-check
-    plan.retried.append(key)
+    plan.retried[key] = failure.kind
     return ScopeEntry(current, since, current, due, backoff, retries + 1, LastCheck.RETRIED)
 
 
@@ -504,17 +557,26 @@ def _gave_up(retries: int) -> str:
     return f"export failed after {retries} retries; requested again when it changes or on request"
 
 
-def _waiting_reason(last: LastCheck | None, retries: int, wait: float) -> tuple[Waiting, str]:
+def _blocked(key: str, reason: str) -> str:
+    return (
+        f"{reason}; not retried for this listing: requested again when its listing changes "
+        f"or on `{RECHECK_COMMAND} {key}`"
+    )
+
+
+def _waiting_reason(key: str, entry: ScopeEntry, wait: float) -> tuple[Waiting, str]:
     """Why a scope whose re-check is not due is skipped: what its last check found."""
     until = f"re-checked in {_minutes(wait)} min"
-    match last:
+    match entry.last_check:
         case LastCheck.PUBLISHED:
             return Waiting.PUBLISHED, f"published and unchanged; {until}"
         case LastCheck.REQUESTED:
             return Waiting.EXPORTING, f"export requested, not published at its last check; {until}"
         case LastCheck.RETRIED:
-            return Waiting.EXPORTING, f"export failed, requested again (retry {retries}); {until}"
+            return Waiting.EXPORTING, f"export failed, requested again (retry {entry.retries}); {until}"
         case LastCheck.FAILED:
-            return Waiting.FAILED, _gave_up(retries)
+            return Waiting.FAILED, _gave_up(entry.retries)
+        case LastCheck.BLOCKED:
+            return Waiting.BLOCKED, _blocked(key, entry.blocked_by)
         case None:  # an entry from before checks were recorded
             return Waiting.UNCHANGED, f"unchanged since its last check; {until}"

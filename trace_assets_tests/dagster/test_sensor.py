@@ -16,9 +16,11 @@ from trace_assets.core.run_tags import SWEEP_TAG
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import RECHECK_METADATA, request_rechecks
 from trace_assets.defs.resources import config_from_env
+from trace_assets.defs.sweep import scope_statuses
 from trace_assets.sweep.discovery import (
     BACKOFF_START,
 )
+from trace_assets.sweep.view import ScopeState
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
 
@@ -177,6 +179,33 @@ def test_a_failed_export_is_requested_again_under_a_new_run_key_and_a_bad_re_che
         request_rechecks(instance, ["run-a"], "test")
         published = _tick(defs, instance, retried.cursor)
         assert published.run_requests == [] and "'run-a': published and unchanged" in published.skip_message
+
+
+def test_a_blocked_export_is_not_requested_again_until_an_operator_asks(traces_root):
+    """The sample holds credentials the default policy (on_secret=block) blocks on: at its re-check the
+    sensor says so in `trace-assets status`'s words and requests nothing (a retry would scan it again
+    to be blocked again); an operator's re-check requests it once more."""
+    defs = _defs(traces_root, settle_seconds=60)
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
+    export = defs.resolve_job_def("export_trace_run")
+
+    with dg.instance_for_test() as instance:
+        first = _tick(defs, instance, None)
+        [request] = first.run_requests
+        assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
+        [status] = scope_statuses(instance)[0]
+        assert status.state == ScopeState.BLOCKED and status.reason.startswith("blocked by check no_live_secrets")
+        cursor = json.loads(first.cursor)
+        cursor["scopes"]["run-a"][3] = 0.0  # its re-check due now, not in an hour
+        due = _tick(defs, instance, json.dumps(cursor))
+        assert due.run_requests == []
+        assert due.skip_message == (
+            f"1 scope(s): 1 blocked.\n'run-a': {status.reason}; not retried for this listing: requested again "
+            "when its listing changes or on `trace-assets recheck run-a`."
+        )
+        request_rechecks(instance, ["run-a"], "test")  # after changing the policy or the allowlist
+        [again] = _tick(defs, instance, due.cursor).run_requests
+        assert again.partition_key == "run-a" and again.run_key not in (None, request.run_key)
 
 
 def test_a_failed_export_is_not_hidden_by_a_later_run_of_other_assets(traces_root):

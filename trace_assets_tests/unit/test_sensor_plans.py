@@ -14,7 +14,10 @@ from trace_assets.sweep.discovery import (
     DUE_PER_TICK,
     MAX_RETRIES,
     RUN_RECHECK,
+    ExportFailure,
+    FailureKind,
     TickSources,
+    Waiting,
     is_current,
     listing_fingerprint,
     load_cursor,
@@ -23,9 +26,21 @@ from trace_assets.sweep.discovery import (
     tick_summary,
 )
 
+FAILED = ExportFailure(FailureKind.FAILED, "step published_shards failed: [Errno 20] Not a directory")
+BLOCKED = ExportFailure(
+    FailureKind.BLOCKED,
+    "blocked by check no_live_secrets on secret_scan_report: credentials found (hf_token: 1); "
+    "hf_token blocked by policy; set on_secret (live) or on_unverified to redact, or allowlist known placeholders",
+)
 
-def _sources(run_scopes, listing, published_at=lambda key: None, export_failed=lambda key: False) -> TickSources:
-    return TickSources(run_scopes, listing, published_at, export_failed)
+
+def _sources(run_scopes, listing, published_at=lambda key: None, export_failure=lambda key: None) -> TickSources:
+    return TickSources(run_scopes, listing, published_at, export_failure)
+
+
+def _failing(failed: set[str]):
+    """Each scope in `failed` failed (not blocked)."""
+    return lambda key: FAILED if key in failed else None
 
 
 def _pages(count: int, newest_us: int) -> list[ObjectBatch]:
@@ -157,25 +172,23 @@ def test_fingerprint_holds_change_tokens_in_any_order():
 def test_a_scope_whose_export_failed_is_requested_again_at_its_re_check_or_on_request():
     failed: set[str] = set()
     published: dict[str, float] = {}
-    sources = _sources(
-        lambda run: [run], lambda key: _pages(3, 1_000_000_000), published.get, lambda key: key in failed
-    )
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), published.get, _failing(failed))
 
     def tick(cursor, now, recheck=()):
         return plan_tick(cursor, ["run-a", "run-b"], sources, [], now, settle=600, recheck=recheck)
 
     first = tick(None, 2000.0)
-    assert sorted(key for key, _ in first.requests) == ["run-a", "run-b"] and first.retried == []
+    assert sorted(key for key, _ in first.requests) == ["run-a", "run-b"] and first.retried == {}
     published["run-b"] = 2100.0  # run-b's export published; run-a's still running
     running = tick(first.cursor, 2060.0, recheck={"run-a", "run-b"})
     assert running.requests == []
     assert running.skipped == {"run-a": "export requested, not published yet", "run-b": "published and unchanged"}
     failed.add("run-a")  # then it failed: asked again, it is requested again
     asked = tick(running.cursor, 2120.0, recheck={"run-a"})
-    assert asked.requests == first.requests[:1] and asked.retried == ["run-a"]
+    assert asked.requests == first.requests[:1] and list(asked.retried) == ["run-a"]
     assert tick(asked.cursor, 2180.0).requests == []  # not every tick: on the re-check's back-off
     due = tick(asked.cursor, 2120.0 + 4 * BACKOFF_START + 1)  # still failed at its next re-check (back-off doubled)
-    assert due.retried == ["run-a"] and [key for key, _ in due.requests] == ["run-a"]
+    assert list(due.retried) == ["run-a"] and [key for key, _ in due.requests] == ["run-a"]
 
 
 def test_a_re_check_whose_listing_fails_is_not_used_up():
@@ -211,9 +224,9 @@ def _due(cursor: str, key: str) -> float:
 
 def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_changed():
     sizes = {"run-a": 3}
-    failed = {"run-a"}  # every export fails (a secret scan that blocks, a shrink refused)
+    failed = {"run-a"}  # every export fails (a shrink refused)
     sources = _sources(
-        lambda run: [run], lambda key: _pages(sizes[key], 1_000_000_000), lambda key: None, lambda key: key in failed
+        lambda run: [run], lambda key: _pages(sizes[key], 1_000_000_000), lambda key: None, _failing(failed)
     )
 
     def tick(cursor, now, recheck=()):
@@ -224,7 +237,7 @@ def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_ch
     for _ in range(MAX_RETRIES + 1):
         now = _due(plan.cursor, "run-a")  # each re-check, its back-off doubling
         plan = tick(plan.cursor, now)
-        retried.append(plan.retried)
+        retried.append(list(plan.retried))
         waiting.append(tick(plan.cursor, now + 60).skipped["run-a"])
     assert retried == [["run-a"]] * MAX_RETRIES + [[]]
     assert waiting[0].startswith("export failed, requested again (retry 1); re-checked in")
@@ -232,15 +245,91 @@ def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_ch
     assert plan.skipped == {"run-a": gave_up} and waiting[-1] == gave_up
 
     asked = tick(plan.cursor, now + 120, recheck={"run-a"})  # an operator's re-check still retries
-    assert asked.retried == ["run-a"]
+    assert list(asked.retried) == ["run-a"]
     assert tick(asked.cursor, _due(asked.cursor, "run-a")).requests == []  # but only once
 
     sizes["run-a"] = 4  # a changed listing: requested (a new run key), its retries counted afresh
     changed = tick(asked.cursor, _due(asked.cursor, "run-a"))
     assert changed.skipped["run-a"].startswith("settling")
     settled = tick(changed.cursor, _due(asked.cursor, "run-a") + 600)
-    assert settled.retried == ["run-a"] and load_cursor(settled.cursor)["run-a"].retries == 0
-    assert tick(settled.cursor, _due(settled.cursor, "run-a")).retried == ["run-a"]
+    assert list(settled.retried) == ["run-a"] and load_cursor(settled.cursor)["run-a"].retries == 0
+    assert list(tick(settled.cursor, _due(settled.cursor, "run-a")).retried) == ["run-a"]
+
+
+def test_a_blocked_export_is_not_retried_until_its_listing_changes_or_an_operator_asks():
+    """A blocking check (the secret scan under on_secret=block) blocks the same listing every time:
+    its re-checks say so with the check's line, and request nothing until the listing changes or
+    an operator asks; a plain failure after it is retried as before."""
+    sizes = {"run-a": 3}
+    failures: dict[str, ExportFailure] = {}
+    sources = _sources(lambda run: [run], lambda key: _pages(sizes[key], 1_000_000_000), lambda key: None, failures.get)
+
+    def tick(cursor, now, recheck=()):
+        return plan_tick(cursor, ["run-a"], sources, [], now, settle=600, recheck=recheck)
+
+    blocked = f"{BLOCKED.reason}; not retried for this listing: requested again when its listing changes or on "
+    blocked += "`trace-assets recheck run-a`"
+    plan = tick(None, 2000.0)
+    failures["run-a"] = BLOCKED
+    for _ in range(MAX_RETRIES + 2):  # each re-check, its back-off doubling: never requested
+        now = _due(plan.cursor, "run-a")
+        plan = tick(plan.cursor, now)
+        assert plan.requests == [] and plan.retried == {} and plan.skipped == {"run-a": blocked}
+        assert plan.waiting == {"run-a": Waiting.BLOCKED}
+        waiting = tick(plan.cursor, now + 60)  # before its next re-check: the line kept in the cursor
+        assert waiting.skipped == {"run-a": blocked} and waiting.waiting == {"run-a": Waiting.BLOCKED}
+    assert tick_summary(waiting, shown=20).splitlines() == ["1 scope(s): 1 blocked.", f"'run-a': {blocked}."]
+    assert load_cursor(plan.cursor)["run-a"].retries == 0
+
+    asked = tick(plan.cursor, now + 120, recheck={"run-a"})  # the operator changed the policy: one more try
+    assert [key for key, _ in asked.requests] == ["run-a"] and asked.retried == {"run-a": FailureKind.BLOCKED}
+    assert "'run-a': export requested again, after a blocked export." in tick_summary(asked, shown=20)
+    waiting = tick(asked.cursor, now + 180)
+    assert waiting.skipped["run-a"].startswith("export requested, not published at its last check; re-checked in")
+    still = tick(asked.cursor, _due(asked.cursor, "run-a"))  # blocked again: one try only
+    assert still.requests == [] and still.skipped == {"run-a": blocked}
+
+    afresh = tick(None, 9000.0)  # a deleted cursor requests it under a new run key, as an operator's re-check
+    assert afresh.retried == {"run-a": FailureKind.BLOCKED}
+
+    sizes["run-a"] = 4  # a changed listing (its trials rewritten): requested once it settles
+    changed = tick(still.cursor, _due(still.cursor, "run-a"))
+    assert changed.skipped["run-a"].startswith("settling") and changed.requests == []
+    settled = tick(changed.cursor, _due(still.cursor, "run-a") + 600)
+    assert [key for key, _ in settled.requests] == ["run-a"] and settled.retried == {"run-a": FailureKind.BLOCKED}
+
+    failures["run-a"] = FAILED  # then a plain failure of the new listing: retried on the back-off as before
+    retried = tick(settled.cursor, _due(settled.cursor, "run-a"))
+    assert retried.retried == {"run-a": FailureKind.FAILED}
+    assert "'run-a': export requested again, after a failed export." in tick_summary(retried, shown=20)
+
+    failures["run-a"] = BLOCKED  # queue mode: a blocked scope due is read, not requested
+    queued = plan_queue_tick(settled.cursor, [], sources, ["run-a"], _due(settled.cursor, "run-a"), settle=600)
+    assert queued.requests == [] and queued.skipped == {"run-a": blocked} and queued.listed_scopes == 0
+
+
+def test_a_version_4_cursor_loads_and_only_a_blocked_entry_holds_its_line():
+    failures: dict[str, ExportFailure] = {}
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: None, failures.get)
+    runs = ["run-a", "run-b"]
+    first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
+    failures["run-b"] = BLOCKED
+    checked = plan_tick(first.cursor, runs, sources, [], 2000.0 + BACKOFF_START, settle=600)  # both due
+    stored = json.loads(checked.cursor)
+    assert stored["v"] == CURSOR_VERSION
+    assert stored["scopes"]["run-a"][6:] == ["requested"] and stored["scopes"]["run-b"][6:] == [
+        "blocked",
+        BLOCKED.reason,
+    ]
+    assert load_cursor(checked.cursor)["run-b"].blocked_by == BLOCKED.reason
+
+    stored["v"] = 4  # written before blocked was a check (entries of seven fields): read as is
+    stored["scopes"]["run-b"] = json.loads(first.cursor)["scopes"]["run-b"]
+    old = json.dumps(stored)
+    assert is_current(old) and load_cursor(old)["run-a"] == load_cursor(checked.cursor)["run-a"]
+    later = plan_tick(old, runs, sources, [], 2000.0 + BACKOFF_START + 60, settle=600)
+    assert later.skipped["run-a"].startswith("export requested, not published at its last check")
+    assert later.skipped["run-b"].startswith(BLOCKED.reason) and later.requests == []  # found blocked at its re-check
 
 
 def test_the_skip_reason_before_a_re_check_says_what_the_last_check_found():
@@ -276,11 +365,11 @@ def test_queue_mode_requests_a_failed_export_again_at_its_back_off_without_listi
     def published_at(key):
         queried.append(key)
 
-    def export_failed(key):
+    def export_failure(key):
         queried.append(key)
-        return key in failed
+        return FAILED if key in failed else None
 
-    sources = _sources(lambda run: [run], listing, published_at, export_failed)
+    sources = _sources(lambda run: [run], listing, published_at, export_failure)
     first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
     failed.add("run-3")
     listed.clear()
@@ -291,7 +380,7 @@ def test_queue_mode_requests_a_failed_export_again_at_its_back_off_without_listi
     due = {key for key in runs if _due(first.cursor, key) <= now}
     retried = plan_queue_tick(quiet.cursor, [], sources, runs, now, settle=600)
     assert retried.requests == [("run-3", load_cursor(first.cursor)["run-3"].fingerprint)]
-    assert retried.retried == ["run-3"] and listed == [] and retried.listed_scopes == 0  # no S3 request
+    assert list(retried.retried) == ["run-3"] and listed == [] and retried.listed_scopes == 0  # no S3 request
     assert set(queried) == due and retried.skipped == {
         key: "export requested, not published yet" for key in due - {"run-3"}
     }
@@ -309,14 +398,14 @@ def test_a_re_check_whose_run_listing_fails_is_kept_for_the_next_tick():
         return steps[run]
 
     failed = {"run-a/step-1"}
-    sources = _sources(run_scopes, lambda key: _pages(3, 1_000_000_000), lambda key: None, lambda key: key in failed)
+    sources = _sources(run_scopes, lambda key: _pages(3, 1_000_000_000), lambda key: None, _failing(failed))
     first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
     now = 2000.0 + RUN_RECHECK + 1  # the run's step folders are due, the scope's re-check is not
     down.add("run-a")
     asked = plan_tick(first.cursor, ["run-a"], sources, [], now, settle=600, recheck={"run-a/step-1"})
     assert "run-a" in asked.errors and asked.requests == []
     down.clear()
-    assert plan_tick(asked.cursor, ["run-a"], sources, [], now + 60, settle=600).retried == ["run-a/step-1"]
+    assert list(plan_tick(asked.cursor, ["run-a"], sources, [], now + 60, settle=600).retried) == ["run-a/step-1"]
 
     queued = plan_queue_tick(first.cursor, [], sources, ["run-a/step-1"], 2060.0, settle=600)  # queue mode alike
     steps["run-a"].append("run-a/step-2")  # a step the cursor does not hold yet: asked, its run's listing fails
@@ -331,14 +420,12 @@ def test_a_re_check_whose_run_listing_fails_is_kept_for_the_next_tick():
 
 def test_a_deleted_cursor_requests_a_failed_export_under_a_new_run_key():
     failed: set[str] = set()
-    sources = _sources(
-        lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: None, lambda key: key in failed
-    )
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: None, _failing(failed))
     first = plan_tick(None, ["run-a"], sources, [], 2000.0, settle=600)
-    assert first.retried == []
+    assert first.retried == {}
     failed.add("run-a")  # its export failed; then the cursor is deleted
     afresh = plan_tick(None, ["run-a"], sources, [], 9000.0, settle=600)
-    assert afresh.requests == first.requests and afresh.retried == ["run-a"]
+    assert afresh.requests == first.requests and list(afresh.retried) == ["run-a"]
     [(key, fp)] = afresh.requests
     assert _run_key(key, fp, True, 9000.0) != _run_key(key, fp, False, 2000.0)  # Dagster launches it
 
