@@ -284,10 +284,13 @@ class PrivacyScanner:
         tallies, numbering new values' tokens."""
         if not found:
             return
+        holding = texts.filter(
+            pl.col("text_id").is_in(list({text_id for text_id, _ in found}))
+        )  # not every text's origin
         origin = dict(
             zip(
-                texts["text_id"].to_list(),
-                texts.select([pl.col(c) if c in texts.columns else pl.lit(None) for c in _ORIGIN]).iter_rows(),
+                holding["text_id"].to_list(),
+                holding.select([pl.col(c) if c in texts.columns else pl.lit(None) for c in _ORIGIN]).iter_rows(),
             )
         )
         for text_id, match in found:
