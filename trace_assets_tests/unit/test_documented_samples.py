@@ -42,6 +42,8 @@ def test_a_sample_is_told_by_its_value(text: str, tell: str) -> None:
         "python examples/cli.py sk-proj-Xi8tdMjHV6pmbBbwilTeT4BlbkFJ3UDnpdEwNNm6wVBpYM0o",
         "# paste your token below\nhf_token: hf_QzWvBnKpLrTsYxUaCdEfGhJk",
         f"token: {_jwt({'sub': 'u-81f3', 'iat': 1733500000})}",
+        # a key's base64 that spells a sample word by chance (a generated key does, now and then)
+        "-----BEGIN PRIVATE KEY-----\nMIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwggSiAgEAAoIBAQCfAkEq8Zr3n0wKp1Vd\n-----END PRIVATE KEY-----",
     ],
 )
 def test_a_value_without_a_tell_is_not_a_sample(text: str) -> None:
