@@ -86,7 +86,8 @@ def has_capturing_group(regex: str) -> bool:
     return False
 
 
-_ASCII_CLASSES = {"w": "0-9A-Za-z_", "d": "0-9", "s": "\\t\\n\\x0B\\f\\r "}
+# A space as `\x20`: verbose mode (`(?x)`, most vendor rules) ignores whitespace in classes too.
+_ASCII_CLASSES = {"w": "0-9A-Za-z_", "d": "0-9", "s": "\\t\\n\\x0B\\f\\r\\x20"}
 
 
 def ascii_classes(regex: str) -> str:

@@ -375,11 +375,18 @@ def test_every_vendor_rule_compiles_matches_nothing_empty_and_has_a_literal():
 
 def test_ascii_classes_rewrites_the_classes_outside_and_inside_brackets_only():
     assert ascii_classes(r"(?:EAAA|sq0atp-)[\w-]{22,60}") == "(?:EAAA|sq0atp-)[0-9A-Za-z_-]{22,60}"
-    assert ascii_classes(r"\bkey\s*=\s*(\d+)\b") == r"(?-u:\b)key[\t\n\x0B\f\r ]*=[\t\n\x0B\f\r ]*([0-9]+)(?-u:\b)"
+    assert (
+        ascii_classes(r"\bkey\s*=\s*(\d+)\b") == r"(?-u:\b)key[\t\n\x0B\f\r\x20]*=[\t\n\x0B\f\r\x20]*([0-9]+)(?-u:\b)"
+    )
     # escaped backslashes, a `]` first in a class, nested classes and the other escapes are kept
     assert ascii_classes(r"\\w[]\d][^]\w][[:word:]\s]\S\W\B") == (
-        r"\\w[]0-9][^]0-9A-Za-z_][[:word:]\t\n\x0B\f\r ]\S\W\B"
+        r"\\w[]0-9][^]0-9A-Za-z_][[:word:]\t\n\x0B\f\r\x20]\S\W\B"
     )
+
+
+def test_ascii_whitespace_holds_the_space_in_verbose_mode():
+    regex = ascii_classes(r"(?x) key \s = \s* ([a-z]+)")
+    assert pl.select(pl.lit("key = abc").str.extract(regex, 1)).item() == "abc"
 
 
 def test_ascii_classes_leave_every_rule_s_matches_on_the_recall_corpus_unchanged():
