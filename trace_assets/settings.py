@@ -234,7 +234,7 @@ class PipelineSettings(BaseModel):
         env="TRACE_ASSETS_SECRET_PATTERNS",
         group=Group.SECRETS,
         description="extra scan patterns, `name=regex;name2=regex2`, in Rust regex syntax (the scan's engine: no "
-        "lookaround); a bad one is refused at start, naming the pattern",
+        "lookaround; `\\w`, `\\d`, `\\s` and `\\b` are ASCII); a bad one is refused at start, naming the pattern",
     )
     secret_allowlist: str = setting(
         env="TRACE_ASSETS_SECRET_ALLOWLIST",

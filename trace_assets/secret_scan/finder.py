@@ -170,7 +170,7 @@ class Finder:
             orient="row",
         ).unique()
         self.rule_regexes = pl.DataFrame(
-            [(index, rule.regex, rule.has_secret_group) for index, (_, _, rule) in enumerate(self.rules)],
+            [(index, rule.search_regex, rule.has_secret_group) for index, (_, _, rule) in enumerate(self.rules)],
             schema={"rule": pl.UInt32, "regex": pl.String, "grouped": pl.Boolean},
             orient="row",
         )
@@ -231,7 +231,7 @@ class Finder:
         match = pl.col("match")
         secrets = [found.filter(~pl.col("grouped")).with_columns(match.alias("secret"))]
         for (rule_index,), group in found.filter("grouped").group_by("rule"):
-            regex = self.rules[rule_index][2].regex
+            regex = self.rules[rule_index][2].search_regex
             secrets.append(group.with_columns(pl.coalesce(match.str.extract(regex, 1), match).alias("secret")))
         filtered = pl.concat(secrets).sort("order").select(pl.col("text_id").cast(pl.UInt32), "rule", "match", "secret")
         frames = [filtered, *(self._extract(texts, rule_index) for rule_index in self.unfiltered_rules)]
@@ -245,13 +245,13 @@ class Finder:
     def _extract(self, texts: pl.DataFrame, rule_index: int) -> pl.DataFrame:
         _, _, rule = self.rules[rule_index]
         found = (
-            texts.select("text_id", pl.col("text").str.extract_all(rule.regex).alias("match"))
+            texts.select("text_id", pl.col("text").str.extract_all(rule.search_regex).alias("match"))
             .explode("match")
             .drop_nulls("match")
         )
         secret = pl.col("match")
         if rule.has_secret_group:
-            secret = pl.coalesce(pl.col("match").str.extract(rule.regex, 1), pl.col("match"))
+            secret = pl.coalesce(pl.col("match").str.extract(rule.search_regex, 1), pl.col("match"))
         return found.select(
             pl.col("text_id").cast(pl.UInt32),
             pl.lit(rule_index, pl.UInt32).alias("rule"),

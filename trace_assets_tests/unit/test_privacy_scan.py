@@ -65,6 +65,14 @@ def test_every_category_found_and_placeholders_kept():
     }
 
 
+def test_an_address_with_other_scripts_digits_is_no_address_and_no_crash():
+    """Unicode digits (`٠`, Arabic-Indic zero) make no IPv4 address: a value or a URL holding one is not
+    read as one (`ipaddress` refuses it), and the ASCII ones beside it are still found."""
+    text = "connected to 10.\u0660.0.1:6379, http://10.0.\u0663.4:80/x and 10.0.3.17"
+    found = [(str(m.category), m.value) for m in PrivacyFinder().matches(text)]
+    assert found == [("private_ip", "10.0.3.17")]
+
+
 def _report(options: ScanOptions) -> dict:
     scanner = SecretScanner("r", options)
     scanner.scan(_frame())
