@@ -84,6 +84,9 @@ _PATTERNS = {
     PrivateCategory.PRIVATE_IP: _PRIVATE_IP,
     PrivateCategory.HOME_PATH: r"(?:/home|/Users)/[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}",
 }
+# A literal every match of the category holds: its regex runs only on the texts holding one (an
+# internal host's labels are slow to try at every position: 16 ms against 1 over the benchmark's texts).
+_HOLDS = {PrivateCategory.INTERNAL_HOST: [".internal", ".local", ".lan", ".corp", ".home.arpa"]}
 _BEFORE = {
     PrivateCategory.INTERNAL_HOST: re.compile(r"[A-Za-z0-9_.-]\Z"),
     PrivateCategory.PRIVATE_IP: re.compile(r"[0-9.]\Z"),
@@ -239,8 +242,13 @@ class PrivacyFinder:
                     if found.end() > found.start():
                         yield text_id, PrivateCategory.OPERATOR, found.start(), found.group(0)
         for category, pattern in () if self.operator_only else _PATTERNS.items():
+            searched = (
+                candidates.filter(pl.col("text").str.contains_any(_HOLDS[category]))
+                if category in _HOLDS
+                else candidates
+            )
             extracted = (
-                candidates.select("text_id", pl.col("text").str.extract_all(pattern).alias("value"))
+                searched.select("text_id", pl.col("text").str.extract_all(pattern).alias("value"))
                 .explode("value")
                 .drop_nulls("value")
             )
