@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -61,29 +61,36 @@ class Rule:
         return ascii_classes(self.regex)
 
 
+def _regex_pieces(regex: str) -> Iterator[tuple[int, str, int]]:
+    """(start, piece, depth) for each piece of a (valid) regex: an escape, a class's opening (with its
+    `^` and a `]` first in it, which is itself), or one character; depth counts the character
+    classes the piece stands in (`[a-z&&[^x]]` nests them)."""
+    index, depth = 0, 0
+    while index < len(regex):
+        char = regex[index]
+        end = index + (2 if char == "\\" else 1)
+        if char == "[":
+            if regex.startswith("^", end):
+                end += 1
+            if depth == 0 and regex.startswith("]", end):
+                end += 1
+        yield index, regex[index:end], depth
+        if char == "[":
+            depth += 1
+        elif char == "]" and depth:
+            depth -= 1
+        index = end
+
+
 def has_capturing_group(regex: str) -> bool:
     """Whether a (valid) regex holds a capturing group: a `(` outside a class and an escape, not `(?`
     or a named `(?P<`/`(?<` one. Read off the text: asking polars costs ms a rule, hundreds at start."""
-    index, depth = 0, 0  # depth: nesting of character classes (`[a-z&&[^x]]`)
-    while index < len(regex):
-        char = regex[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "[":
-            depth += 1
-            index += 1
-            if regex.startswith("^", index):
-                index += 1
-            if depth == 1 and regex.startswith("]", index):  # a `]` first in a class is itself
-                index += 1
-            continue
-        if depth:
-            depth -= char == "]"
-        elif char == "(" and (not regex.startswith("?", index + 1) or regex.startswith(("?P<", "?<"), index + 1)):
-            return True
-        index += 1
-    return False
+    return any(
+        piece == "("
+        and not depth
+        and (not regex.startswith("?", start + 1) or regex.startswith(("?P<", "?<"), start + 1))
+        for start, piece, depth in _regex_pieces(regex)
+    )
 
 
 # A space as `\x20`: verbose mode (`(?x)`, most vendor rules) ignores whitespace in classes too.
@@ -94,29 +101,15 @@ def ascii_classes(regex: str) -> str:
     """`regex` with `\\w`, `\\d`, `\\s` and `\\b` ASCII-only: a token is ASCII, and Unicode classes
     are slow to compile (the Square rule's `[\\w-]{22,60}` 34 ms, 1 ms ASCII) and a Unicode `\\b`
     sends the lazy DFA back to a slower engine at the first non-ASCII byte."""
-    out, index, depth = [], 0, 0
-    while index < len(regex):
-        char = regex[index]
-        if char == "\\":
-            escape = regex[index + 1 : index + 2]
-            if escape in _ASCII_CLASSES:
-                out.append(_ASCII_CLASSES[escape] if depth else f"[{_ASCII_CLASSES[escape]}]")
-            elif escape == "b" and not depth:
-                out.append("(?-u:\\b)")
-            else:
-                out.append(regex[index : index + 2])
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-        if char == "[":
-            depth += 1
-            for prefix in ("^", "]") if depth == 1 else ("^",):
-                if regex.startswith(prefix, index):
-                    out.append(prefix)
-                    index += 1
-        elif depth and char == "]":
-            depth -= 1
+    out = []
+    for _, piece, depth in _regex_pieces(regex):
+        escape = piece[1:] if piece.startswith("\\") else ""
+        if escape in _ASCII_CLASSES:
+            out.append(_ASCII_CLASSES[escape] if depth else f"[{_ASCII_CLASSES[escape]}]")
+        elif escape == "b" and not depth:
+            out.append("(?-u:\\b)")
+        else:
+            out.append(piece)
     return "".join(out)
 
 
