@@ -65,12 +65,15 @@ _PRIVATE_IP = (
     rf"(?:10\.{_OCTET}|172\.(?:1[6-9]|2[0-9]|3[01])|192\.168|100\.(?:6[4-9]|[7-9][0-9]|1[01][0-9]|12[0-7])|169\.254)"
     rf"\.{_OCTET}\.{_OCTET}"
 )
+# The domains of private names, as every internal host ends (`.local` covers `cluster.local`).
+_INTERNAL_SUFFIXES = (".internal", ".local", ".lan", ".corp", ".home.arpa")
+_INTERNAL_SUFFIX = "(?:" + "|".join(re.escape(suffix) for suffix in _INTERNAL_SUFFIXES) + ")"
 # The cluster domain names hosts by itself; `.internal` with two labels before it (`x.ec2.internal`)
 # or a digit or hyphen in the name, and `.local`, `.lan`, `.corp`, `.home.arpa` with a digit or hyphen
 # (`devbox-3.local`): `threading.local` and `self.internal` are code.
 _INTERNAL_HOST = (
     rf"(?:{_LABEL}\.)+cluster\.local|(?:{_LABEL}\.){{2,}}internal"
-    rf"|(?:{_LABEL}\.)*[A-Za-z0-9]*[0-9-][A-Za-z0-9-]*\.(?:internal|local|lan|corp|home\.arpa)"
+    rf"|(?:{_LABEL}\.)*[A-Za-z0-9]*[0-9-][A-Za-z0-9-]*{_INTERNAL_SUFFIX}"
 )
 _HOST = rf"(?:{_INTERNAL_HOST}|{_PRIVATE_IP})"
 # Rust syntax, run vectorised on the candidates; what a lookaround would say is checked on each
@@ -86,7 +89,7 @@ _PATTERNS = {
 }
 # A literal every match of the category holds: its regex runs only on the texts holding one (an
 # internal host's labels are slow to try at every position: 16 ms against 1 over the benchmark's texts).
-_HOLDS = {PrivateCategory.INTERNAL_HOST: [".internal", ".local", ".lan", ".corp", ".home.arpa"]}
+_HOLDS = {PrivateCategory.INTERNAL_HOST: list(_INTERNAL_SUFFIXES)}
 _BEFORE = {
     PrivateCategory.INTERNAL_HOST: re.compile(r"[A-Za-z0-9_.-]\Z"),
     PrivateCategory.PRIVATE_IP: re.compile(r"[0-9.]\Z"),
@@ -100,7 +103,7 @@ _AFTER = {
 # regex they ran at a quarter of their joint speed (the benchmark's rows, one core).
 _CANDIDATES = (
     rf"@{_LABEL}\.[A-Za-z]",
-    rf"(?-u:\b){_PRIVATE_IP}|\.(?:internal|local|lan|corp|home\.arpa)(?-u:\b)|/home/|/Users/",
+    rf"(?-u:\b){_PRIVATE_IP}|{_INTERNAL_SUFFIX}(?-u:\b)|/home/|/Users/",
 )
 
 
