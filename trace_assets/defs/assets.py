@@ -7,6 +7,7 @@ data lives as Parquet in the staging folder.
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -25,8 +26,8 @@ from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
-from trace_assets.publishing.targets import Unread, kept_after_fault, read_published_version
-from trace_assets.runtime.machine_faults import fault_detail, fault_line
+from trace_assets.publishing.targets import Unread, kept_after_fault, read_published_versions
+from trace_assets.runtime.machine_faults import fault_detail, fault_line, published_version
 from trace_assets.secret_scan.verdicts import found_by_category
 from trace_assets.settings import PipelineSettings, env_name
 from trace_assets.steps.free_space import NotEnoughSpace
@@ -42,14 +43,27 @@ def scope_context(
     trace_config: TraceAssetsConfig,
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
-    publishes: bool = False,
 ) -> Iterator[ScopeContext]:
-    """The partition's steps context, its staging locked for the step.
+    """The partition's steps context, its staging locked for the step (see `_step_context`)."""
+    with _step_context(context, trace_config, object_storage, hub, publishes=False) as (ctx, _):
+        yield ctx
+
+
+@contextmanager
+def _step_context(
+    context: dg.AssetExecutionContext,
+    trace_config: TraceAssetsConfig,
+    object_storage: ObjectStorage,
+    hub: HuggingFaceHub,
+    publishes: bool,
+) -> Iterator[tuple[ScopeContext, Any]]:
+    """The partition's steps context, its staging locked for the step, and for a step that
+    `publishes` the scope's published `versions.json`, read first (None for the other steps).
 
     A fault of the machine (a full disk, a removed folder, see `runtime.machine_faults`) fails the
     step with one line naming it, where it struck and what is left as it was: the published
-    version, which a step that `publishes` reads first to tell whether it changed. The exception
-    chain (and a copy's every file) goes to the run's debug log."""
+    version, which the publish step reads first to tell whether it changed (the same read gives
+    the card its history). The exception chain (and a copy's every file) goes to the run's debug log."""
     scope = scope_of(context)
     staging = trace_config.staging(scope, object_storage)
     ctx: ScopeContext | None = None
@@ -57,9 +71,10 @@ def scope_context(
     try:
         with staging.locked(context.log.info) as locked:
             ctx = trace_config.scope_context(locked, object_storage, hub, context.log.info)
+            versions = read_published_versions(ctx.target, scope) if publishes else None
             if publishes:
-                before = read_published_version(ctx.target, scope)
-            yield ctx
+                before = published_version(versions)
+            yield ctx, versions
     except NotEnoughSpace as error:
         raise dg.Failure(description=str(error), allow_retries=False) from None
     except Exception as error:
@@ -211,8 +226,8 @@ def _publish_scope(
     object_storage: ObjectStorage,
     hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
-    with scope_context(context, trace_config, object_storage, hub, publishes=True) as ctx:
-        done = publish(ctx)
+    with _step_context(context, trace_config, object_storage, hub, publishes=True) as (ctx, versions):
+        done = publish(ctx, versions)
     shards, redactor, to = done.shards, done.redactor, done.published_to
     context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {to}")
     return dg.MaterializeResult(

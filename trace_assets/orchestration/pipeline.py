@@ -16,7 +16,7 @@ from trace_assets.core.accounting import Coverage
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.publishing.card import CardContext, usage_name
 from trace_assets.publishing.card_facts import CardFacts, gather_facts
-from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
+from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.publishing.shrink_guard import refuse_worse_version
 from trace_assets.publishing.versions import earlier_versions
@@ -97,8 +97,9 @@ class Published:
     published_to: str
 
 
-def publish(ctx: ScopeContext) -> Published:
-    """The scope as a Hugging Face dataset folder, built in staging and handed to the target.
+def publish(ctx: ScopeContext, published_versions: Any) -> Published:
+    """The scope as a Hugging Face dataset folder, built in staging and handed to the target;
+    `published_versions` is the scope's `versions.json` as the step read it first (the card's history).
 
     Refused (`ShrinkRefused`) when it would replace the published version with a worse one, unless
     the context has no shrink threshold (allow_shrink).
@@ -115,7 +116,7 @@ def publish(ctx: ScopeContext) -> Published:
     card = CardContext(
         settings=ctx.card,
         facts=gather_facts(staging, staging.require_rows()),
-        earlier_versions=earlier_versions(target.published_json(scope, VERSIONS_FILE), published),
+        earlier_versions=earlier_versions(published_versions, published),
         published_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         repo_id=usage_name(target.location(scope)),
         plots=ctx.card_plots,

@@ -125,11 +125,11 @@ class Unread(Enum):
     OUTSIDE_THE_STEPS = "outside the steps"  # the CLI's faults (instance, staging lock): a publish may have run
 
 
-def read_published_version(target: PublishTarget, scope: RunScope) -> str | None:
-    """The version the scope's `versions.json` names last, None when nothing is published there: one
-    read (a request on the Hub or object storage). A failed read raises, so a publish step reading it
-    first fails as its own read of the file would have."""
-    return published_version(target.published_json(scope, VERSIONS_FILE))
+def read_published_versions(target: PublishTarget, scope: RunScope) -> Any:
+    """The scope's published `versions.json`, None when nothing is published there: one read (a
+    request on the Hub or object storage). A failed read raises, so a publish step reading it first
+    fails as its own read of the file would have."""
+    return target.published_json(scope, VERSIONS_FILE)
 
 
 def kept_after_fault(
@@ -139,7 +139,7 @@ def kept_after_fault(
     before the work (`before`), or why there is none. Never raises: when the read fails (the publish
     root may be what failed) it is empty, and `log` gets the error."""
     try:
-        now = read_published_version(target, scope)
+        now = published_version(read_published_versions(target, scope))
     except Exception as error:
         log(f"could not read the published version after the fault: {error!r}")
         return ""

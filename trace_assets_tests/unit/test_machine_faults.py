@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy
 
 from trace_assets.core.scope import RunScope
-from trace_assets.publishing.targets import FolderTarget, Unread, kept_after_fault, read_published_version
+from trace_assets.publishing.targets import FolderTarget, Unread, kept_after_fault, read_published_versions
 from trace_assets.runtime.machine_faults import (
     INSTANCE,
     MAX_LINE,
@@ -158,7 +158,7 @@ def test_what_is_kept_is_one_read_of_the_target_that_never_raises_after_the_faul
     def kept(before: str | None | Unread) -> str:
         return kept_after_fault(target, scope, before, logged.append)
 
-    assert read_published_version(target, scope) is None
+    assert read_published_versions(target, scope) is None
     assert kept(Unread.OUTSIDE_THE_STEPS) == published_state(str(folder), None, None)  # "nothing is published at"
     folder.mkdir(parents=True)
     (folder / "versions.json").write_text(json.dumps({"versions": [{"version": "9cc7"}]}))
@@ -171,7 +171,7 @@ def test_what_is_kept_is_one_read_of_the_target_that_never_raises_after_the_faul
     (folder / "versions.json").unlink()
     (folder / "versions.json").mkdir()  # unreadable as a file
     with pytest.raises(IsADirectoryError):
-        read_published_version(target, scope)
+        read_published_versions(target, scope)
     assert kept("9cc7") == ""
     assert len(logged) == 1 and "could not read the published version" in logged[0]
 
