@@ -455,8 +455,10 @@ def figures(name: str, records: list[dict], peers: dict[str, str], misses: bool)
         others = ", ".join(f"{p} {sum((c[i] > 0) == wanted for i in idx) / len(idx):.1%}" for p, c in theirs.items())
         print(f"ALL {title}: ours {hits}/{len(idx)} ({hits / len(idx):.1%}){'; ' + others if others else ''}")
         if wanted and title.strip().startswith("of them"):  # why ours kept the rest: counts only, no record
-            why = Counter(_kept_as(mine[i]) for i in idx if not _acted(mine[i]))
-            print(f"    kept by ours as: {', '.join(f'{verdict} {n}' for verdict, n in sorted(why.items())) or 'none'}")
+            kept = [i for i in idx if not _acted(mine[i])]
+            why = Counter(_kept_as(mine[i]) for i in kept)
+            also = "".join(f", {p} too: {sum(c[i] == 0 for i in kept)}" for p, c in theirs.items())
+            print(f"    kept by ours as: {', '.join(f'{v} {n}' for v, n in sorted(why.items())) or 'none'}{also}")
     if misses:
         for i, r in enumerate(records):
             if _acted(mine[i]) != r["positive"]:
