@@ -71,8 +71,9 @@ def _step_context(
     try:
         with staging.locked(context.log.info) as locked:
             ctx = trace_config.scope_context(locked, object_storage, hub, context.log.info)
-            versions = read_published_versions(ctx.target, scope) if publishes else None
+            versions = None
             if publishes:
+                versions = read_published_versions(ctx.target, scope)
                 before = published_version(versions)
             yield ctx, versions
     except NotEnoughSpace as error:
