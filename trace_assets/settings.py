@@ -36,7 +36,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource
 from trace_assets.core.roots import refuse_overlapping_roots
 from trace_assets.core.run_tags import SWEEP_LABEL, sweep_label
 from trace_assets.harbor.options import Episodes, Subagents, SuccessFilter
-from trace_assets.secret_scan.policy import OnPrivate, OnSecret, OnUnverified
+from trace_assets.secret_scan.policy import OnNearMiss, OnPrivate, OnSecret, OnUnverified
 from trace_assets.store.bucket_url import BucketRoot
 from trace_assets.store.queue_events import bucket_and_prefix
 
@@ -220,6 +220,14 @@ class PipelineSettings(BaseModel):
         group=Group.SECRETS,
         flag="--on-unverified",
         description="the same for credentials of the right rough shape but not verifiable",
+    )
+    on_near_miss: OnNearMiss = setting(
+        "redact",
+        env="TRACE_ASSETS_ON_NEAR_MISS",
+        group=Group.SECRETS,
+        flag="--on-near-miss",
+        description="a vendor's prefix on a generated-looking body that fails its exact format (checksum, length, "
+        "marker): judged unverified (so --on-unverified applies), or kept and reported as a near miss",
     )
     on_private: OnPrivate = setting(
         "keep",

@@ -61,7 +61,11 @@ def privacy_options(settings: PipelineSettings) -> PrivacyOptions:
 
 def scan_options(settings: PipelineSettings) -> ScanOptions:
     return parsed_scan_options(
-        settings.secret_patterns, settings.secret_allowlist, settings.secret_wrap_width, privacy_options(settings)
+        settings.secret_patterns,
+        settings.secret_allowlist,
+        settings.secret_wrap_width,
+        privacy_options(settings),
+        settings.on_near_miss,
     )
 
 

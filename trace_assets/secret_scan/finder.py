@@ -348,6 +348,13 @@ class Finder:
             if rule.min_entropy and entropy_bits(secret) < rule.min_entropy:
                 continue
             inner = match.rfind(secret) if secret != match else 0
+            if rule.refine is not None:
+                refined = rule.refine(view.text, start, match, secret)
+                if refined is None:
+                    continue
+                secret = refined  # a prefix of the secret as matched
+            if kind.judged is Judged.GENERIC and view.joined_within(start + inner, start + inner + len(secret)):
+                continue  # an assigned value never crosses a line break, wrapped or not
             spans = view.raw_spans(start + inner, start + inner + len(secret))
             # a vendor rule's regex is that vendor's whole format: its match needs no credential word
             context = (

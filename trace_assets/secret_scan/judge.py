@@ -44,13 +44,14 @@ _PLACEHOLDER_WORDS = re.compile(
 
 
 def has_fake_marker(text: str) -> bool:
-    """Tells a random credential body virtually never has: `...`, `xxxx`, EXAMPLE, 123456, AAAAAA."""
+    """Tells a random credential body virtually never has: `...`, `xxxx`, EXAMPLE, 123456, 654321, AAAAAA."""
     if _FAKE_MARKERS.search(text):
         return True
-    run = 1
+    up = down = 1
     for previous, current in zip(text, text[1:]):
-        run = run + 1 if ord(current) == ord(previous) + 1 else 1
-        if run >= 6:
+        up = up + 1 if ord(current) == ord(previous) + 1 else 1
+        down = down + 1 if ord(current) == ord(previous) - 1 else 1
+        if up >= 6 or down >= 6:
             return True
     return False
 
@@ -65,9 +66,14 @@ def low_entropy(body: str) -> bool:
     return len(body) >= 8 and entropy_bits(body) < 0.5 * math.log2(min(len(body), 64))
 
 
+def token_body(secret: str) -> str:
+    """A token without its vendor's prefix (`ghp_`, `sk-proj-`, `glptt-`)."""
+    return _KNOWN_PREFIX.sub("", secret)
+
+
 def looks_fake(secret: str) -> bool:
     """A token whose body has a fake's tells, too few distinct characters, or only digits (`12312312...`)."""
-    body = _KNOWN_PREFIX.sub("", secret)
+    body = token_body(secret)
     return has_fake_marker(body) or low_entropy(body) or (len(body) >= 16 and body.isdigit())
 
 

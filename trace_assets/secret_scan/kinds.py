@@ -18,12 +18,12 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 import polars as pl
 
-from trace_assets.secret_scan import judge
+from trace_assets.secret_scan import assignments, judge
 from trace_assets.secret_scan.pem import PEM_BLOCK, PGP_BLOCK
 from trace_assets.secret_scan.vendor_rules import VENDOR_RULES
 
@@ -50,6 +50,9 @@ class Rule:
     may_be_live: bool = True
     # A match whose secret has fewer bits of entropy per character is no match (the vendor rules' own bound).
     min_entropy: float = 0.0
+    # Given (text, match start, match, secret): the secret as found (maybe shortened), or None for no
+    # match; what the regex cannot see (the name before its credential word) is judged here.
+    refine: Callable[[str, int, str, str], str | None] | None = field(default=None, compare=False)
 
     @cached_property
     def has_secret_group(self) -> bool:
@@ -125,6 +128,8 @@ class SecretKind:
     # A looser format than `shape` (gitleaks' rule for the vendor): a match that fails `shape` but has
     # this one is `unverified` with no credential word before it, not a near miss.
     rough_shape: Callable[[str], object] | None = field(default=None, compare=False)
+    # A generic kind's test of a value that makes it `unverified` (else a placeholder).
+    value_test: Callable[[str], bool] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
@@ -180,13 +185,14 @@ _VAULT_TOKEN = re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{90,}|hvs\.[A-Za-z0-9_-]{24}")
 # Whitespace between a keyword and its value: up to 128 characters (gitleaks allows 3 to 5), so
 # columns aligned in a printed table or config (`aws configure list`, `env | column -t`) still match.
 _GAP = r"\s{0,128}"
+_HGAP = r"[ \t]{0,128}"  # between an assigned name and its value: never a line break
 _SPACES = r"\s{1,128}"
 # A keyword, then up to 30 name characters (`WANDB_API_KEY`, `cohere.api_key`), then an assignment.
-_ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
+_ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}[\"']?{_HGAP}(?:=>|:=|[:=]){_HGAP}[\"'`]?"
 # A vendor's name may also be followed by one more word (`vercel token = ...`): its value's shape is specific.
-_VENDOR_ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}(?: [A-Za-z_]{{1,20}})?[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
+_VENDOR_ASSIGN = rf"[A-Za-z0-9_.-]{{0,30}}(?: [A-Za-z_]{{1,20}})?[\"']?{_HGAP}(?:=>|:=|[:=]){_HGAP}[\"'`]?"
 # The exact credential variable (`WANDB_API_KEY=`, `"HEROKU_API_KEY":`): nothing between it and the assignment.
-_EXACT_ASSIGN = rf"[\"']?{_GAP}(?:=>|:=|[:=]){_GAP}[\"'`]?"
+_EXACT_ASSIGN = rf"[\"']?{_HGAP}(?:=>|:=|[:=]){_HGAP}[\"'`]?"
 _END = r"(?:[^A-Za-z0-9_+/=.~-]|$)"
 # A curl command line up to one of its options (bounded: at most 400 characters before it).
 _CURL = r"\bcurl\b[^\n]{0,400}?[ \t]"
@@ -213,8 +219,36 @@ def custom_kind(name: str, regex: str) -> SecretKind:
 _HEX32 = "[a-f0-9]{32}"
 _UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _UUID_ANY_CASE = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-# Generic values: quoted or bare, no whitespace or quotes inside.
-_VALUE = r"[^\s\"'`;,]{6,200}"
+# An assigned value: quoted or bare, up to a space, a quote, a backslash (an escaped quote or line
+# break), a separator or a bracket: never across a line break or a closing quote.
+_VALUE = r"[^\s\"'`\\;,<>(){}\[\]]{8,200}"
+# The credential words' literals for the prefilter: a short word inside a name (`INTERNAL_SERVICE_KEY`,
+# `signingKey: `) is not at a word start, so its separators and assignments are literals too (of five
+# characters: the prefilter wants a literal of four or fewer to start a word).
+_API_KEY_LITERALS = (
+    *("token", "apikey", "credential", "creds", "private"),
+    *("_key", "-key", ".key", "key=", "key: ", 'key":', "key =", 'key="', "key='"),
+    *("_auth", "-auth", ".auth", "auth=", "auth: ", 'auth":', "auth =", 'auth="'),
+)
+_PASSWORD_LITERALS = (
+    *("passw", "passphrase", "_pass", "-pass", ".pass", "pass=", "pass: ", 'pass":', "pass =", 'pass="'),
+    *("_pwd", "-pwd", ".pwd", "pwd=", "pwd: ", 'pwd":', "pwd =", 'pwd="'),
+)
+
+
+def _assignment(words: Sequence[str], literals: Sequence[str], word: assignments.CredentialWord) -> Rule:
+    """`NAME = value` in env, shell, YAML, JSON (escaped too), TOML, INI, Python (`os.environ["NAME"] =`,
+    `api_key="..."`), headers and URL queries, from a credential word in
+    the name: the name around it is judged by `assignments.refine_assignment`, the value by the kind."""
+    alternatives = "|".join(re.escape(word) for word in words)
+    quote = r"(?:\\{0,3}[\"'])"
+    operator = rf"{quote}?\]?{_HGAP}(?:=>|:=|[:=]){_HGAP}(?:\\{{0,3}}[\"'`])?"
+    return Rule(
+        rf"(?i:{alternatives})[A-Za-z0-9_.-]{{0,40}}{operator}({_VALUE}){_END}",
+        tuple(literals),
+        refine=partial(assignments.refine_assignment, word),
+    )
+
 
 PRIVATE_KEY = "private_key"
 PGP_PRIVATE_KEY = "pgp_private_key"
@@ -536,8 +570,9 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     # ---- credentials in context: headers, URLs, docker auth, generic assignments
     SecretKind(
         "bearer_token",
-        (Rule(rf"(?i:bearer){_SPACES}([A-Za-z0-9_\-.~+/]{{20,}}=*)", ("bearer",)),),
+        (Rule(rf"(?i:bearer)[ \t]{{1,8}}({_VALUE})", ("bearer",)),),
         judged=Judged.GENERIC,
+        value_test=assignments.generated,
     ),
     _token(
         "basic_auth",
@@ -556,25 +591,49 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     SecretKind(
         "generic_password",
         (
-            _keyword(["password", "passwd", "passphrase"], _VALUE, _ASSIGN),
+            _assignment(["password", "passwd", "passphrase", "pass", "pwd"], _PASSWORD_LITERALS, "password"),
             # `curl -u user:password` (gitleaks' curl-auth-user, MIT): the password is the secret
             Rule(rf"{_CURL}(?:-u|--user)(?:=|[ \t]{{1,5}})[\"']?[^\s:]{{0,64}}:[\"']?([^\s\"']{{3,128}})", ("curl",)),
+            # `.netrc`: `machine host login user password value`, on one line or several
+            Rule(rf"(?i:\blogin)[ \t]{{1,8}}\S{{1,64}}\s{{1,64}}(?i:password)[ \t]{{1,8}}({_VALUE})", ("login",)),
+            # `mysql -pVALUE`, `docker login -u user -p value`, `sshpass -p value`
+            Rule(
+                r"(?i:\b(?:mysql|mysqldump|mysqladmin|mariadb|sshpass|login))\b[^\n]{0,200}?[ \t]-p(?:[ \t]{1,8})?"
+                rf"[\"']?({_VALUE})",
+                ("mysql", "mariadb", "sshpass", "login"),
+            ),
         ),
         judged=Judged.GENERIC,
+        value_test=assignments.password_value,
     ),
     SecretKind(
         "generic_secret",
-        (_keyword(["secret"], _VALUE, _ASSIGN),),
+        (_assignment(["secrets", "secret"], ("secret",), "secret"),),
         judged=Judged.GENERIC,
+        value_test=assignments.generated,
     ),
     SecretKind(
         "generic_api_key",
         (
-            _keyword(
-                ["api_key", "apikey", "api-key", "access_key", "auth_token", "access_token"],
-                r"[^\s\"'`;,]{16,200}",
-                _ASSIGN,
+            _assignment(
+                ["apikey", "tokens", "token", "keys", "key", "auth", "credentials", "credential", "creds", "private"],
+                _API_KEY_LITERALS,
+                "api_key",
             ),
+            # `--api-token value`, `--password=value`: a flag whose name holds a credential word
+            Rule(
+                r"--[A-Za-z0-9_-]{0,30}(?i:apikey|token|key|secret|passw|passphrase|pass|pwd|auth|cred|private)"
+                rf"[A-Za-z0-9_-]{{0,30}}(?:=|[ \t]{{1,8}})[\"']?({_VALUE})",
+                ("--",),
+                refine=partial(assignments.refine_assignment, None),
+            ),
+            # `Authorization: Token value` (Bearer and Basic have kinds of their own)
+            Rule(
+                rf"(?i:authorization)[\"']?{_HGAP}[:=]{_HGAP}[\"']?(?i:token|apikey|api-key|key){_HGAP}({_VALUE})",
+                ("authorization",),
+            ),
+            # a URL's signature or key parameter (`?sig=...`, `&key=...`): up to the next parameter
+            Rule(r"[?&](?i:sig|signature|key)=([A-Za-z0-9%+/=_.~-]{12,400})", ("?sig=", "&sig=", "?key=", "&key=")),
             # `curl -H "Authorization: Token ..."`, `--header "Api-Token: ..."` (gitleaks' curl-auth-header, MIT)
             Rule(
                 rf"{_CURL}(?:-H|--header)(?:=|[ \t]{{1,5}})[\"'](?i:[a-z0-9_-]{{0,20}}(?:authorization|token|key|auth)"
@@ -583,6 +642,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
             ),
         ),
         judged=Judged.GENERIC,
+        value_test=assignments.generated,
     ),
 )
 BUILTIN_NAMES = frozenset(kind.name for kind in BUILTIN_KINDS)

@@ -91,6 +91,10 @@ class View:
             spans[segment.source] = (low, high) if old is None else (min(old[0], low), max(old[1], high))
         return spans
 
+    def joined_within(self, start: int, end: int) -> bool:
+        """Whether text removed from the raw text (a line break a join took out) lies inside [start, end)."""
+        return any(not segment.copied and segment.start == segment.end for segment in self._overlapping(start, end))
+
     def derive(self, pieces: Iterable[tuple[str, int, int, bool]], framing: str) -> View:
         """A new view from pieces (text, start, end, copied) that cover this view in order."""
         texts: list[str] = []

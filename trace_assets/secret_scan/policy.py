@@ -15,6 +15,10 @@ OnUnverified = Literal["keep", "redact", "block"]
 # What publishing does about the private categories but `operator`: `keep` (found, counted,
 # reported, published as read), `redact` (replaced by tokens), `block` (nothing but the reports).
 OnPrivate = Literal["keep", "redact", "block"]
+# A near miss, a vendor's prefix on a generated-looking body that fails its kind's exact format
+# (checksum, length, marker): `redact` judges it `unverified` (so `on_unverified` applies: a key cut
+# short or changed by a character is most of a key), `keep` reports it as `near_miss` and keeps it.
+OnNearMiss = Literal["redact", "keep"]
 
 
 @dataclass(frozen=True)

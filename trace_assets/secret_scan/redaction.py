@@ -44,7 +44,7 @@ class Redaction:
         self.verdicts = frozenset(verdicts)
         self.private = frozenset(private) if options.privacy is not None else frozenset()
         self._finder = compiled_finder(options)
-        self._judge = Judge(options.allowlist)
+        self._judge = Judge(options.allowlist, options.near_misses)
         self._privacy = PrivacyFinder(options.privacy, self.private)
         self._tokens = tokens if tokens is not None else Tokens()  # one scope's: rows and session files alike
         self.private_counts: dict[str, int] = {}
@@ -67,9 +67,8 @@ class Redaction:
             if match.verdict not in self.verdicts:
                 continue
             counts[match.kind] = counts.get(match.kind, 0) + 1
-            for piece in match.pieces:
-                if piece:
-                    targets.setdefault(piece, f"[REDACTED:{match.kind}]")
+            for piece, replacement in match.replacements():
+                targets.setdefault(piece, replacement)
         if self.private:
             for _, private in self._privacy.find(scanned_texts(rows, 0)):
                 if private.category in self.private and not private.placeholder:

@@ -19,11 +19,12 @@ from typing import Any, NamedTuple, TypeVar
 import polars as pl
 
 from trace_assets.runtime.ahead import mapped_ahead
-from trace_assets.secret_scan import judge
+from trace_assets.secret_scan import assignments, judge
 from trace_assets.secret_scan.finder import Finder, Match
 from trace_assets.secret_scan.kinds import KEY_BLOCK_KINDS, PUBLIC_SAMPLE_KEYS, Judged, SecretKind, all_kinds
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.pem import PEM_MARKER, PemAnalysis, analyse_pem_block
+from trace_assets.secret_scan.policy import OnNearMiss
 from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, PrivacyScanner, PrivateMatch
 from trace_assets.secret_scan.verdicts import RunVerdict, Verdict, run_verdict
 
@@ -48,13 +49,15 @@ TEXT_SCHEMA = {
 
 @dataclass(frozen=True)
 class ScanOptions:
-    """What to look for and how: extra kinds, allowlisted fingerprints, the terminal wrap width, and
-    the privacy scrub's operator values (None: no privacy scan, the report has no `privacy` section)."""
+    """What to look for and how: extra kinds, allowlisted fingerprints, the terminal wrap width, the
+    privacy scrub's operator values (None: no privacy scan, the report has no `privacy` section), and
+    how a near miss with a generated-looking body is judged (`OnNearMiss`)."""
 
     extra_kinds: tuple[SecretKind, ...] = ()
     allowlist: tuple[str, ...] = ()
     wrap_width: int = DEFAULT_WRAP_WIDTH
     privacy: PrivacyOptions | None = None
+    near_misses: OnNearMiss = "redact"
     kinds: tuple[SecretKind, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -126,22 +129,47 @@ def text_bytes(rows: pl.DataFrame) -> int:
 @dataclass(frozen=True)
 class Replaceable:
     """A judged match as redaction replaces it: its kind and verdict, the raw text of each of its
-    spans, then its (normalised) secret."""
+    spans, then its (normalised) secret; replaced wherever it occurs in the batch. A value that is not
+    credential-shaped (`spreads`) is replaced only after what its line held before it: each piece is
+    then that lead and the span, and `kept[i]` characters of piece i (the lead) stay."""
 
     kind: str
     verdict: Verdict
     pieces: tuple[str, ...]
+    kept: tuple[int, ...] = ()
+
+    def replacements(self) -> Iterator[tuple[str, str]]:
+        """(text, what replaces it) for each non-empty piece."""
+        for index, piece in enumerate(self.pieces):
+            kept = self.kept[index] if self.kept else 0
+            if piece[kept:]:
+                yield piece, f"{piece[:kept]}[REDACTED:{self.kind}]"
+
+
+LEAD_CHARS = 48  # what an anchored value's piece holds of its line before it
+
+
+def spreads(match: Match) -> bool:
+    """Whether a match is replaced wherever its text occurs: a format's token or a key block, or a
+    value that looks generated (12 characters or more). A short or person-written value (a password
+    in a URL, `hunter2isme`) is replaced where it was found only: the same text elsewhere is
+    somebody else's, and replacing it there would rewrite benign lines."""
+    return match.kind.judged is not Judged.GENERIC or assignments.generated(match.secret)
 
 
 def replaceables(matches: list[Match], judgements: list[Judgement], by_id: Mapping[int, str]) -> list[Replaceable]:
-    return [
-        Replaceable(
-            match.kind.name,
-            judgement.verdict,
-            (*(by_id[source][start:end] for source, (start, end) in match.spans.items()), match.secret),
-        )
-        for match, judgement in zip(matches, judgements)
-    ]
+    found = []
+    for match, judgement in zip(matches, judgements):
+        spans = [(by_id[source], start, end) for source, (start, end) in match.spans.items()]
+        if spreads(match):
+            pieces = (*(text[start:end] for text, start, end in spans), match.secret)
+            found.append(Replaceable(match.kind.name, judgement.verdict, pieces))
+            continue
+        leads = [max(text.rfind("\n", 0, start) + 1, start - LEAD_CHARS) for text, start, _ in spans]
+        pieces = tuple(text[lead:end] for (text, _, end), lead in zip(spans, leads))
+        kept = tuple(start - lead for (_, start, _), lead in zip(spans, leads))
+        found.append(Replaceable(match.kind.name, judgement.verdict, pieces, kept))
+    return found
 
 
 @dataclass(frozen=True)
@@ -162,10 +190,25 @@ def _verdict(kind: SecretKind, secret: str) -> tuple[Verdict, PemAnalysis | None
         pem = analyse_pem_block(secret)
         return pem.verdict, pem
     if kind.judged is Judged.GENERIC:
-        return (Verdict.PLACEHOLDER if judge.generic_value_is_placeholder(secret) else Verdict.UNVERIFIED), None
-    if judge.looks_fake(secret) or (kind.name == "jwt" and judge.jwt_payload_is_fake(secret)):
+        credential = kind.value_test(secret) if kind.value_test else not judge.generic_value_is_placeholder(secret)
+        return (Verdict.UNVERIFIED if credential else Verdict.PLACEHOLDER), None
+    if (
+        judge.looks_fake(secret)
+        or (kind.name == "jwt" and judge.jwt_payload_is_fake(secret))
+        or assignments.placeholder_login(secret)
+        or assignments.sample_body(judge.token_body(secret))
+    ):
         return Verdict.PLACEHOLDER, None
     return (Verdict.LIVE if kind.shape is None or kind.shape(secret) else Verdict.UNVERIFIED), None
+
+
+def _near_miss(secret: str, near_misses: OnNearMiss) -> Verdict:
+    """A vendor's prefix whose body fails its kind's exact format, with no credential word before it:
+    `unverified` when the body looks generated and near misses are redacted (a key cut short or changed
+    by a character is most of a key, sorted out offline by its checksum), else `near_miss`."""
+    if near_misses == "redact" and assignments.generated(judge.token_body(secret), 8):
+        return Verdict.UNVERIFIED
+    return Verdict.NEAR_MISS
 
 
 def parse_allowlist(entries: Iterable[str]) -> tuple[str, ...]:
@@ -184,8 +227,9 @@ def parse_allowlist(entries: Iterable[str]) -> tuple[str, ...]:
 class Judge:
     """Verdicts per distinct match, cached by (kind, sha256) so the cache holds no secrets."""
 
-    def __init__(self, allowlist: Iterable[str]) -> None:
+    def __init__(self, allowlist: Iterable[str], near_misses: OnNearMiss = "redact") -> None:
         self.allowlist = parse_allowlist(allowlist)
+        self.near_misses = near_misses
         self._cache: dict[tuple[str, str, bool, bool], Judgement] = {}
 
     def judge(self, kind: SecretKind, secret: str, may_be_live: bool = True, context: bool = True) -> Judgement:
@@ -196,7 +240,7 @@ class Judge:
             if verdict is Verdict.LIVE and not may_be_live:
                 verdict = Verdict.UNVERIFIED
             if verdict is Verdict.UNVERIFIED and not context and kind.judged is Judged.TOKEN:
-                verdict = Verdict.NEAR_MISS
+                verdict = _near_miss(secret, self.near_misses)
             if digest.startswith(self.allowlist) or secret in PUBLIC_SAMPLE_KEYS:
                 verdict = Verdict.PLACEHOLDER
             self._cache[key] = Judgement(verdict, digest[:FINGERPRINT_CHARS], _preview(secret), pem)
@@ -279,7 +323,7 @@ class SecretScanner:
         self.options = options or ScanOptions()
         self.kinds = self.options.kinds
         self._finder = finder or compiled_finder(self.options)
-        self._judge = Judge(self.options.allowlist)
+        self._judge = Judge(self.options.allowlist, self.options.near_misses)
         self._privacy = PrivacyScanner(self.options.privacy) if self.options.privacy is not None else None
         self._rows_scanned = 0
         self._bytes_scanned = 0

@@ -20,7 +20,7 @@ from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, ter
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
-from trace_assets.secret_scan.policy import ScanPolicy
+from trace_assets.secret_scan.policy import OnNearMiss, ScanPolicy
 from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, Tokens
 from trace_assets.secret_scan.redaction import Redaction
 from trace_assets.secret_scan.scanner import Replaceable, ScanOptions, ScanRows, SecretScanner, parse_allowlist
@@ -63,7 +63,10 @@ class ScannedMatches:
         def found(batches: Found | None) -> dict[str, list[list[Any]]] | None:
             if batches is None:
                 return None
-            return {str(i): [[m.kind, str(m.verdict), list(m.pieces)] for m in batches[i]] for i in sorted(batches)}
+            return {
+                str(i): [[m.kind, str(m.verdict), list(m.pieces), list(m.kept)] for m in batches[i]]
+                for i in sorted(batches)
+            }
 
         write_json_atomically(path, {**self.__dict__, "rows": found(self.rows), "sessions": found(self.sessions)})
 
@@ -75,7 +78,10 @@ class ScannedMatches:
             if batches is None:
                 return None
             return {
-                int(i): [Replaceable(kind, Verdict(verdict), tuple(pieces)) for kind, verdict, pieces in matches]
+                int(i): [
+                    Replaceable(kind, Verdict(verdict), tuple(pieces), tuple(kept))
+                    for kind, verdict, pieces, kept in matches
+                ]
                 for i, matches in batches.items()
             }
 
@@ -90,14 +96,18 @@ class ScannedMatches:
 
 
 def scan_options(
-    pattern_spec: str, allowlist_spec: str, wrap_width: int = DEFAULT_WRAP_WIDTH, privacy: PrivacyOptions | None = None
+    pattern_spec: str,
+    allowlist_spec: str,
+    wrap_width: int = DEFAULT_WRAP_WIDTH,
+    privacy: PrivacyOptions | None = None,
+    near_misses: OnNearMiss = "redact",
 ) -> ScanOptions:
     """The scan's options from config strings: `name=regex;...` and comma-separated fingerprints.
 
     A ValueError names the bad pattern or entry: the config calls this when it is built, so a typo
     is refused at start rather than in the scan step."""
     allowlist = parse_allowlist(allowlist_spec.split(","))
-    return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width, privacy)
+    return ScanOptions(tuple(parse_pattern_specs(pattern_spec)), allowlist, wrap_width, privacy, near_misses)
 
 
 class CandidateRecorder(Finder):
@@ -139,12 +149,12 @@ def _tie(report: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _digest(options: ScanOptions) -> str:
-    """What the finder and the judge were given: each kind's rules, the allowlist, the wrap width;
-    and the privacy scan its operator values."""
+    """What the finder and the judge were given: each kind's rules, the allowlist, the wrap width, how
+    near misses are judged; and the privacy scan its operator values."""
     kinds = [[kind.name, str(kind.judged), [rule.regex for rule in kind.rules]] for kind in options.kinds]
     privacy = options.privacy
     operator = None if privacy is None else [list(privacy.literals), list(privacy.patterns)]
-    given = json.dumps([kinds, list(options.allowlist), options.wrap_width, operator])
+    given = json.dumps([kinds, list(options.allowlist), options.wrap_width, operator, options.near_misses])
     return hashlib.sha256(given.encode()).hexdigest()
 
 

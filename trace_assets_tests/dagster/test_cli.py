@@ -181,7 +181,7 @@ def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_pat
     out, traces = tmp_path / "out", tmp_path / "traces"
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / SAMPLE_RUN)
     for stdout in (traces / SAMPLE_RUN / "trace_jobs").glob("*/verifier/test-stdout.txt"):
-        # an OpenAI key's rough shape after its variable: unverified (the sample's bare ones are near misses)
+        # an OpenAI key's rough shape after its variable: unverified
         stdout.write_text(stdout.read_text() + "\nOPENAI_API_KEY=sk-proj-" + "aB3dE5fG7hJ9kL1m" * 3 + "\n")
     run = ["materialize", SAMPLE_RUN, "--traces-root", str(traces), "--publish-root", str(out)]
     blocked = _run([*run, "--on-secret", "allow", "--on-unverified", "block"], tmp_path)

@@ -20,6 +20,7 @@ EXPORT = {
     "--allow-shrink",
     "--on-secret",
     "--on-unverified",
+    "--on-near-miss",
     "--on-private",
     "--scrub-literal",
     "--raw-scan",

@@ -37,7 +37,7 @@ def _private_key_pem() -> str:
 
 def _run_with_live_key(traces: Path) -> str:
     """The sample run plus one trial whose terminal output shows a real private key, and an OpenAI
-    key's rough shape after its variable (`unverified`: the sample's own bare ones are near misses)."""
+    key's rough shape after its variable (`unverified`, as the sample's own near misses are by default)."""
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / RUN)
     pem = _private_key_pem()
     trial = traces / RUN / "trace_jobs" / "leaky-task__k3y"
@@ -116,11 +116,22 @@ def test_redact_publishes_with_the_key_replaced(tmp_path):
     assert (report["verdict"], report["verdict_as_read"]) == ("redacted", "live")
     assert report["kinds"]["private_key"]["live"] == 2  # the counts describe the rows and sessions as read
     assert report["redacted"]["private_key"] == 2  # the row's and the session file's
-    assert report["redacted"]["openai_api_key"] == 2  # the rough key, in its row and its session file
-    assert "jwt" not in report["redacted"]  # the sample's bare JWT is a near miss: reported, kept
+    # the rough key in its row and session file, and the sample's bare key whose marker is missing (a
+    # near miss with a generated body: unverified, redacted by default) in its own
+    assert report["redacted"]["openai_api_key"] == 4
+    assert report["redacted"]["jwt"] == 2  # the sample's bare JWT whose payload is no JSON, likewise
     sessions = "".join(p.read_text() for p in (folder / "sessions").rglob("*.jsonl"))
     assert "[REDACTED:private_key]" in sessions and pem.splitlines()[1] not in sessions
     assert "were replaced by `[REDACTED:<kind>]`" in (folder / "README.md").read_text()
+
+
+def test_near_misses_can_be_kept(tmp_path):
+    _run_with_live_key(tmp_path / "traces")
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, tmp_path, "redact", on_near_miss="keep").success
+    report = json.loads((tmp_path / "published" / RUN / "secret_scan.json").read_text())
+    assert report["redacted"]["openai_api_key"] == 2  # only the planted key: the sample's near miss is kept
+    assert "jwt" not in report["redacted"] and report["kinds"]["jwt"]["near_miss"] == 2
 
 
 def test_unverified_can_block(tmp_path):
@@ -129,7 +140,7 @@ def test_unverified_can_block(tmp_path):
         result = _materialize(instance, tmp_path, "allow", on_unverified="block")
         assert not result.success
         [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
-        assert not check.passed and "openai_api_key: 2" in check.description and "unverified" in check.description
+        assert not check.passed and "openai_api_key: 4" in check.description and "unverified" in check.description
 
 
 def test_allow_publishes_as_is(tmp_path):

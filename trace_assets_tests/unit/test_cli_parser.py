@@ -35,6 +35,7 @@ def test_the_stated_defaults_are_the_configurations(tmp_path):
         "scope_unit",
         "on_secret",
         "on_unverified",
+        "on_near_miss",
         "on_private",
         "episodes",
         "success_filter",

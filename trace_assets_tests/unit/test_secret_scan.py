@@ -96,7 +96,7 @@ class Plant:
 PLANTS = {
     "github": Plant("github_token", github_classic(), "live"),
     "github_server": Plant("github_token", github_classic("ghs_"), "live"),
-    "github_bad_checksum": Plant("github_token", "gho_" + rand(ALNUM, 36), "near_miss"),
+    "github_bad_checksum": Plant("github_token", "gho_" + rand(ALNUM, 36), "unverified"),
     "github_pat": Plant("github_token", f"github_pat_{rand(ALNUM, 22)}_{rand(ALNUM, 59)}", "live"),
     "github_fake": Plant("github_token", "ghp_" + "x" * 36, "placeholder"),
     "aws_id": Plant("aws_access_key_id", "AKIA" + rand(BASE32, 16), "live"),
@@ -106,9 +106,9 @@ PLANTS = {
     "aws_not_base32": Plant("aws_access_key_id", "AKIA0189" + rand("ABCDEFGHJKLMNPQRSTUVWXYZ", 12), "near_miss"),
     "jwt": Plant("jwt", jwt({"sub": rand(ALNUM, 12), "iat": 1714000000, "role": "admin"}), "live"),
     "jwt_sample": Plant("jwt", jwt({"sub": "1234567890", "name": "John Doe", "iat": 1516239022}), "placeholder"),
-    "jwt_garbled": Plant("jwt", f"{b64url({'alg': 'HS256'})}.eyJ{rand(ALNUM, 30)}.{rand(ALNUM, 43)}", "near_miss"),
+    "jwt_garbled": Plant("jwt", f"{b64url({'alg': 'HS256'})}.eyJ{rand(ALNUM, 30)}.{rand(ALNUM, 43)}", "unverified"),
     "openai": Plant("openai_api_key", f"sk-proj-{rand(ALNUM + '-_', 74)}T3BlbkFJ{rand(ALNUM + '-_', 74)}", "live"),
-    "openai_shape_only": Plant("openai_api_key", "sk-" + rand(ALNUM, 48), "near_miss"),
+    "openai_shape_only": Plant("openai_api_key", "sk-" + rand(ALNUM, 48), "unverified"),
     "openai_fake": Plant("openai_api_key", "sk-proj-" + "x" * 32, "placeholder"),
     "anthropic": Plant("anthropic_api_key", f"sk-ant-api03-{rand(ALNUM + '-_', 93)}AA", "live"),
     "anthropic_short": Plant("anthropic_api_key", "sk-ant-" + rand(ALNUM, 30), "unverified"),
@@ -272,8 +272,8 @@ def test_counts_per_kind(planted):
         "trials": 2,
         "tasks": 2,
         "live": 4,
-        "unverified": 0,
-        "near_miss": 1,
+        "unverified": 1,
+        "near_miss": 0,
         "placeholder": 1,
     }
     assert report["kinds"]["slack_token"]["rows"] == 1
@@ -471,9 +471,10 @@ def test_ordinary_text_is_clean():
 # hf_token plants sit in the observation after each trial's last agent step, which a last-episode
 # row does not include (see test_sample_traces_final_observations).
 SAMPLE_ROW_FINDINGS = {
-    # bare lines of a file listing, no credential word before them: near misses, reported and kept
-    "jwt": ("jwt", "near_miss"),  # the header decodes, the payload is random bytes rather than JSON
-    "openai_key": ("openai_api_key", "near_miss"),  # sk-proj- shape, without OpenAI's T3BlbkFJ marker
+    # bare lines of a file listing, no credential word before them: near misses with generated bodies,
+    # so `unverified` and redacted by default (`--on-near-miss keep` keeps them)
+    "jwt": ("jwt", "unverified"),  # the header decodes, the payload is random bytes rather than JSON
+    "openai_key": ("openai_api_key", "unverified"),  # sk-proj- shape, without OpenAI's T3BlbkFJ marker
     "pem_placeholder": ("private_key", "placeholder"),  # `MIIEvQ...` then a `...` line
 }
 
@@ -489,7 +490,7 @@ def test_sample_rows_give_no_false_live():
     }
     assert {(f["trial_name"], f["kind"], f["verdict"]) for f in report["findings"]} == expected
     assert all(v["live"] == 0 for v in report["kinds"].values())
-    assert report["verdict"] == "placeholders_only" and report["unverified"] == 0
+    assert report["verdict"] == "unverified"  # the near misses with generated bodies
     assert report["pem"] == {
         "markers": 6,
         "rows": 3,
@@ -522,9 +523,9 @@ def test_sample_traces_final_observations():
 
     All three have random bodies: the AWS key id (base32) and the HF token (34 letters) are
     well-shaped, so `live`; the GitHub token's last six characters are not its CRC32 and no credential
-    word precedes it, so `near_miss`.
+    word precedes it: a near miss with a generated body, so `unverified`.
     """
-    expected = {"github_token": "near_miss", "aws_access_key_id": "live", "hf_token": "live"}
+    expected = {"github_token": "unverified", "aws_access_key_id": "live", "hf_token": "live"}
     for trial in (t for t in TRUTH["trials"] if t["secret"] in expected):
         scanner = SecretScanner(TRUTH["run_id"])
         path = SAMPLE_TRACES / trial["trial_name"] / "agent" / "trajectory.json"

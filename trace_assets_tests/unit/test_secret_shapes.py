@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from trace_assets.secret_scan.redaction import redact
-from trace_assets.secret_scan.scanner import SecretScanner
+from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
 from trace_assets_tests.support.secret_framings import (
     HARD_SHAPES,
     PEM_SHAPES,
@@ -73,25 +73,31 @@ def test_found_live_and_redacted_whole(tallies, case, kind, secret, messages, se
     assert not leaked_pieces(secret, texts)
 
 
-def _verdicts(text: str) -> set[tuple[str, str]]:
-    scanner = SecretScanner("r")
+def _verdicts(text: str, options: ScanOptions | None = None) -> set[tuple[str, str]]:
+    scanner = SecretScanner("r", options)
     scanner.scan(_frame([text], session=False))
     return {(f["kind"], f["verdict"]) for f in scanner.report()["findings"]}
 
 
 @pytest.mark.parametrize(
-    ("bare", "kind"),
+    ("bare", "kind", "generated"),
     [
-        ("hf_requiredCharacteristicTypesForDisplayMetadata", "hf_token"),
-        ("xoxb-12345-abcd234", "slack_token"),
-        ("ghp_Bn7QzK2vLx9Wd4TfR8yHs3MpA6cJe1UgN5oi", "github_token"),  # not its CRC32
-        ("sk-proj-jLy4LrGWuQbUf6vUULm4A2Aohhhvtf-FPepL0z9zE40-eC14", "openai_api_key"),
+        ("hf_requiredCharacteristicTypesForDisplayMetadata", "hf_token", False),  # words
+        ("xoxb-12345-abcd234", "slack_token", False),  # counting
+        ("ghp_Bn7QzK2vLx9Wd4TfR8yHs3MpA6cJe1UgN5oi", "github_token", True),  # not its CRC32
+        ("sk-proj-jLy4LrGWuQbUf6vUULm4A2Aohhhvtf-FPepL0z9zE40-eC14", "openai_api_key", True),  # no marker
     ],
 )
-def test_near_miss_is_reported_not_redacted_unless_beside_a_credential_word(bare, kind):
-    assert _verdicts(f"- (id){bare};\n") == {(kind, "near_miss")}
-    frame = _frame([f"- (id){bare};\n"], session=False)
-    assert redact(frame)[1] == {}
+def test_a_near_miss_is_redacted_when_its_body_looks_generated_or_kept_by_setting(bare, kind, generated):
+    """A vendor's prefix whose body fails the exact format, with no credential word before it: a
+    generated-looking body is `unverified` (redacted by default), words and counting are a near miss;
+    `near_misses="keep"` keeps them all as near misses; a credential word before it acts either way."""
+    text = f"- (id){bare};\n"
+    assert _verdicts(text) == {(kind, "unverified" if generated else "near_miss")}
+    assert (redact(_frame([text], session=False))[1] != {}) == generated
+    kept = ScanOptions(near_misses="keep")
+    assert _verdicts(text, kept) == {(kind, "near_miss")}
+    assert redact(_frame([text], session=False), kept)[1] == {}
     assert _verdicts(f"export MY_TOKEN={bare}\n") == {(kind, "unverified")}
 
 
