@@ -17,7 +17,8 @@ each JSON line's keys and `status`; the `[trace-assets]` stderr lines shown, by 
 words, in order, among the real ones (progress lines come and go with speed); other lines one
 for one with stdout, `…` matching anything. A block after `<!-- not-run: why -->` (servers, or
 what .ci/run already runs) is only checked to exist: `make -n TARGET`, or the command's `--help`
-naming every option the doc passes.
+naming every option the doc passes; a cluster's tool not installed here (docker, kubectl, helm),
+by the project files it names (`deploy/...`) being there.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ EXAMPLE_BUCKET = "my-bucket"
 EXAMPLE_TOKEN = "hf_your_token"
 EXAMPLE_HUB_BUCKET = "my-org/rl-traces"
 LOG_PREFIXES = ("[trace-assets]", "trace-assets:")
+# A cluster's tools, not installed here: their commands are checked for the project files they name.
+CLUSTER_TOOLS = {"docker", "kubectl", "helm"}
 
 
 def _param(command: Command) -> Any:
@@ -211,6 +214,10 @@ def check_exists(command: str, sandbox: Sandbox) -> None:
     if words[0] == "make":
         result = sandbox.run(f"make -n {shlex.join(words[1:])}")
         assert result.returncode == 0, result.stderr
+        return
+    if words[0] in CLUSTER_TOOLS and shutil.which(words[0]) is None:
+        for path in (word.rpartition("=")[2] for word in words if "deploy/" in word):
+            assert (PROJECT_DIR / path).is_file(), f"{path} (in `{command}`) is not a file of the project"
         return
     program = []
     for word in words:
