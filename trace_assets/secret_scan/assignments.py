@@ -118,6 +118,8 @@ NOT_A_VALUE_PARTS = frozenset(
         "version",
         "usage",
         "budget",
+        "id",  # `credentialId`, `KMS_KEY_ID`: an id names a credential; the key ids that matter have kinds
+        "ids",
     }
 )
 # A hex or UUID value after a name holding one of these is an id, a digest or a commit, not a credential.
@@ -184,6 +186,8 @@ _REFERENCE = re.compile(
     r"|\*{3,}|#{3,}|\.{3,}|[(){}\[\]]",
     re.IGNORECASE,
 )
+# Words a test's or a doc's stand-in holds (`has_fake_marker` has `example`, `dummy`, `your_`).
+_SAMPLE_WORD = re.compile(r"fake|test|sample", re.IGNORECASE)
 # A path (`/run/secrets/x`, `~/.config/x`, `C:\\keys`), a version or a date; names are `wordy`.
 _PATH = re.compile(r"^(?:(?:~|\.{1,2})?/[a-z]{2,}/|[A-Za-z]:\\)")
 # Words or numbers of one case joined by separators: a resource's name (`my-release-postgresql`).
@@ -225,6 +229,7 @@ def not_a_value(value: str) -> bool:
         _REFERENCE.search(value)
         or "://" in value
         or has_fake_marker(value)
+        or _SAMPLE_WORD.search(value) is not None
         or _PATH.match(value)
         or _VERSION_OR_DATE.match(value)
         or _NAME.match(value)

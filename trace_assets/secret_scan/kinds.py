@@ -235,6 +235,12 @@ _PASSWORD_LITERALS = (
     *("_pwd", "-pwd", ".pwd", "pwd=", "pwd: ", 'pwd":', "pwd =", 'pwd="'),
 )
 
+# A flag's name ends in its credential word (`--api-token`, `--db-password=`): `--` alone starts a
+# third of a trace's texts.
+_FLAG_LITERALS = tuple(
+    f"-{word}" for word in ("token", "key", "secret", "passw", "pass", "pwd", "auth", "cred", "apikey")
+)
+
 
 def _assignment(words: Sequence[str], literals: Sequence[str], word: assignments.CredentialWord) -> Rule:
     """`NAME = value` in env, shell, YAML, JSON (escaped too), TOML, INI, Python (`os.environ["NAME"] =`,
@@ -624,7 +630,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
             Rule(
                 r"--[A-Za-z0-9_-]{0,30}(?i:apikey|token|key|secret|passw|passphrase|pass|pwd|auth|cred|private)"
                 rf"[A-Za-z0-9_-]{{0,30}}(?:=|[ \t]{{1,8}})[\"']?({_VALUE})",
-                ("--",),
+                _FLAG_LITERALS,
                 refine=partial(assignments.refine_assignment, None),
             ),
             # `Authorization: Token value` (Bearer and Basic have kinds of their own)
