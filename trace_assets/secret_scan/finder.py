@@ -353,7 +353,11 @@ class Finder:
                 if refined is None:
                     continue
                 secret = refined  # a prefix of the secret as matched
-            if kind.judged is Judged.GENERIC and view.joined_within(start + inner, start + inner + len(secret)):
+            if (
+                kind.judged is Judged.GENERIC
+                and Framing.LINE_JOIN in view.framing
+                and view.joined_within(start + inner, start + inner + len(secret))
+            ):
                 continue  # an assigned value never crosses a line break, wrapped or not
             spans = view.raw_spans(start + inner, start + inner + len(secret))
             # a vendor rule's regex is that vendor's whole format: its match needs no credential word
