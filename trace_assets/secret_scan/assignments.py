@@ -27,128 +27,32 @@ from trace_assets.secret_scan.judge import entropy_bits, generic_value_is_placeh
 # Credential words, as a name's parts. A joined part ending in one of the long ones counts too
 # (`PGPASSWORD`, `githubtoken`), but not in the short ones (`monkey`, `bypass`, `oauth`).
 CREDENTIAL_WORDS = frozenset(
-    {
-        "token",
-        "tokens",
-        "key",
-        "keys",
-        "apikey",
-        "secret",
-        "secrets",
-        "password",
-        "passwords",
-        "passwd",
-        "passphrase",
-        "pass",
-        "pwd",
-        "auth",
-        "credential",
-        "credentials",
-        "creds",
-        "private",
-    }
+    (
+        "token tokens key keys apikey secret secrets password passwords passwd passphrase pass pwd auth "
+        "credential credentials creds private"
+    ).split()
 )
 # The kinds of credential a name can hold, each its own kind of finding (`generic_password`, ...).
 CredentialWord = Literal["password", "secret", "api_key"]
 _PASSWORD_WORDS = frozenset({"password", "passwords", "passwd", "passphrase", "pass", "pwd"})
 _JOINED_SUFFIXES = ("token", "secret", "password", "passwd", "apikey", "passphrase", "credentials")
-# A name whose last part is one of these names something about a credential, not the credential.
+# A name whose last part is one of these names something about a credential, not the credential
+# (`credentialId`, `KMS_KEY_ID`: an id names one; the key ids that matter have kinds of their own).
 NOT_A_VALUE_PARTS = frozenset(
-    {
-        "name",
-        "names",
-        "path",
-        "paths",
-        "file",
-        "files",
-        "dir",
-        "url",
-        "uri",
-        "urls",
-        "endpoint",
-        "host",
-        "hostname",
-        "port",
-        "type",
-        "types",
-        "kind",
-        "algorithm",
-        "algorithms",
-        "alg",
-        "ttl",
-        "expiry",
-        "expires",
-        "expiration",
-        "lifetime",
-        "timeout",
-        "length",
-        "len",
-        "size",
-        "count",
-        "limit",
-        "max",
-        "min",
-        "prefix",
-        "suffix",
-        "header",
-        "field",
-        "env",
-        "var",
-        "variable",
-        "backend",
-        "provider",
-        "store",
-        "format",
-        "mode",
-        "enabled",
-        "disabled",
-        "required",
-        "method",
-        "scope",
-        "scopes",
-        "region",
-        "location",
-        "label",
-        "policy",
-        "rotation",
-        "arn",
-        "ref",
-        "source",
-        "template",
-        "version",
-        "usage",
-        "budget",
-        "id",  # `credentialId`, `KMS_KEY_ID`: an id names a credential; the key ids that matter have kinds
-        "ids",
-    }
+    (
+        "name names path paths file files dir url uri urls endpoint host hostname port type types kind "
+        "algorithm algorithms alg ttl expiry expires expiration lifetime timeout length len size count "
+        "limit max min prefix suffix header field env var variable backend provider store format mode "
+        "enabled disabled required method scope scopes region location label policy rotation arn ref "
+        "source template version usage budget id ids"
+    ).split()
 )
 # A hex or UUID value after a name holding one of these is an id, a digest or a commit, not a credential.
 ID_PARTS = frozenset(
-    {
-        "id",
-        "ids",
-        "uuid",
-        "guid",
-        "sha",
-        "sha1",
-        "sha256",
-        "hash",
-        "digest",
-        "checksum",
-        "etag",
-        "commit",
-        "fingerprint",
-        "request",
-        "trace",
-        "span",
-        "run",
-        "trial",
-        "build",
-        "revision",
-        "rev",
-        "nonce",
-        "serial",
-    }
+    (
+        "id ids uuid guid sha sha1 sha256 hash digest checksum etag commit fingerprint request trace span "
+        "run trial build revision rev nonce serial"
+    ).split()
 )
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_.-]*")
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")

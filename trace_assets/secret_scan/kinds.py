@@ -235,7 +235,6 @@ _PASSWORD_LITERALS = (
     *("passw", "passphrase", "_pass", "-pass", ".pass", "pass=", "pass: ", 'pass":', "pass =", 'pass="'),
     *("_pwd", "-pwd", ".pwd", "pwd=", "pwd: ", 'pwd":', "pwd =", 'pwd="'),
 )
-
 # A flag's name ends in its credential word (`--api-token`, `--db-password=`): `--` alone starts a
 # third of a trace's texts.
 _FLAG_LITERALS = tuple(
@@ -245,8 +244,9 @@ _FLAG_LITERALS = tuple(
 
 def _assignment(words: Sequence[str], literals: Sequence[str], word: assignments.CredentialWord) -> Rule:
     """`NAME = value` in env, shell, YAML, JSON (escaped too), TOML, INI, Python (`os.environ["NAME"] =`,
-    `api_key="..."`), headers and URL queries, from a credential word in
-    the name: the name around it is judged by `assignments.refine_assignment`, the value by the kind."""
+    `api_key="..."`), headers and URL queries, from a credential word in the name: the name around it
+    is judged by `assignments.refine_assignment` (a name holding several credential words is the
+    strongest word's: `SECRET_KEY` a secret's), the value by the kind."""
     alternatives = "|".join(re.escape(word) for word in words)
     quote = r"(?:\\{0,3}[\"'])"
     operator = rf"{quote}?\]?{_HGAP}(?:=>|:=|[:=]){_HGAP}(?:\\{{0,3}}[\"'`])?"
