@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pyarrow.parquet as pq
 
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
@@ -208,3 +209,31 @@ def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_pat
 
     refused = _run(["materialize", SAMPLE_RUN, "--on-unverified", "sometimes"], tmp_path)
     assert refused.returncode == 2 and "invalid choice: 'sometimes'" in refused.stderr
+
+
+def test_near_misses_are_kept_by_the_variable_and_redacted_by_the_flag_over_it(tmp_path):
+    """The sample's bare JWT whose payload is no JSON and `sk-proj-` key without OpenAI's marker are
+    near misses with generated bodies: `TRACE_ASSETS_ON_NEAR_MISS=keep` publishes them as read and
+    reports them as near misses; `--on-near-miss redact` overrides the variable, as every flag does."""
+
+    def published(out: Path) -> tuple[dict, str]:
+        report = json.loads((out / SAMPLE_RUN / "secret_scan.json").read_text())
+        rows = [pq.read_table(path).to_pylist() for path in sorted((out / SAMPLE_RUN / "data").rglob("*.parquet"))]
+        return report, json.dumps(rows)
+
+    run = ["materialize", SAMPLE_RUN, "--traces-root", str(SAMPLE_TRACES), "--on-secret", "redact"]
+    kept = _run([*run, "--publish-root", str(tmp_path / "kept")], tmp_path, TRACE_ASSETS_ON_NEAR_MISS="keep")
+    assert kept.returncode == 0, kept.stderr
+    report, rows = published(tmp_path / "kept")
+    assert report["kinds"]["jwt"]["near_miss"] == report["kinds"]["openai_api_key"]["near_miss"] == 2
+    assert "jwt" not in report["redacted"] and "[REDACTED:jwt]" not in rows
+
+    redacted = _run(
+        [*run, "--publish-root", str(tmp_path / "redacted"), "--on-near-miss", "redact"],
+        tmp_path,
+        TRACE_ASSETS_ON_NEAR_MISS="keep",
+    )
+    assert redacted.returncode == 0, redacted.stderr
+    report, rows = published(tmp_path / "redacted")
+    assert report["kinds"]["jwt"]["unverified"] == 2 and report["redacted"]["jwt"] == 2
+    assert "[REDACTED:jwt]" in rows and "[REDACTED:openai_api_key]" in rows
