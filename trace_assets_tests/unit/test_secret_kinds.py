@@ -353,7 +353,7 @@ def test_curl_s_user_and_header_options_are_credentials_in_context(text, kind, v
     [
         ("xoxb-34532454-e039d02840a0b9379c", "unverified"),  # a legacy bot token: gitleaks' looser shape
         ("xoxs-523423-234243-234233-e039d02840a0b9379c", "unverified"),
-        ("xoxb-48213-prettyword", "near_miss"),  # the prefix alone: no shape, no credential word
+        ("xoxb-48213-prettyword", "placeholder"),  # a word under the prefix: no shape, no credential word
         # words under the prefix: a test string, whatever its length (25: an incoming mail token's)
         ("glimt-my7tokens2are-correctAB38", "placeholder"),
         ("glimt-my7tokens2are-correctAB", "placeholder"),

@@ -80,26 +80,26 @@ def _verdicts(text: str, options: ScanOptions | None = None) -> set[tuple[str, s
 
 
 @pytest.mark.parametrize(
-    ("bare", "kind", "generated"),
+    ("bare", "kind", "kept_as"),
     [
-        ("hf_requiredCharacteristicTypesForDisplayMetadata", "hf_token", False),  # words
-        ("xoxb-12345-abcd234", "slack_token", False),  # counting
-        ("ghp_Bn7QzK2vLx9Wd4TfR8yHs3MpA6cJe1UgN5oi", "github_token", True),  # not its CRC32
-        ("sk-proj-jLy4LrGWuQbUf6vUULm4A2Aohhhvtf-FPepL0z9zE40-eC14", "openai_api_key", True),  # no marker
+        ("hf_requiredCharacteristicTypesForDisplayMetadata", "hf_token", "placeholder"),  # words
+        ("xoxb-12345-abcd234", "slack_token", "near_miss"),  # counting, then a few letters
+        ("ghp_Bn7QzK2vLx9Wd4TfR8yHs3MpA6cJe1UgN5oi", "github_token", None),  # generated, not its CRC32
+        ("sk-proj-jLy4LrGWuQbUf6vUULm4A2Aohhhvtf-FPepL0z9zE40-eC14", "openai_api_key", None),  # no marker
     ],
 )
-def test_a_near_miss_is_redacted_when_its_body_looks_generated_or_kept_by_setting(bare, kind, generated):
+def test_a_near_miss_is_redacted_when_its_body_looks_generated_or_kept_by_setting(bare, kind, kept_as):
     """A vendor's prefix whose body fails the exact format, with no credential word before it: a
     generated-looking body is `unverified` (redacted by default), unless `near_misses="keep"` keeps
-    it as a near miss; a body of words or counting is a stand-in either way; a credential word before
-    a generated body acts whatever the setting."""
+    it as a near miss; a body that does not look generated is kept either way (`kept_as`); a credential
+    word before a generated body acts whatever the setting."""
     text, kept = f"- (id){bare};\n", ScanOptions(near_misses="keep")
-    if generated:
+    if kept_as is None:
         assert _verdicts(text) == {(kind, "unverified")} and redact(_frame([text], session=False))[1] != {}
         assert _verdicts(text, kept) == {(kind, "near_miss")}
         assert _verdicts(f"export MY_TOKEN={bare}\n", kept) == {(kind, "unverified")}
     else:
-        assert _verdicts(text) == _verdicts(text, kept) == {(kind, "placeholder")}
+        assert _verdicts(text) == _verdicts(text, kept) == {(kind, kept_as)}
     assert redact(_frame([text], session=False), kept)[1] == {}
 
 
