@@ -1,11 +1,14 @@
 """The root card of a publish root (a folder, a bucket prefix or a shared Hub repo) holding many
 scopes: a dataset card of the whole sweep, which is what the Hub shows on the repo's page.
 
-It is written from the files each scope published, never from a run's memory, so it is right after
-a crash or a partial sweep: every update re-reads every scope folder under the root (its card's
-configs, `coverage.json`, `versions.json`, `secret_scan.json`; the scope being published from its
-new files). A scope folder is one holding `secret_scan.json`; one holding nothing else is a scope
-the secret scan blocked, listed with its verdict and no config.
+It is written from the root's index (`sweep_index.json`): an entry per scope (`ScopeEntry`) made from
+the files that scope published (its card's configs, `coverage.json`, `versions.json`,
+`secret_scan.json`), never from a run's memory. A publish reads the index and the card, puts its own
+scope's entry in from its new files, and writes both: its cost does not grow with the scopes already
+there. With no index (a root published before it, or an index deleted so it is built again), every
+scope folder under the root is read once to build it. A scope folder is one holding
+`secret_scan.json`; one holding nothing else is a scope the secret scan blocked, listed with its
+verdict and no config.
 
 The card: the YAML header the Hub validates (`license`, `pretty_name`, `language`,
 `task_categories` from the card settings, `size_categories` of all rows, `configs`, tags), the
@@ -20,11 +23,12 @@ the scope's key in front. A run published as step scopes also gets configs spann
 that config. All are Parquet, as `datasets` reads every config of a card with one builder: a scope's
 session files are a dataset of their own in `<scope>/sessions/` (see `publishing.sessions_card`).
 
-The root card is shared by every scope under the root, so it is updated read-modify-write with a
-compare-and-swap: on object storage a conditional PUT (`If-Match` the ETag read, or
-`If-None-Match: *` when there was none), retried on a conflict, the scope folders read again on each
-try; on a local disk under an flock, then an atomic rename; on the Hub in the scope's own commit,
-whose parent commit the Hub checks, the scope folders read at that parent. The header's keys this
+The index and the card are shared by every scope under the root, so they are updated
+read-modify-write with a compare-and-swap: on object storage a conditional PUT of the index (`If-Match`
+the ETag read, or `If-None-Match: *` when there was none), retried on a conflict, then one of the card
+written from the index read after the card's ETag; on a local disk both under an flock, each by an
+atomic rename; on the Hub both in the scope's own commit, whose parent commit the Hub checks, the
+index read at that parent. The header's keys this
 module does not write (an owner's `homepage`, say) and an owner's tags are kept.
 """
 
@@ -39,7 +43,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from glob import has_magic
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,7 @@ from trace_assets.publishing.card_facts import size_category
 from trace_assets.runtime.atomic_files import replaced_atomically
 
 ROOT_CARD = "README.md"
+INDEX = "sweep_index.json"  # the entries the root card is written from, one per scope
 ROOT_LOCK = ".root-card.lock"  # hidden: never a scope's folder (segments start with a letter or digit)
 CAS_ATTEMPTS = 20
 LIST_WORKERS = 16  # folder listings in flight while the scope folders are found
@@ -73,6 +78,11 @@ class ConfigNameClash(ValueError):
     """Two scopes map to one config name (`a--b/step-1` and `a/b--step-1`, say)."""
 
 
+# libyaml's safe loader and dumper where PyYAML was built with it (the wheels are): a root card's header
+# lists a config per run and scope, which the pure-Python ones took 2.4 ms a scope to read and write.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 # huggingface_hub's `repocard.REGEX_YAML_BLOCK` (2.x): where a card's YAML header is found
 _YAML_HEADER = re.compile(r"^(\s*---(?:\r\n|\r|\n))([\S\s]*?)((?:\r\n|\r|\n)---[ \t]*(\r\n|\n|$))")
 
@@ -87,7 +97,7 @@ def card_header(text: str | None) -> dict[str, Any]:
     match = _YAML_HEADER.search((text or "").removeprefix("\ufeff"))
     if match is None:
         return {}
-    data = yaml.safe_load(match.group(2))
+    data = yaml.load(match.group(2), Loader=_SAFE_LOADER)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -151,6 +161,119 @@ def readable_header(text: str | None) -> dict[str, Any]:
         return card_header(text)
     except (ValueError, yaml.YAMLError):
         return {}
+
+
+FIGURES = ("trial_dirs", "scored", "exported", "rows")  # coverage.json's counts the card shows
+INDEX_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ScopeEntry:
+    """What the root card says of one scope, kept in the root's index (`sweep_index.json`) so an
+    update reads one file, not every scope folder: its configs as the root card names them, its
+    figures, scan verdict and last published version. `listed`: it has a card (published) or is
+    blocked; a folder with neither gets no row."""
+
+    scope: RunScope
+    configs: list[dict[str, Any]] = field(default_factory=list)
+    blocked: bool = False
+    listed: bool = False
+    verdict: str = UNKNOWN
+    figures: dict[str, int] = field(default_factory=dict)
+    version: str = ""
+    published_at: str = ""
+    mean_reward: float | None = None
+    rewards: int = 0
+
+    @classmethod
+    def of(cls, files: ScopeFiles) -> ScopeEntry:
+        last = files.last_version
+        return cls(
+            files.scope,
+            scope_configs(files.scope, files.card) if files.card is not None else [],
+            files.blocked,
+            files.card is not None or files.blocked,
+            str((files.scan or {}).get("verdict", UNKNOWN)),
+            {key: _int(files.coverage, key) for key in FIGURES},
+            str(last.get("version") or ""),
+            str(last.get("published_at") or ""),
+            _finite(last.get("mean_reward")),
+            _int(last, "rewards"),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope.key,
+            **{name: getattr(self, name) for name in _ENTRY_FIELDS},
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> ScopeEntry:
+        """An entry the index holds; raises ValueError (or KeyError, TypeError) for one it cannot be."""
+        scope = RunScope.from_key(value["scope"])
+        configs = value.get("configs", [])
+        if not isinstance(configs, list) or not all(isinstance(c, dict) and "config_name" in c for c in configs):
+            raise ValueError(f"scope {scope.key}: configs are not a list of named configs")
+        figures = value.get("figures", {})
+        return cls(
+            scope,
+            configs,
+            bool(value.get("blocked")),
+            bool(value.get("listed")),
+            str(value.get("verdict", UNKNOWN)),
+            {key: _int(figures, key) for key in FIGURES},
+            str(value.get("version") or ""),
+            str(value.get("published_at") or ""),
+            _finite(value.get("mean_reward")),
+            _int(value, "rewards"),
+        )
+
+
+def _finite(value: Any) -> float | None:
+    """A mean reward to show: a finite number, else None (a file's NaN, a string, a bool)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+_ENTRY_FIELDS = (
+    "configs", "blocked", "listed", "verdict", "figures", "version", "published_at", "mean_reward", "rewards",
+)  # fmt: skip
+
+
+def index_entries(text: str | bytes | None) -> list[ScopeEntry] | None:
+    """The entries of an index file, None when there is none or it cannot be read (then it is
+    built again from the scope folders); an entry that cannot be read is left out."""
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or not isinstance(data.get("scopes"), list):
+        return None
+    entries = []
+    for value in data["scopes"]:
+        try:
+            entries.append(ScopeEntry.from_json(value))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return entries
+
+
+def index_text(entries: Iterable[ScopeEntry]) -> str:
+    """The index file: one entry per scope, in the card's order, one line each (a diff per scope)."""
+    lines = [json.dumps(e.as_json(), sort_keys=True, ensure_ascii=False) for e in sorted(entries, key=_entry_order)]
+    return f'{{"format": {INDEX_FORMAT}, "scopes": [\n' + ",\n".join(lines) + "\n]}\n"
+
+
+def with_entry(entries: Iterable[ScopeEntry], this: ScopeEntry) -> list[ScopeEntry]:
+    """The index's entries with `this` scope's replaced (or added)."""
+    return [*(e for e in entries if e.scope != this.scope), this]
+
+
+def _entry_order(entry: ScopeEntry) -> tuple[str, int, str]:
+    return _order(entry.scope)
 
 
 def scope_configs(scope: RunScope, scope_card: str) -> list[dict[str, Any]]:
@@ -237,33 +360,33 @@ def _order(scope: RunScope) -> tuple[str, int, str]:
 
 
 def root_card(
-    scopes: Iterable[ScopeFiles], settings: CardSettings | None = None, existing: str | None = None, this: str = ""
+    entries: Iterable[ScopeEntry], settings: CardSettings | None = None, existing: str | None = None, this: str = ""
 ) -> str:
-    """The root card of a root holding `scopes` (see the module's docstring). `existing`: the card
-    now there, whose other header keys and tags are kept; `this`: the scope being published, whose
+    """The root card of a root holding `entries`' scopes (see the module's docstring). `existing`: the
+    card now there, whose other header keys and tags are kept; `this`: the scope being published, whose
     config names must not clash with another scope's (another pair that clashes keeps the first)."""
     settings = settings or CardSettings()
-    files = sorted(scopes, key=lambda f: _order(f.scope))
+    files = sorted(entries, key=_entry_order)
     by_scope: dict[RunScope, list[dict[str, Any]]] = {}
     owner: dict[str, str] = {}
-    for scope_files in sorted(files, key=lambda f: f.scope.key != this):  # this scope claims its names first
-        if scope_files.card is None:
+    for entry in sorted(files, key=lambda e: e.scope.key != this):  # this scope claims its names first
+        if entry.blocked or not entry.listed:
             continue
-        configs = scope_configs(scope_files.scope, scope_files.card)
+        configs = entry.configs
         taken = {c["config_name"]: owner[c["config_name"]] for c in configs if c["config_name"] in owner}
         if taken and this in taken.values():
             raise ConfigNameClash(
                 f"scope {this!r}: config name(s) {', '.join(sorted(taken))} already name scope"
-                f" {scope_files.scope.key!r}'s data in the root card (config names are scope keys with '/' as '--')"
+                f" {entry.scope.key!r}'s data in the root card (config names are scope keys with '/' as '--')"
             )
         if taken:
             continue
-        owner.update({c["config_name"]: scope_files.scope.key for c in configs})
-        by_scope[scope_files.scope] = configs
+        owner.update({c["config_name"]: entry.scope.key for c in configs})
+        by_scope[entry.scope] = configs
     spans = [c for c in run_configs(by_scope) if c["config_name"] not in owner]  # a scope's name wins
     configs = sorted([*(c for cs in by_scope.values() for c in cs), *spans], key=lambda c: c["config_name"])
     header = readable_header(existing)
-    rows = sum(_int(f.coverage, "rows") for f in files if f.card is not None)
+    rows = sum(e.figures.get("rows", 0) for e in files if e.scope in by_scope)
     ours: dict[str, Any] = {
         "license": settings.license,
         "pretty_name": _title(settings),
@@ -274,7 +397,7 @@ def root_card(
         "tags": _tags(header),
     }
     theirs = {key: value for key, value in header.items() if key not in OUR_KEYS}
-    yaml_header = yaml.safe_dump({**ours, **theirs}, sort_keys=False, allow_unicode=True)
+    yaml_header = yaml.dump({**ours, **theirs}, Dumper=_SAFE_DUMPER, sort_keys=False, allow_unicode=True)
     return (
         f"---\n{yaml_header}---\n\n# {_title(settings)}\n\n"
         + (f"{settings.intro.strip()}\n\n" if settings.intro.strip() else "")
@@ -306,7 +429,8 @@ def _plural(n: int, word: str, words: str = "") -> str:
     return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 
-def _description(files: list[ScopeFiles], by_scope: Mapping[RunScope, Any]) -> str:
+def _description(files: list[ScopeEntry], by_scope: Mapping[RunScope, Any]) -> str:
+    files = [f for f in files if f.listed]
     runs = {f.scope.run_id for f in files}
     blocked = sum(f.blocked for f in files)
     told = f"{_plural(len(files), 'scope')} of {_plural(len(runs), 'run')}"
@@ -346,7 +470,7 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")[:80] or UNKNOWN
 
 
-def _table(files: list[ScopeFiles], by_scope: Mapping[RunScope, Any]) -> str:
+def _table(files: list[ScopeEntry], by_scope: Mapping[RunScope, Any]) -> str:
     header = (
         "| scope | trial folders | scored | exported | ratio | mean reward | verdict | published | card |\n"
         "|---|--:|--:|--:|--:|--:|---|---|---|\n"
@@ -355,30 +479,23 @@ def _table(files: list[ScopeFiles], by_scope: Mapping[RunScope, Any]) -> str:
     totals = {"trial_dirs": 0, "scored": 0, "exported": 0, "rows": 0}
     weighed, rewards = 0.0, 0
     for f in files:
-        verdict = _cell((f.scan or {}).get("verdict", UNKNOWN))
         if f.blocked:
             lines.append(
                 f"| `{f.scope.key}` | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | "
-                f"blocked: {verdict} | not published | [scan report]({f.scope.key}/{SCAN_REPORT}) |"
+                f"blocked: {_cell(f.verdict)} | not published | [scan report]({f.scope.key}/{SCAN_REPORT}) |"
             )
             continue
         if f.scope not in by_scope:
             continue  # a folder without a card that holds no scan report, or a clashing one: no row
-        figures = {key: _int(f.coverage, key) for key in totals}
+        figures = {key: f.figures.get(key, 0) for key in totals}
         for key, value in figures.items():
             totals[key] += value
-        last = f.last_version
-        mean, count = last.get("mean_reward"), _int(last, "rewards")
-        if isinstance(mean, (int, float)) and _reward(mean) != UNKNOWN and count:
-            weighed, rewards = weighed + mean * count, rewards + count
-        published = " ".join(
-            _cell(part)
-            for part in (f"`{last['version']}`" if last.get("version") else "", last.get("published_at") or "")
-            if part
-        )
+        if f.mean_reward is not None and f.rewards:
+            weighed, rewards = weighed + f.mean_reward * f.rewards, rewards + f.rewards
+        published = " ".join(_cell(part) for part in (f"`{f.version}`" if f.version else "", f.published_at) if part)
         lines.append(
             f"| `{f.scope.key}` | {figures['trial_dirs']:,} | {figures['scored']:,} | {figures['exported']:,} | "
-            f"{_ratio(figures['exported'], figures['scored'])} | {_reward(mean)} | {verdict} | "
+            f"{_ratio(figures['exported'], figures['scored'])} | {_reward(f.mean_reward)} | {_cell(f.verdict)} | "
             f"{published or UNKNOWN} | [card]({f.scope.key}/{SCOPE_CARD}) |"
         )
     total = (
@@ -433,33 +550,72 @@ def scope_keys(paths: Iterable[str], prefix: str = "") -> list[RunScope]:
     return sorted(outer, key=_order)
 
 
-def gathered(scopes: Iterable[RunScope], read: ScopeReader, this: ScopeFiles) -> list[ScopeFiles]:
-    """Every scope's files through `read`, the scope being published from its own new files."""
-    return [this, *(ScopeFiles.read(scope, read) for scope in scopes if scope != this.scope)]
+def scopes_entries(scopes: Iterable[RunScope], read: ScopeReader) -> list[ScopeEntry]:
+    """Each scope's entry from its folder's files through `read`: how an index is built the first
+    time (a root published before the index, or one whose index was deleted to be built again)."""
+    return [ScopeEntry.of(ScopeFiles.read(scope, read)) for scope in scopes]
+
+
+def updated_root(
+    index: str | bytes | None,
+    card: str | None,
+    this: ScopeFiles,
+    settings: CardSettings | None,
+    every_scope: Callable[[], list[ScopeEntry]],
+) -> tuple[str, str]:
+    """(index, card) once `this` scope's entry is in: the index as read (`every_scope()`, the scope
+    folders read once, when there is none), the card written from it. Raises ConfigNameClash before
+    anything is written when this scope's config names are another's."""
+    entries = index_entries(index)
+    if entries is None:
+        entries = [e for e in every_scope() if e.scope != this.scope]
+    entries = with_entry(entries, ScopeEntry.of(this))
+    return index_text(entries), root_card(entries, settings, card, this.scope.key)
 
 
 def update_folder_root_card(
     root_url: str, storage_options: dict[str, Any], this: ScopeFiles, settings: CardSettings | None = None
 ) -> None:
-    """Rewrite `<root_url>/README.md` from the scope folders under it, with a compare-and-swap (see above)."""
+    """Put `this` scope's entry in `<root_url>/sweep_index.json` and write `<root_url>/README.md` from
+    it: a compare-and-swap of each (see above); the scope folders are read only when there is no index."""
     fs, root = fsspec.core.url_to_fs(root_url, **storage_options)
     root = root.rstrip("/")
-    path = f"{root}/{ROOT_CARD}"
+    card_path, index_path = f"{root}/{ROOT_CARD}", f"{root}/{INDEX}"
 
-    def merge(existing: str | None) -> str:
+    def every_scope() -> list[ScopeEntry]:
         fs.invalidate_cache()  # another publish's folders, not a listing cached before it
         scopes = [scope for scope in scope_folders(fs, root) if scope != this.scope]
-        read = _folder_reader(fs, root, scopes)
-        return root_card(gathered(scopes, read, this), settings, existing, this.scope.key)
+        return scopes_entries(scopes, _folder_reader(fs, root, scopes))
 
     if isinstance(fs, LocalFileSystem):
         Path(root).mkdir(parents=True, exist_ok=True)
         with _flock(Path(root) / ROOT_LOCK):
-            existing = Path(path).read_text() if Path(path).exists() else None
-            with replaced_atomically(Path(path), durable=True) as temp:  # fsynced: a flip
-                temp.write_text(merge(existing))
+            index = Path(index_path).read_bytes() if Path(index_path).exists() else None
+            card = Path(card_path).read_text() if Path(card_path).exists() else None
+            for path, text in zip(
+                (index_path, card_path), updated_root(index, card, this, settings, every_scope)
+            ):  # a crash between: the card
+                with replaced_atomically(Path(path), durable=True) as temp:  # is written again next time
+                    temp.write_text(text)
         return
-    _compare_and_swap(fs, path, lambda existing: merge(existing).encode())
+    # The index first, then the card from the index as it is when the card's ETag has been read: a
+    # card write that loses to another's is made again from the newer index, so the last card
+    # written holds every entry.
+    _compare_and_swap(fs, index_path, lambda index: updated_root(index, None, this, settings, every_scope)[0].encode())
+    _compare_and_swap(
+        fs,
+        card_path,
+        lambda card: root_card(
+            index_entries(_read_or_none(fs, index_path)) or [], settings, card, this.scope.key
+        ).encode(),
+    )
+
+
+def _read_or_none(fs: Any, path: str) -> bytes | None:
+    try:
+        return fs.cat_file(path)
+    except FileNotFoundError:
+        return None
 
 
 def scope_folders(fs: Any, root: str) -> list[RunScope]:

@@ -1,5 +1,6 @@
-"""Many scopes in one publish root: the root card is the sweep's dataset card, written from the files
-each scope folder holds, with a config per scope and per run, loaded per scope and per run."""
+"""Many scopes in one publish root: the root card is the sweep's dataset card, written from the root's
+index of the scopes (each entry from the files its scope folder holds), with a config per scope and per
+run, loaded per scope and per run."""
 
 from __future__ import annotations
 
@@ -14,8 +15,18 @@ from huggingface_hub import DatasetCard, DatasetCardData, RepoCard
 
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.scope import RunScope
+from trace_assets.publishing import root_card as root_card_module
 from trace_assets.publishing.dataset_folder import build_run_folder
-from trace_assets.publishing.root_card import ConfigNameClash, ScopeFiles, card_header, root_card, scope_keys
+from trace_assets.publishing.root_card import (
+    INDEX,
+    ConfigNameClash,
+    ScopeEntry,
+    ScopeFiles,
+    card_header,
+    index_entries,
+    root_card,
+    scope_keys,
+)
 from trace_assets.publishing.targets import FolderTarget, replace_folder
 from trace_assets.steps.staging import RunStaging
 from trace_assets_tests.support.helpers import load_published
@@ -24,6 +35,11 @@ from trace_assets_tests.support.scopes import SWEEP_CARD, build_scope_folders
 
 def _names(card: str) -> list[str]:
     return [c["config_name"] for c in card_header(card)["configs"]]
+
+
+def _card(files: list[ScopeFiles], *args, **kwargs) -> str:
+    """The root card of scope folders holding `files`, through their index entries."""
+    return root_card([ScopeEntry.of(f) for f in files], *args, **kwargs)
 
 
 def _table_row(card: str, scope: str) -> list[str]:
@@ -92,9 +108,11 @@ def test_the_root_card_passes_the_hubs_card_checks(tmp_path):
     assert "- Task source: terminal-bench 2 (tasktrove)" in text
 
 
-def test_a_scope_published_before_a_crash_is_in_the_next_root_card(tmp_path):
-    """A publish killed after its folder went in place and before the root card was rewritten: the
-    next publish of any scope writes the card from the folders, so the killed one's row is there."""
+def test_a_publish_killed_before_the_root_card_leaves_it_whole_until_that_scope_publishes(tmp_path):
+    """A publish killed after its folder went in place and before the index and root card were
+    written: the card keeps what it said (the old version's shards stay until the scope's next
+    publish), a card left unreadable is written again from the index, and the scope's next publish
+    puts its row in."""
     built = build_scope_folders(tmp_path)
     root = tmp_path / "published"
     target = FolderTarget(str(root), card=SWEEP_CARD)
@@ -102,13 +120,38 @@ def test_a_scope_published_before_a_crash_is_in_the_next_root_card(tmp_path):
     target.publish(built[first][0], first)
     coverage = json.loads((built[second][0] / "coverage.json").read_text())
     replace_folder(built[second][0], target.location(second))  # no root card update: the kill
-    assert second.config_name not in _names((root / "README.md").read_text())
     (root / "README.md").write_text("---\nconfigs: [\n---\n")  # and a card left unreadable, say
 
     target.publish(built[third][0], third)
     card = (root / "README.md").read_text()
+    assert {first.config_name, third.config_name} <= set(_names(card)) and second.config_name not in _names(card)
+    target.publish(built[second][0], second)
+    card = (root / "README.md").read_text()
     assert {first.config_name, second.config_name, third.config_name} <= set(_names(card))
     assert _table_row(card, second.key)[1] == str(coverage["trial_dirs"])
+
+
+def test_publishing_a_scope_reads_no_other_scopes_files(tmp_path, monkeypatch):
+    """The root card comes from the index: once it is there, a publish reads the index and the card,
+    not the other scopes' folders, however many there are; the first builds it from the folders."""
+    built = build_scope_folders(tmp_path)
+    root = tmp_path / "published"
+    target = FolderTarget(str(root), card=SWEEP_CARD)
+    first, second, third = built
+    target.publish(built[first][0], first)
+    target.publish(built[second][0], second)
+    (root / INDEX).unlink()  # a root published before the index: the next publish builds it
+    read, listed = [], []
+    real_read, real_folders = ScopeFiles.read.__func__, root_card_module.scope_folders
+    monkeypatch.setattr(ScopeFiles, "read", classmethod(lambda cls, s, r: read.append(s) or real_read(cls, s, r)))
+    monkeypatch.setattr(root_card_module, "scope_folders", lambda *a: listed.append(a) or real_folders(*a))
+    target.publish(built[third][0], third)
+    assert sorted(s.key for s in read) == sorted([first.key, second.key, third.key]) and len(listed) == 1
+    for scope in (first, third, second):
+        read.clear()
+        target.publish(built[scope][0], scope)
+        assert read == [scope] and len(listed) == 1  # its own new files only, no listing since the index
+    assert {e.scope for e in index_entries((root / INDEX).read_text())} == set(built)
 
 
 def test_a_blocked_scope_is_a_row_with_its_verdict_and_no_config(tmp_path):
@@ -137,11 +180,11 @@ def _scope(key: str, data: str = "data/v/train-*", **figures: int) -> ScopeFiles
 
 def test_config_names_that_clash_are_refused():
     with pytest.raises(ConfigNameClash, match="a--b--step-1"):
-        root_card([_scope("a--b/step-1"), _scope("a/b--step-1")], this="a/b--step-1")
+        _card([_scope("a--b/step-1"), _scope("a/b--step-1")], this="a/b--step-1")
     with pytest.raises(ConfigNameClash, match="a--b--step-1"):
-        root_card([_scope("a--b/step-1"), _scope("a/b--step-1")], this="a--b/step-1")
+        _card([_scope("a--b/step-1"), _scope("a/b--step-1")], this="a--b/step-1")
     # two other scopes that clash: the first keeps the name, the publish goes on
-    assert _names(root_card([_scope("a--b/step-1"), _scope("a/b--step-1"), _scope("c")], this="c")) == [
+    assert _names(_card([_scope("a--b/step-1"), _scope("a/b--step-1"), _scope("c")], this="c")) == [
         "a--b",
         "a--b--step-1",
         "c",
@@ -153,14 +196,14 @@ def test_session_configs_an_earlier_version_declared_leave_the_root_card():
     sessions = "- config_name: sessions\n  data_files:\n  - split: train\n    path: sessions/v/*/*.jsonl\n---\n"
     old = _scope("other")
     old = ScopeFiles(old.scope, str(old.card).removesuffix("---\n") + sessions, old.coverage, None, old.scan)
-    assert _names(root_card([old, _scope("run")])) == ["other", "run"]
+    assert _names(_card([old, _scope("run")])) == ["other", "run"]
 
 
 def test_an_owners_keys_and_tags_are_kept_and_the_settings_written():
     """An owner added a homepage and a tag of their own to the shared card."""
     existing = "---\nlicense: mit\nhomepage: https://example.org\ntags:\n- team-x\n- harbor\n---\n# ours\n"
-    merged = card_header(root_card([_scope("a"), _scope("b")], SWEEP_CARD, existing))
-    assert _names(root_card([_scope("a"), _scope("b")], SWEEP_CARD, existing)) == ["a", "b"]
+    merged = card_header(_card([_scope("a"), _scope("b")], SWEEP_CARD, existing))
+    assert _names(_card([_scope("a"), _scope("b")], SWEEP_CARD, existing)) == ["a", "b"]
     assert merged["license"] == "apache-2.0" and merged["homepage"] == "https://example.org"
     assert merged["tags"] == ["harbor", "agent-traces", "reinforcement-learning", "team-x"]
 
@@ -169,13 +212,13 @@ def test_an_owners_keys_and_tags_are_kept_and_the_settings_written():
 def test_an_existing_card_an_editor_rewrote_keeps_the_owners_keys(framing):
     existing = "---\nhomepage: https://example.org\n---\n# ours\n"
     existing = existing.replace("\n", "\r\n") if framing == "crlf" else "\ufeff" + existing
-    assert card_header(root_card([_scope("a")], SWEEP_CARD, existing))["homepage"] == "https://example.org"
+    assert card_header(_card([_scope("a")], SWEEP_CARD, existing))["homepage"] == "https://example.org"
 
 
 def test_the_same_folders_give_the_same_card():
     scopes = [_scope("a"), _scope("r/step-1"), _scope("r/step-2")]
-    card = root_card(scopes, SWEEP_CARD)
-    assert root_card(list(reversed(scopes)), SWEEP_CARD, card) == card
+    card = _card(scopes, SWEEP_CARD)
+    assert _card(list(reversed(scopes)), SWEEP_CARD, card) == card
     assert card.startswith("---\nlicense: apache-2.0\npretty_name: Terminal-Bench 2 traces\n")
     run = next(c for c in card_header(card)["configs"] if c["config_name"] == "r")
     assert run["data_files"] == [{"split": "train", "path": ["r/step-1/data/v/train-*", "r/step-2/data/v/train-*"]}]
@@ -203,7 +246,7 @@ def test_figures_and_mean_rewards_come_from_the_scopes_files():
         versions(1.0, 2),
         {"verdict": "clean"},
     )
-    card = root_card([a, b])
+    card = _card([a, b])
     assert _table_row(card, "a") == [
         "`a`",
         "10",
@@ -227,7 +270,7 @@ def test_hostile_values_in_a_scopes_files_give_dashes_not_a_failure():
         {"versions": ["x"]},
         {"verdict": "a | b\nc"},
     )
-    card = root_card([odd])
+    card = _card([odd])
     assert _table_row(card, "odd")[1:8] == ["0", "0", "0", "-", "-", "a \\| b c", "-"]
 
 
@@ -281,19 +324,20 @@ def test_a_scope_card_edited_by_hand_leaves_its_configs_out_not_the_publish(conf
     """Every scope folder's card is read for the root card: a scope whose header is odd has its row
     and no config, and the other scopes' publish goes on."""
     odd = ScopeFiles(RunScope("odd"), f"---\n{configs}\n---\n", {"rows": 1}, None, {"verdict": "clean"})
-    card = root_card([odd, _scope("good")], SWEEP_CARD)
+    card = _card([odd, _scope("good")], SWEEP_CARD)
     assert _names(card) == ["good"]
     assert _table_row(card, "odd")[0] == "`odd`"
 
 
 @pytest.mark.parametrize("existing", ["---\non: push\nhomepage: x\n---\n", "---\n- a\n---\n", "---\na: [\n---\n"])
 def test_a_root_card_edited_by_hand_is_written_again_from_the_scopes(existing):
-    card = root_card([_scope("a")], SWEEP_CARD, existing)
+    card = _card([_scope("a")], SWEEP_CARD, existing)
     assert _names(card) == ["a"] and "homepage" not in card_header(card)
 
 
-def test_a_missing_scope_folder_leaves_the_card(tmp_path):
-    """`forget` (or an operator) removed a scope's folder: the next card has no row nor config of it."""
+def test_a_removed_scope_folder_leaves_the_card_once_the_index_is_built_again(tmp_path):
+    """An operator removed a scope's folder: the index still lists it until it is deleted, and the
+    next publish builds it again from the folders there, without the removed one."""
     built = build_scope_folders(tmp_path)
     root = tmp_path / "published"
     target = FolderTarget(str(root))
@@ -301,6 +345,7 @@ def test_a_missing_scope_folder_leaves_the_card(tmp_path):
     for scope in (first, second):
         target.publish(built[scope][0], scope)
     shutil.rmtree(root / first.key)
+    (root / INDEX).unlink()
     target.publish(built[third][0], third)
     card = (root / "README.md").read_text()
     assert first.config_name not in _names(card) and f"`{first.key}`" not in card
