@@ -18,9 +18,10 @@ verdict, published version, a link to its card) with a total row, and how to loa
 Configs: a scope's are its own card's configs, renamed and re-rooted: `default` becomes the scope's
 config name (its key with `/` as `--`: `run/step-25` -> `run--step-25`, a run without step folders
 its run id), any other (`trials`, a subagent kind) `<scope config>--<name>`, and every path gets
-the scope's key in front. A run published as step scopes also gets configs spanning its steps:
-`<run config>` (and `<run config>--<name>`) whose data files are all its published steps' files of
-that config. All are Parquet, as `datasets` reads every config of a card with one builder: a scope's
+the scope's key in front; those of a run without steps are the card's. A run published as step
+scopes gets configs spanning its steps instead, none per step (the dataset viewer takes 3,000
+configs): `<run config>` (and `<run config>--<name>`) whose data files are all its published steps'
+files of that config (an unversioned file each step holds, `trials.parquet`, as one pattern). All are Parquet, as `datasets` reads every config of a card with one builder: a scope's
 session files are a dataset of their own in `<scope>/sessions/` (see `publishing.sessions_card`).
 
 The index and the card are shared by every scope under the root, so they are updated
@@ -350,8 +351,24 @@ def run_configs(scope_configs_by_scope: Mapping[RunScope, list[dict[str, Any]]])
             suffix = config["config_name"].removeprefix(scope.config_name)
             spans.setdefault(run_config + suffix, {}).setdefault("paths", []).extend(_paths(config))
     return [
-        {"config_name": name, "data_files": [{"split": "train", "path": span["paths"]}]} for name, span in spans.items()
+        {"config_name": name, "data_files": [{"split": "train", "path": _steps_pattern(name, span["paths"])}]}
+        for name, span in spans.items()
     ]
+
+
+def _steps_pattern(name: str, paths: list[str]) -> str | list[str]:
+    """A file every step holds once, unversioned (`trials.parquet`, replaced in place), as one pattern
+    over the run's step folders: half the card's paths at a config per run; versioned shards stay
+    named one by one (a pattern would also match a version a killed publish left beside the current)."""
+    run = name.split(CONFIG_SEPARATOR, 1)[0]
+    file = paths[0].rsplit("/", 1)[-1] if paths else ""
+    if (
+        file
+        and not has_magic(file)
+        and all(re.fullmatch(rf"{re.escape(run)}/step-[0-9]+/{re.escape(file)}", p) for p in paths)
+    ):
+        return f"{run}/step-*/{file}"
+    return paths
 
 
 def _order(scope: RunScope) -> tuple[str, int, str]:
@@ -384,7 +401,8 @@ def root_card(
         owner.update({c["config_name"]: entry.scope.key for c in configs})
         by_scope[entry.scope] = configs
     spans = [c for c in run_configs(by_scope) if c["config_name"] not in owner]  # a scope's name wins
-    configs = sorted([*(c for cs in by_scope.values() for c in cs), *spans], key=lambda c: c["config_name"])
+    whole_runs = (c for scope, cs in by_scope.items() if scope.step is None for c in cs)  # a step's are its run's
+    configs = sorted([*whole_runs, *spans], key=lambda c: c["config_name"])
     header = readable_header(existing)
     rows = sum(e.figures.get("rows", 0) for e in files if e.scope in by_scope)
     ours: dict[str, Any] = {
@@ -471,45 +489,46 @@ def _cell(text: Any) -> str:
 
 
 def _table(files: list[ScopeEntry], by_scope: Mapping[RunScope, Any]) -> str:
+    """A row per run (its published steps' figures summed, its mean reward weighed by rewarded
+    trials) and per blocked scope, then the total: the card's size follows the runs, not the steps."""
     header = (
-        "| scope | trial folders | scored | exported | ratio | mean reward | verdict | published | card |\n"
-        "|---|--:|--:|--:|--:|--:|---|---|---|\n"
+        "| run | steps | trial folders | scored | exported | ratio | mean reward | verdicts | card |\n"
+        "|---|--:|--:|--:|--:|--:|--:|---|---|\n"
     )
+    runs: dict[str, list[ScopeEntry]] = {}
     lines = []
-    totals = {"trial_dirs": 0, "scored": 0, "exported": 0, "rows": 0}
-    weighed, rewards = 0.0, 0
     for f in files:
         if f.blocked:
             lines.append(
-                f"| `{f.scope.key}` | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | "
-                f"blocked: {_cell(f.verdict)} | not published | [scan report]({f.scope.key}/{SCAN_REPORT}) |"
+                f"| `{f.scope.key}` | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | "
+                f"blocked: {_cell(f.verdict)} | [scan report]({f.scope.key}/{SCAN_REPORT}) |"
             )
-            continue
-        if f.scope not in by_scope:
-            continue  # a folder without a card that holds no scan report, or a clashing one: no row
-        figures = {key: f.figures.get(key, 0) for key in totals}
-        for key, value in figures.items():
-            totals[key] += value
-        if f.mean_reward is not None and f.rewards:
-            weighed, rewards = weighed + f.mean_reward * f.rewards, rewards + f.rewards
-        published = " ".join(_cell(part) for part in (f"`{f.version}`" if f.version else "", f.published_at) if part)
-        lines.append(
-            f"| `{f.scope.key}` | {figures['trial_dirs']:,} | {figures['scored']:,} | {figures['exported']:,} | "
-            f"{_ratio(figures['exported'], figures['scored'])} | {_reward(f.mean_reward)} | {_cell(f.verdict)} | "
-            f"{published or UNKNOWN} | [card]({f.scope.key}/{SCOPE_CARD}) |"
-        )
-    total = (
-        f"| **total** | {totals['trial_dirs']:,} | {totals['scored']:,} | {totals['exported']:,} | "
-        f"{_ratio(totals['exported'], totals['scored'])} | {_reward(weighed / rewards) if rewards else UNKNOWN} | | "
-        f"{_plural(len(by_scope), 'scope')} | |"
-    )
+        elif f.scope in by_scope:  # else a folder without a card nor scan report, or a clashing one: no row
+            runs.setdefault(f.scope.run_id, []).append(f)
+    rows = [_run_row(run, entries) for run, entries in runs.items()]
+    total = _run_row("**total**", [e for entries in runs.values() for e in entries], card=False)
     return (
-        "## Scopes\n\nEach scope's figures from its own `coverage.json`, `versions.json` and `secret_scan.json` "
-        "(ratio: exported of scored; mean reward: of exported trials with a finite, valid reward; the total's "
-        "weighed by those trials). A blocked scope's folder holds its scan report only.\n\n"
-        + header
-        + "\n".join([*lines, total])
-        + "\n\n"
+        "## Runs\n\nEach run's figures summed over its published steps, from each step's own `coverage.json`, "
+        "`versions.json` and `secret_scan.json` (ratio: exported of scored; mean reward: of exported trials with a "
+        "finite, valid reward, weighed by those trials); every step's figures are in `sweep_index.json`. A blocked "
+        "scope's folder holds its scan report only.\n\n" + header + "\n".join([*rows, *lines, total]) + "\n\n"
+    )
+
+
+def _run_row(label: str, entries: list[ScopeEntry], card: bool = True) -> str:
+    totals = {key: sum(e.figures.get(key, 0) for e in entries) for key in ("trial_dirs", "scored", "exported")}
+    rewarded = [e for e in entries if e.mean_reward is not None and e.rewards]
+    count = sum(e.rewards for e in rewarded)
+    mean = sum(e.mean_reward * e.rewards for e in rewarded if e.mean_reward is not None) / count if count else None
+    steps = [e for e in entries if e.scope.step]
+    verdicts = ", ".join(sorted({_cell(e.verdict) for e in entries}))
+    last = entries[-1].scope
+    link = f"[card]({last.key}/{SCOPE_CARD})" if card else ""
+    name = label if not card else f"`{label}`"
+    return (
+        f"| {name} | {len(steps) or UNKNOWN} | {totals['trial_dirs']:,} | {totals['scored']:,} | "
+        f"{totals['exported']:,} | {_ratio(totals['exported'], totals['scored'])} | {_reward(mean)} | "
+        f"{verdicts if card else _plural(len(entries), 'scope')} | {link} |"
     )
 
 
@@ -520,10 +539,11 @@ def _configs_prose(configs: list[dict[str, Any]], spans: list[dict[str, Any]]) -
     first = configs[0]["config_name"]
     return (
         "## Configs\n\n"
-        "One config per scope (a run, or a run's step: `run/step-N` is config `run--step-N`), and "
-        "`<config>--trials` for its `trials.parquet`"
-        + (f"; a run's steps together: {run_names}" if run_names else "")
-        + ". Load one with:\n\n"
+        "One config per run (its name the run id), its `train` split every published step's rows, and "
+        "`<run>--trials` for the steps' `trials.parquet` (its `step` column names the step)"
+        + (f"; runs published as steps: {run_names}" if run_names else "")
+        + ". A step alone is the dataset in its folder (`<run>/step-N/`), whose card says how to load it. "
+        "Load a run with:\n\n"
         f'```python\nfrom datasets import load_dataset\n\nrows = load_dataset("<this repo or folder>", "{first}", '
         'split="train")\n```\n\n'
         "A scope's session files (whole trajectories for the Hub's trace viewer) are a dataset of their own in "

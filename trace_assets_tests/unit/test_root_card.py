@@ -47,7 +47,7 @@ def _table_row(card: str, scope: str) -> list[str]:
     return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip("|"))]  # escaped pipes stay
 
 
-def test_a_folder_of_scopes_loads_per_scope_and_per_run(tmp_path):
+def test_a_folder_of_scopes_loads_per_run_and_each_step_from_its_folder(tmp_path):
     built = build_scope_folders(tmp_path)
     target = FolderTarget(str(tmp_path / "published"), card=SWEEP_CARD)
     threads = [threading.Thread(target=target.publish, args=(folder, scope)) for scope, (folder, _) in built.items()]
@@ -57,37 +57,41 @@ def test_a_folder_of_scopes_loads_per_scope_and_per_run(tmp_path):
         thread.join()
     card = (tmp_path / "published" / "README.md").read_text()
     names = _names(card)
-    assert {"stepped--step-1", "stepped--step-2", "flat", "stepped", "stepped--trials", "flat--trials"} <= set(names)
-    for scope, (_, rows) in built.items():
-        loaded = load_published(tmp_path / "published", tmp_path / "cache" / scope.config_name, scope.config_name)
-        assert len(loaded) == rows
-        assert {row["run_id"] for row in loaded} == {scope.run_id}
+    assert names == ["flat", "flat--trials", "stepped", "stepped--trials"]  # a config per run, none per step
+    for scope, (_, rows) in built.items():  # a step alone: its own folder, as its card says
+        loaded = load_published(tmp_path / "published" / scope.key, tmp_path / "cache" / scope.config_name)
+        assert len(loaded) == rows and {row["run_id"] for row in loaded} == {scope.run_id}
     steps = {scope: rows for scope, (_, rows) in built.items() if scope.run_id == "stepped"}
     whole_run = load_published(tmp_path / "published", tmp_path / "cache" / "stepped", "stepped")
     assert len(whole_run) == sum(steps.values()) and len(steps) == 2  # the run's config spans its steps
     trials = load_published(tmp_path / "published", tmp_path / "cache" / "stepped--trials", "stepped--trials")
     assert set(trials["step"]) == {"step-1", "step-2"}
+    [spec] = next(c for c in card_header(card)["configs"] if c["config_name"] == "stepped--trials")["data_files"]
+    assert spec["path"] == "stepped/step-*/trials.parquet"
 
-    for scope in built:  # each row, from the scope's own coverage.json
-        coverage = json.loads((tmp_path / "published" / scope.key / "coverage.json").read_text())
-        row = _table_row(card, scope.key)
-        assert row[1:4] == [str(coverage["trial_dirs"]), str(coverage["scored"]), str(coverage["exported"])]
-        assert row[6] == "clean" and row[8] == f"[card]({scope.key}/README.md)"
+    for run, scopes in (("stepped", [s for s in built if s.step]), ("flat", [RunScope("flat")])):
+        coverages = [json.loads((tmp_path / "published" / s.key / "coverage.json").read_text()) for s in scopes]
+        row = _table_row(card, run)  # a row per run, its steps' figures summed
+        assert row[2:5] == [str(sum(c[key] for c in coverages)) for key in ("trial_dirs", "scored", "exported")]
+        assert row[7] == "clean" and row[8] == f"[card]({scopes[-1].key}/README.md)"
+    assert row[1] == "-" and _table_row(card, "stepped")[1] == "2"
     assert "| **total** |" in card and "3 scopes" in card
 
-    # republishing one scope with other rows points the root card at its new version only
+    # republishing one step with other rows points the run's config at its new version only
     scope = RunScope.from_key("stepped/step-1")
     folder = built[scope][0]
-    version_before = next(c for c in card_header(card)["configs"] if c["config_name"] == "stepped--step-1")
+
+    def step_paths(text: str) -> list[str]:
+        [spec] = next(c for c in card_header(text)["configs"] if c["config_name"] == "stepped")["data_files"]
+        return [path for path in spec["path"] if path.startswith(f"{scope.key}/")]
+
+    before = step_paths(card)
     staging = RunStaging(tmp_path / "staging", scope)
     coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
     build_run_folder(folder, staging.require_rows(), staging.statuses, coverage, {"verdict": "clean"}, 2, step="step-1")
     target.publish(folder, scope)
-    after = card_header((tmp_path / "published" / "README.md").read_text())["configs"]
-    path = next(c for c in after if c["config_name"] == "stepped--step-1")["data_files"][0]["path"]
-    assert path != version_before["data_files"][0]["path"]
-    assert (tmp_path / "published" / path.rsplit("/", 1)[0]).is_dir()
-    assert len(after) == len(names)
+    after = step_paths((tmp_path / "published" / "README.md").read_text())
+    assert len(after) == 1 and after != before and (tmp_path / "published" / after[0].rsplit("/", 1)[0]).is_dir()
 
 
 def test_the_root_card_passes_the_hubs_card_checks(tmp_path):
@@ -123,12 +127,12 @@ def test_a_publish_killed_before_the_root_card_leaves_it_whole_until_that_scope_
     (root / "README.md").write_text("---\nconfigs: [\n---\n")  # and a card left unreadable, say
 
     target.publish(built[third][0], third)
-    card = (root / "README.md").read_text()
-    assert {first.config_name, third.config_name} <= set(_names(card)) and second.config_name not in _names(card)
+    entries = {e.scope: e for e in index_entries((root / INDEX).read_text()) or []}
+    assert {first, third} <= set(entries) and second not in entries
+    assert set(_names((root / "README.md").read_text())) == {"stepped", "stepped--trials", "flat", "flat--trials"}
     target.publish(built[second][0], second)
-    card = (root / "README.md").read_text()
-    assert {first.config_name, second.config_name, third.config_name} <= set(_names(card))
-    assert _table_row(card, second.key)[1] == str(coverage["trial_dirs"])
+    entries = {e.scope: e for e in index_entries((root / INDEX).read_text()) or []}
+    assert entries[second].figures["trial_dirs"] == coverage["trial_dirs"]
 
 
 def test_publishing_a_scope_reads_no_other_scopes_files(tmp_path, monkeypatch):
@@ -169,7 +173,7 @@ def test_a_blocked_scope_is_a_row_with_its_verdict_and_no_config(tmp_path):
     card = (root / "README.md").read_text()
     assert blocked.config_name not in _names(card)
     row = _table_row(card, blocked.key)
-    assert row[6] == "blocked: live" and row[7] == "not published"
+    assert row[7] == "blocked: live" and row[8] == f"[scan report]({blocked.key}/secret_scan.json)"
     assert "1 blocked by the secret scan" in card
 
 
@@ -184,11 +188,7 @@ def test_config_names_that_clash_are_refused():
     with pytest.raises(ConfigNameClash, match="a--b--step-1"):
         _card([_scope("a--b/step-1"), _scope("a/b--step-1")], this="a--b/step-1")
     # two other scopes that clash: the first keeps the name, the publish goes on
-    assert _names(_card([_scope("a--b/step-1"), _scope("a/b--step-1"), _scope("c")], this="c")) == [
-        "a--b",
-        "a--b--step-1",
-        "c",
-    ]
+    assert _names(_card([_scope("a--b/step-1"), _scope("a/b--step-1"), _scope("c")], this="c")) == ["a--b", "c"]
 
 
 def test_session_configs_an_earlier_version_declared_leave_the_root_card():
@@ -249,13 +249,13 @@ def test_figures_and_mean_rewards_come_from_the_scopes_files():
     card = _card([a, b])
     assert _table_row(card, "a") == [
         "`a`",
+        "-",
         "10",
         "8",
         "6",
         "75.0%",
         "0.500",
         "redacted",
-        "`abc123` 2026-07-30 05:39 UTC",
         "[card](a/README.md)",
     ]
     [total] = [line for line in card.splitlines() if line.startswith("| **total** |")]
@@ -271,7 +271,7 @@ def test_hostile_values_in_a_scopes_files_give_dashes_not_a_failure():
         {"verdict": "a | b\nc"},
     )
     card = _card([odd])
-    assert _table_row(card, "odd")[1:8] == ["0", "0", "0", "-", "-", "a \\| b c", "-"]
+    assert _table_row(card, "odd")[1:8] == ["-", "0", "0", "0", "-", "-", "a \\| b c"]
 
 
 _HEADERS = [
@@ -348,8 +348,9 @@ def test_a_removed_scope_folder_leaves_the_card_once_the_index_is_built_again(tm
     (root / INDEX).unlink()
     target.publish(built[third][0], third)
     card = (root / "README.md").read_text()
-    assert first.config_name not in _names(card) and f"`{first.key}`" not in card
-    assert {second.config_name, third.config_name} <= set(_names(card))
+    [run] = [c for c in card_header(card)["configs"] if c["config_name"] == "stepped"]
+    assert [p.split("/data/")[0] for p in run["data_files"][0]["path"]] == [second.key]  # the removed step's gone
+    assert {e.scope for e in index_entries((root / INDEX).read_text()) or []} == {second, third}
 
 
 def test_scope_folders_in_a_repos_file_list_are_those_holding_a_scan_report():
