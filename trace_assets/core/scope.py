@@ -21,6 +21,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from pathlib import Path
 
 TRACE_JOBS = "trace_jobs"
@@ -48,6 +49,11 @@ def validate_scope_key(key: str) -> str:
     """`key` unchanged if it is a usable partition key, else `InvalidScopeKey` saying why."""
     if not isinstance(key, str) or not key:
         raise InvalidScopeKey("run id is empty")
+    return _validated(key)
+
+
+@lru_cache(maxsize=1 << 16)  # a key is checked twice a scope made, and a sweep's index holds thousands
+def _validated(key: str) -> str:
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidScopeKey(f"run id {key[:40]!r}... is {len(key)} characters long; at most {MAX_KEY_LENGTH}")
     if key.startswith("/"):

@@ -44,7 +44,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from glob import has_magic
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ SCOPE_FILES = (SCOPE_CARD, COVERAGE, VERSIONS, SCAN_REPORT)
 # The header keys the root card writes; any other an owner added is kept.
 OUR_KEYS = ("license", "pretty_name", "language", "task_categories", "size_categories", "configs", "tags")
 UNKNOWN = "-"
+_TRIALS = f"{CONFIG_SEPARATOR}trials"  # the suffix of a scope's (and run's) trials config
 
 # A scope folder's file by name, as bytes, or None when it has none.
 ScopeReader = Callable[[RunScope, str], bytes | None]
@@ -155,6 +156,27 @@ class ScopeFiles:
         return last if isinstance(last, dict) else {}
 
 
+# The `configs` key of a header as yaml.dump writes it: its line, then the lines of its value (list
+# items and their indented lines).
+_CONFIGS_KEY = re.compile(r"^configs:[^\n]*\n(?:(?:- | )[^\n]*(?:\n|$))*", re.M)
+
+
+def owner_header(card: str | None) -> dict[str, Any]:
+    """`readable_header` of the root card now there, but for its `configs` (which the card writes
+    again, and which is most of its header at thousands of scopes): their lines are cut before the
+    rest is read. A header whose rest is unreadable once they are cut is read whole."""
+    match = _YAML_HEADER.search((card or "").removeprefix("\ufeff"))
+    configs = _CONFIGS_KEY.search(match.group(2)) if match else None
+    if match is None or configs is None:
+        return readable_header(card)
+    text = match.group(2)
+    rest = text[: configs.start()] + text[configs.end() :]
+    try:
+        return card_header(f"---\n{rest}\n---\n")
+    except (ValueError, yaml.YAMLError):
+        return readable_header(card)
+
+
 def readable_header(text: str | None) -> dict[str, Any]:
     """`card_header`, or {} for a card whose header does not parse (an editor's slip, a torn write):
     the root card is then written from the scope folders alone."""
@@ -165,69 +187,129 @@ def readable_header(text: str | None) -> dict[str, Any]:
 
 
 FIGURES = ("trial_dirs", "scored", "exported", "rows")  # coverage.json's counts the card shows
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: compact entries (figures a list, defaults and a scope's usual configs left out)
 
 
 @dataclass(frozen=True)
 class ScopeEntry:
     """What the root card says of one scope, kept in the root's index (`sweep_index.json`) so an
-    update reads one file, not every scope folder: its configs as the root card names them, its
-    figures, scan verdict and last published version. `listed`: it has a card (published) or is
-    blocked; a folder with neither gets no row."""
+    update reads one file, not every scope folder: its configs as the root card names them (None:
+    `usual_configs`, nearly every scope's), its figures, scan verdict and last published version.
+    `listed`: it has a card (published) or is blocked; a folder with neither gets no row."""
 
     scope: RunScope
-    configs: list[dict[str, Any]] = field(default_factory=list)
+    configs: list[dict[str, Any]] | None = None
     blocked: bool = False
-    listed: bool = False
+    listed: bool = True
     verdict: str = UNKNOWN
     figures: dict[str, int] = field(default_factory=dict)
     version: str = ""
     published_at: str = ""
     mean_reward: float | None = None
     rewards: int = 0
+    line: str = field(default="", compare=False, repr=False)  # its line in the index it was read from
 
     @classmethod
     def of(cls, files: ScopeFiles) -> ScopeEntry:
         last = files.last_version
+        version = str(last.get("version") or "")
+        configs = scope_configs(files.scope, files.card) if files.card is not None else []
         return cls(
             files.scope,
-            scope_configs(files.scope, files.card) if files.card is not None else [],
+            None if configs == usual_configs(files.scope, version) else configs,
             files.blocked,
             files.card is not None or files.blocked,
             str((files.scan or {}).get("verdict", UNKNOWN)),
             {key: _int(files.coverage, key) for key in FIGURES},
-            str(last.get("version") or ""),
+            version,
             str(last.get("published_at") or ""),
             _finite(last.get("mean_reward")),
             _int(last, "rewards"),
         )
 
+    @property
+    def named_configs(self) -> list[dict[str, Any]]:
+        return usual_configs(self.scope, self.version) if self.configs is None else self.configs
+
+    @property
+    def config_names(self) -> list[str]:
+        own = self.scope.config_name
+        if self.configs is None:
+            return [own, f"{own}{_TRIALS}"] if self.version else []
+        return [c["config_name"] for c in self.configs]
+
+    def config_paths(self) -> list[tuple[str, list[str]]]:
+        """Each config's name past the scope's own (`""`, `--trials`) and its paths: the usual ones
+        made without their configs, as the root card makes them for every step at each publish."""
+        if self.configs is None:
+            key = self.scope.key
+            return (
+                [("", [f"{key}/data/{self.version}/train-*"]), ("--trials", [f"{key}/trials.parquet"])]
+                if self.version
+                else []
+            )
+        own = self.scope.config_name
+        return [(c["config_name"].removeprefix(own), _paths(c)) for c in self.configs]
+
     def as_json(self) -> dict[str, Any]:
-        return {
-            "scope": self.scope.key,
-            **{name: getattr(self, name) for name in _ENTRY_FIELDS},
-        }
+        """The entry's line in the index, its values at their defaults left out: at thousands of
+        scopes an entry is about 150 bytes."""
+        value: dict[str, Any] = {"scope": self.scope.key, "figures": [self.figures.get(key, 0) for key in FIGURES]}
+        if self.configs is not None:
+            value["configs"] = self.configs
+        if self.blocked:
+            value["blocked"] = True
+        if not self.listed:
+            value["listed"] = False
+        for name in ("verdict", "version", "published_at", "mean_reward", "rewards"):
+            if (here := getattr(self, name)) != _ENTRY_DEFAULTS[name]:
+                value[name] = here
+        return value
 
     @classmethod
-    def from_json(cls, value: Any) -> ScopeEntry:
-        """An entry the index holds; raises ValueError (or KeyError, TypeError) for one it cannot be."""
+    def from_json(cls, value: Any, line: str = "") -> ScopeEntry:
+        """An entry the index holds (`line`: its text there, written back as it is); raises
+        ValueError (or KeyError, TypeError) for one it cannot be."""
         scope = RunScope.from_key(value["scope"])
-        configs = value.get("configs", [])
-        if not isinstance(configs, list) or not all(isinstance(c, dict) and "config_name" in c for c in configs):
+        configs = value.get("configs")
+        if configs is not None and (
+            not isinstance(configs, list) or not all(isinstance(c, dict) and "config_name" in c for c in configs)
+        ):
             raise ValueError(f"scope {scope.key}: configs are not a list of named configs")
-        figures = value.get("figures", {})
+        figures = value["figures"]
+        if not isinstance(figures, list) or not all(type(n) is int for n in figures):
+            raise TypeError(f"scope {scope.key}: figures are not a list of counts")
+        get = value.get
         return cls(
             scope,
             configs,
-            bool(value.get("blocked")),
-            bool(value.get("listed")),
-            str(value.get("verdict", UNKNOWN)),
-            {key: _int(figures, key) for key in FIGURES},
-            str(value.get("version") or ""),
-            str(value.get("published_at") or ""),
-            _finite(value.get("mean_reward")),
+            get("blocked") is True,
+            get("listed") is not False,
+            str(get("verdict", UNKNOWN)),
+            dict(zip(FIGURES, figures)),
+            str(get("version") or ""),
+            str(get("published_at") or ""),
+            _finite(get("mean_reward")),
             _int(value, "rewards"),
+            line,
         )
+
+
+def usual_configs(scope: RunScope, version: str) -> list[dict[str, Any]]:
+    """The configs a scope's card declares for its version (`default`, its rows; `trials`), as the
+    root card names them: what an index entry leaves out."""
+    if not version:
+        return []
+    return [
+        {
+            "config_name": scope.config_name,
+            "data_files": [{"split": "train", "path": f"{scope.key}/data/{version}/train-*"}],
+        },
+        {
+            "config_name": f"{scope.config_name}{_TRIALS}",
+            "data_files": [{"split": "train", "path": f"{scope.key}/trials.parquet"}],
+        },
+    ]
 
 
 def _finite(value: Any) -> float | None:
@@ -237,9 +319,11 @@ def _finite(value: Any) -> float | None:
     return None
 
 
-_ENTRY_FIELDS = (
-    "configs", "blocked", "listed", "verdict", "figures", "version", "published_at", "mean_reward", "rewards",
-)  # fmt: skip
+# An entry's values left out of its line when at these (the index's reader puts them back).
+_ENTRY_DEFAULTS: dict[str, Any] = {
+    "verdict": UNKNOWN, "version": "", "published_at": "", "mean_reward": None,
+    "rewards": 0,
+}  # fmt: skip
 
 
 def index_entries(text: str | bytes | None) -> list[ScopeEntry] | None:
@@ -253,18 +337,25 @@ def index_entries(text: str | bytes | None) -> list[ScopeEntry] | None:
         return None
     if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or not isinstance(data.get("scopes"), list):
         return None
+    scopes = data["scopes"]
+    decoded = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    lines = decoded.split("\n")[1:-2] if decoded.count("\n") == len(scopes) + 2 else []  # as `index_text` wrote it
     entries = []
-    for value in data["scopes"]:
+    for n, value in enumerate(scopes):
         try:
-            entries.append(ScopeEntry.from_json(value))
+            line = lines[n].removesuffix(",") if lines else ""
+            entry = ScopeEntry.from_json(value, line)
+            entries.append(entry if line.startswith(f'{{"scope":"{entry.scope.key}",') else replace(entry, line=""))
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return entries
 
 
 def index_text(entries: Iterable[ScopeEntry]) -> str:
-    """The index file: one entry per scope, in the card's order, one line each (a diff per scope)."""
-    lines = [json.dumps(e.as_json(), sort_keys=True, ensure_ascii=False) for e in sorted(entries, key=_entry_order)]
+    """The index file: one entry per scope, in the card's order, one line each (a diff per scope);
+    an entry read from the index keeps its line, so a publish encodes its own entry only."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    lines = [e.line or encode(e.as_json()) for e in sorted(entries, key=_entry_order)]
     return f'{{"format": {INDEX_FORMAT}, "scopes": [\n' + ",\n".join(lines) + "\n]}\n"
 
 
@@ -339,20 +430,23 @@ def _declares_sessions(config: dict[str, Any]) -> bool:
     return any(path.endswith(".jsonl") for path in _paths(config))
 
 
-def run_configs(scope_configs_by_scope: Mapping[RunScope, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def run_configs(entries: Mapping[RunScope, ScopeEntry]) -> list[dict[str, Any]]:
     """For each run published as step scopes, a config per config name its steps share, whose
-    `train` split is every step's files of it: `load_dataset(root, "<run>")` loads all its steps."""
-    spans: dict[str, dict[str, list[str]]] = {}
-    for scope, configs in sorted(scope_configs_by_scope.items(), key=lambda item: _order(item[0])):
+    `train` split is every step's files of it: `load_dataset(root, "<run>")` loads all its steps.
+    `entries` in the card's order."""
+    spans: dict[str, list[str]] = {}
+    run_names: dict[str, str] = {}
+    for scope, entry in entries.items():
         if scope.step is None:
             continue
-        run_config = RunScope(scope.run_id).config_name
-        for config in configs:
-            suffix = config["config_name"].removeprefix(scope.config_name)
-            spans.setdefault(run_config + suffix, {}).setdefault("paths", []).extend(_paths(config))
+        if scope.run_id not in run_names:
+            run_names[scope.run_id] = RunScope(scope.run_id).config_name
+        run_config = run_names[scope.run_id]
+        for suffix, paths in entry.config_paths():
+            spans.setdefault(run_config + suffix, []).extend(paths)
     return [
-        {"config_name": name, "data_files": [{"split": "train", "path": _steps_pattern(name, span["paths"])}]}
-        for name, span in spans.items()
+        {"config_name": name, "data_files": [{"split": "train", "path": _steps_pattern(name, paths)}]}
+        for name, paths in spans.items()
     ]
 
 
@@ -362,13 +456,16 @@ def _steps_pattern(name: str, paths: list[str]) -> str | list[str]:
     named one by one (a pattern would also match a version a killed publish left beside the current)."""
     run = name.split(CONFIG_SEPARATOR, 1)[0]
     file = paths[0].rsplit("/", 1)[-1] if paths else ""
-    if (
-        file
-        and not has_magic(file)
-        and all(re.fullmatch(rf"{re.escape(run)}/step-[0-9]+/{re.escape(file)}", p) for p in paths)
-    ):
+    start, end = f"{run}/step-", f"/{file}"
+    if file and not has_magic(file) and all(_is_step_file(p, start, end) for p in paths):
         return f"{run}/step-*/{file}"
     return paths
+
+
+def _is_step_file(path: str, start: str, end: str) -> bool:
+    """`path` is `<start>N<end>`, N a step number."""
+    number = path[len(start) : len(path) - len(end)]
+    return path.startswith(start) and path.endswith(end) and number.isascii() and number.isdigit()
 
 
 def _order(scope: RunScope) -> tuple[str, int, str]:
@@ -384,13 +481,13 @@ def root_card(
     config names must not clash with another scope's (another pair that clashes keeps the first)."""
     settings = settings or CardSettings()
     files = sorted(entries, key=_entry_order)
-    by_scope: dict[RunScope, list[dict[str, Any]]] = {}
+    accepted: set[RunScope] = set()
     owner: dict[str, str] = {}
     for entry in sorted(files, key=lambda e: e.scope.key != this):  # this scope claims its names first
         if entry.blocked or not entry.listed:
             continue
-        configs = entry.configs
-        taken = {c["config_name"]: owner[c["config_name"]] for c in configs if c["config_name"] in owner}
+        names = entry.config_names
+        taken = {name: owner[name] for name in names if name in owner}
         if taken and this in taken.values():
             raise ConfigNameClash(
                 f"scope {this!r}: config name(s) {', '.join(sorted(taken))} already name scope"
@@ -398,12 +495,15 @@ def root_card(
             )
         if taken:
             continue
-        owner.update({c["config_name"]: entry.scope.key for c in configs})
-        by_scope[entry.scope] = configs
+        owner.update(dict.fromkeys(names, entry.scope.key))
+        accepted.add(entry.scope)
+    by_scope = {e.scope: e for e in files if e.scope in accepted}
     spans = [c for c in run_configs(by_scope) if c["config_name"] not in owner]  # a scope's name wins
-    whole_runs = (c for scope, cs in by_scope.items() if scope.step is None for c in cs)  # a step's are its run's
+    whole_runs = (
+        c for scope, e in by_scope.items() if scope.step is None for c in e.named_configs
+    )  # a step's are its run's
     configs = sorted([*whole_runs, *spans], key=lambda c: c["config_name"])
-    header = readable_header(existing)
+    header = owner_header(existing)
     rows = sum(e.figures.get("rows", 0) for e in files if e.scope in by_scope)
     ours: dict[str, Any] = {
         "license": settings.license,
@@ -415,7 +515,7 @@ def root_card(
         "tags": _tags(header),
     }
     theirs = {key: value for key, value in header.items() if key not in OUR_KEYS}
-    yaml_header = yaml.dump({**ours, **theirs}, Dumper=_SAFE_DUMPER, sort_keys=False, allow_unicode=True)
+    yaml_header = _dumped({**ours, **theirs})
     return (
         f"---\n{yaml_header}---\n\n# {_title(settings)}\n\n"
         + (f"{settings.intro.strip()}\n\n" if settings.intro.strip() else "")
@@ -423,6 +523,41 @@ def root_card(
         + _provenance(settings)
         + _table(files, by_scope)
         + _configs_prose(configs, spans)
+    )
+
+
+# A data file path yaml.dump writes as it is, alone on its line: segments of letters, digits and `._*-`,
+# at least two (the `/` keeps it from reading as a number, a date or a boolean).
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._*-]*(?:/[A-Za-z0-9._*-]+)+")
+_PATHS_MARKER = "trace-assets-paths/5f0c9d4e7a1b/"  # stands for a list of paths while the rest is dumped
+
+
+def _dumped(header: dict[str, Any]) -> str:
+    """`yaml.dump(header)` (libyaml's), its configs' lists of plain paths written line by line here:
+    a run's config names every step's files, and yaml.dump's pure-Python representer took most of a
+    publish's time at thousands of steps (a test holds the two equal)."""
+    lists: list[list[str]] = []
+    configs = []
+    for config in header.get("configs", []):
+        files = []
+        for entry in _data_files(config):
+            path = entry.get("path") if isinstance(entry, dict) else None
+            if (
+                isinstance(path, list)
+                and len(path) > 1
+                and all(isinstance(p, str) and _PLAIN_PATH.fullmatch(p) for p in path)
+            ):
+                entry = {**entry, "path": [f"{_PATHS_MARKER}{len(lists)}"]}
+                lists.append(path)
+            files.append(entry)
+        configs.append({**config, "data_files": files})
+    text = yaml.dump({**header, "configs": configs}, Dumper=_SAFE_DUMPER, sort_keys=False, allow_unicode=True)
+    return re.sub(
+        rf"^( *- ){re.escape(_PATHS_MARKER)}([0-9]+)\n",
+        lambda match: "".join(f"{match[1]}{path}\n" for path in lists[int(match[2])]),
+        text,
+        count=len(lists),
+        flags=re.M,
     )
 
 
@@ -618,6 +753,7 @@ def update_folder_root_card(
                 with replaced_atomically(Path(path), durable=True) as temp:  # is written again next time
                     temp.write_text(text)
         return
+
     # The index first, then the card from the index as it is when the card's ETag has been read: a
     # card write that loses to another's is made again from the newer index, so the last card
     # written holds every entry.

@@ -24,8 +24,10 @@ from trace_assets.publishing.root_card import (
     ScopeFiles,
     card_header,
     index_entries,
+    index_text,
     root_card,
     scope_keys,
+    usual_configs,
 )
 from trace_assets.publishing.targets import FolderTarget, replace_folder
 from trace_assets.steps.staging import RunStaging
@@ -371,3 +373,49 @@ def test_scope_folders_in_a_repos_file_list_are_those_holding_a_scan_report():
     ]
     assert [scope.key for scope in scope_keys(paths, "sub")] == ["flat", "run-a/step-1", "run-a/step-2"]
     assert [scope.key for scope in scope_keys(paths, "")] == ["other/run-b", "sub"]  # never a scope's inside
+
+
+def _usual(key: str, version: str, **last) -> ScopeFiles:
+    """A scope folder as a publish leaves it: its card's usual configs for `version`."""
+    card = (
+        "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n"
+        f"    path: data/{version}/train-*\n- config_name: trials\n  data_files:\n  - split: train\n"
+        "    path: trials.parquet\n---\n"
+    )
+    versions = {"versions": [{"version": version, **last}]}
+    return ScopeFiles(RunScope.from_key(key), card, {"rows": 2, "scored": 3}, versions, {"verdict": "clean"})
+
+
+def test_an_index_entry_leaves_out_the_usual_configs_and_defaults_and_reads_back_the_same():
+    usual = ScopeEntry.of(_usual("r/step-1", "abc", mean_reward=0.25, rewards=2))
+    odd = ScopeEntry.of(_scope("r/step-2", "data/other/train-*"))  # its card names another folder
+    blocked = ScopeEntry.of(ScopeFiles(RunScope("b"), None, None, None, {"verdict": "live"}))
+    text = index_text([usual, odd, blocked])
+    assert json.loads(text)["scopes"][1] == {
+        "scope": "r/step-1",
+        "figures": [0, 3, 0, 2],
+        "verdict": "clean",
+        "version": "abc",
+        "mean_reward": 0.25,
+        "rewards": 2,
+    }
+    read = index_entries(text)
+    assert read == [blocked, usual, odd] and read[1].named_configs == usual_configs(usual.scope, "abc")
+    assert index_text(read) == text  # each line written back as it was read
+
+
+def test_the_header_of_thousands_of_steps_is_yaml_dumps(tmp_path):
+    """The run configs' path lists are written line by line, as yaml.dump writes them; an owner's
+    keys are read from the card without its configs, as from the whole header."""
+    entries = [ScopeEntry.of(_usual(f"run-{r}/step-{s}", f"v{r}{s}")) for r in range(3) for s in range(1, 40)]
+    entries.append(ScopeEntry.of(_scope("flat", "data/1.5/train-*")))
+    existing = "---\nhomepage: https://example.org\nconfigs:\n- a: 1\n  b: [2]\ntags:\n- team-x\nnotes: 'x: y'\n---\n"
+    card = root_card(entries, SWEEP_CARD, existing)
+    header = card_header(card)
+    assert card.startswith("---\n" + yaml.dump(header, sort_keys=False, allow_unicode=True) + "---\n")
+    assert header["homepage"] == "https://example.org" and header["notes"] == "x: y" and "team-x" in header["tags"]
+    assert root_card_module.owner_header(card) == {k: v for k, v in header.items() if k != "configs"}
+    for odd in ("---\nconfigs: [\n---\n", "---\n- a\n---\n", "---\non: push\nconfigs: []\n---\n"):
+        assert root_card_module.owner_header(odd) == {}, odd
+    # configs left unreadable by hand are written again; the owner's other keys are kept
+    assert root_card_module.owner_header("---\nhomepage: x\nconfigs:\n  - a\n  b: 1\n---\n") == {"homepage": "x"}
