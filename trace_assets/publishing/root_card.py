@@ -657,8 +657,7 @@ def _run_row(label: str, entries: list[ScopeEntry], card: bool = True) -> str:
     mean = sum(e.mean_reward * e.rewards for e in rewarded if e.mean_reward is not None) / count if count else None
     steps = [e for e in entries if e.scope.step]
     verdicts = ", ".join(sorted({_cell(e.verdict) for e in entries}))
-    last = entries[-1].scope
-    link = f"[card]({last.key}/{SCOPE_CARD})" if card else ""
+    link = f"[card]({entries[-1].scope.key}/{SCOPE_CARD})" if card else ""  # the total (no link) may have none
     name = label if not card else f"`{label}`"
     return (
         f"| {name} | {len(steps) or UNKNOWN} | {totals['trial_dirs']:,} | {totals['scored']:,} | "

@@ -184,6 +184,12 @@ def _scope(key: str, data: str = "data/v/train-*", **figures: int) -> ScopeFiles
     return ScopeFiles(RunScope.from_key(key), card, {"rows": 1, **figures}, None, {"verdict": "clean"})
 
 
+def test_a_root_of_blocked_scopes_alone_has_its_card():
+    """The first scope of a root blocked by the scan: a row saying so, a total of none published."""
+    card = _card([ScopeFiles(RunScope("b"), None, None, None, {"verdict": "live"})])
+    assert _table_row(card, "b")[7] == "blocked: live" and "| **total** | - | 0 | 0 | 0 | - | - | 0 scopes |" in card
+
+
 def test_config_names_that_clash_are_refused():
     with pytest.raises(ConfigNameClash, match="a--b--step-1"):
         _card([_scope("a--b/step-1"), _scope("a/b--step-1")], this="a/b--step-1")
