@@ -31,7 +31,9 @@ STEP_FOLDER = re.compile(r"step-[0-9]+")
 CONFIG_SEPARATOR = "--"  # stands for `/` in config names: `datasets` refuses `/` in a config name
 # Files a publish root holds beside its scopes' folders (the root card, the sweep view): no run may
 # be named so, or its folder and the file would collide. `unit/test_scope.py` keeps the list whole.
-PUBLISH_ROOT_FILES = frozenset({"README.md", "sweep_coverage.parquet", "sweep_coverage.svg"})
+PUBLISH_ROOT_FILES = frozenset(
+    {"README.md", "sweep_index.json", "sweep_progress.svg", "sweep_coverage.parquet", "sweep_coverage.svg"}
+)
 
 
 class ScopeUnit(StrEnum):

@@ -56,10 +56,12 @@ from fsspec.implementations.local import LocalFileSystem
 from trace_assets.core.scope import CONFIG_SEPARATOR, InvalidScopeKey, RunScope
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.card_facts import size_category
+from trace_assets.publishing.plots import sweep_progress_svg
 from trace_assets.runtime.atomic_files import replaced_atomically
 
 ROOT_CARD = "README.md"
 INDEX = "sweep_index.json"  # the entries the root card is written from, one per scope
+ROOT_PLOT = "sweep_progress.svg"  # the card's picture of the sweep, written with it from the index
 ROOT_LOCK = ".root-card.lock"  # hidden: never a scope's folder (segments start with a letter or digit)
 CAS_ATTEMPTS = 20
 LIST_WORKERS = 16  # folder listings in flight while the scope folders are found
@@ -522,6 +524,7 @@ def root_card(
         + _description(files, by_scope)
         + _provenance(settings)
         + _table(files, by_scope)
+        + _progress(by_scope)
         + _configs_prose(configs, spans)
     )
 
@@ -666,6 +669,31 @@ def _run_row(label: str, entries: list[ScopeEntry], card: bool = True) -> str:
     )
 
 
+def _progress(by_scope: Mapping[RunScope, ScopeEntry]) -> str:
+    if not by_scope:
+        return ""
+    return (
+        "## Progress\n\n"
+        f"![mean reward and export ratio by step, a line per run]({ROOT_PLOT})\n\n"
+        "Each run's mean reward (of exported trials with a valid reward) and export ratio (of scored trials) "
+        "at each published step, a line per run; a run published whole is one point at step 0.\n\n"
+    )
+
+
+def root_plot(entries: Iterable[ScopeEntry]) -> str:
+    """The card's picture (`ROOT_PLOT`): per run, each published step's mean reward and export ratio."""
+    runs: dict[str, list[tuple[int, float | None, float | None]]] = {}
+    for entry in sorted(entries, key=_entry_order):
+        if entry.blocked or not entry.listed:
+            continue
+        scored, exported = entry.figures.get("scored", 0), entry.figures.get("exported", 0)
+        step = _order(entry.scope)[1]
+        runs.setdefault(entry.scope.run_id, []).append(
+            (max(step, 0), entry.mean_reward, exported / scored if scored else None)
+        )
+    return sweep_progress_svg(list(runs.items()))
+
+
 def _configs_prose(configs: list[dict[str, Any]], spans: list[dict[str, Any]]) -> str:
     if not configs:
         return "## Configs\n\nNo scope is published yet.\n"
@@ -716,25 +744,26 @@ def updated_root(
     this: ScopeFiles,
     settings: CardSettings | None,
     every_scope: Callable[[], list[ScopeEntry]],
-) -> tuple[str, str]:
-    """(index, card) once `this` scope's entry is in: the index as read (`every_scope()`, the scope
-    folders read once, when there is none), the card written from it. Raises ConfigNameClash before
-    anything is written when this scope's config names are another's."""
+) -> tuple[str, str, str]:
+    """(index, card, plot) once `this` scope's entry is in: the index as read (`every_scope()`, the
+    scope folders read once, when there is none), the card and its plot written from it. Raises
+    ConfigNameClash before anything is written when this scope's config names are another's."""
     entries = index_entries(index)
     if entries is None:
         entries = [e for e in every_scope() if e.scope != this.scope]
     entries = with_entry(entries, ScopeEntry.of(this))
-    return index_text(entries), root_card(entries, settings, card, this.scope.key)
+    return index_text(entries), root_card(entries, settings, card, this.scope.key), root_plot(entries)
 
 
 def update_folder_root_card(
     root_url: str, storage_options: dict[str, Any], this: ScopeFiles, settings: CardSettings | None = None
 ) -> None:
-    """Put `this` scope's entry in `<root_url>/sweep_index.json` and write `<root_url>/README.md` from
-    it: a compare-and-swap of each (see above); the scope folders are read only when there is no index."""
+    """Put `this` scope's entry in `<root_url>/sweep_index.json` and write `<root_url>/README.md` and
+    its plot from it: a compare-and-swap of the index and card (see above), the plot after the card;
+    the scope folders are read only when there is no index."""
     fs, root = fsspec.core.url_to_fs(root_url, **storage_options)
     root = root.rstrip("/")
-    card_path, index_path = f"{root}/{ROOT_CARD}", f"{root}/{INDEX}"
+    card_path, index_path, plot_path = f"{root}/{ROOT_CARD}", f"{root}/{INDEX}", f"{root}/{ROOT_PLOT}"
 
     def every_scope() -> list[ScopeEntry]:
         fs.invalidate_cache()  # another publish's folders, not a listing cached before it
@@ -746,10 +775,9 @@ def update_folder_root_card(
         with _flock(Path(root) / ROOT_LOCK):
             index = Path(index_path).read_bytes() if Path(index_path).exists() else None
             card = Path(card_path).read_text() if Path(card_path).exists() else None
-            for path, text in zip(
-                (index_path, card_path), updated_root(index, card, this, settings, every_scope)
-            ):  # a crash between: the card
-                with replaced_atomically(Path(path), durable=True) as temp:  # is written again next time
+            texts = zip((index_path, card_path, plot_path), updated_root(index, card, this, settings, every_scope))
+            for path, text in texts:  # a crash between: the card and plot are written again next time
+                with replaced_atomically(Path(path), durable=True) as temp:
                     temp.write_text(text)
         return
 
@@ -757,13 +785,14 @@ def update_folder_root_card(
     # card write that loses to another's is made again from the newer index, so the last card
     # written holds every entry.
     _compare_and_swap(fs, index_path, lambda index: updated_root(index, None, this, settings, every_scope)[0].encode())
-    _compare_and_swap(
-        fs,
-        card_path,
-        lambda card: root_card(
-            index_entries(_read_or_none(fs, index_path)) or [], settings, card, this.scope.key
-        ).encode(),
-    )
+    read: list[ScopeEntry] = []
+
+    def card_merge(card: str | None) -> bytes:
+        read[:] = index_entries(_read_or_none(fs, index_path)) or []
+        return root_card(read, settings, card, this.scope.key).encode()
+
+    _compare_and_swap(fs, card_path, card_merge)
+    fs.pipe_file(plot_path, root_plot(read).encode())  # of the index the card was written from
 
 
 def _read_or_none(fs: Any, path: str) -> bytes | None:

@@ -51,6 +51,7 @@ from trace_assets.publishing.hub import (
 from trace_assets.publishing.root_card import (
     INDEX,
     ROOT_CARD,
+    ROOT_PLOT,
     SCOPE_FILES,
     ScopeEntry,
     ScopeFiles,
@@ -300,8 +301,8 @@ class HubTarget:
                 files = head.read([_in_repo(prefix, f"{s.key}/{name}") for s in scopes for name in SCOPE_FILES])
                 return scopes_entries(scopes, lambda s, name: files.get(_in_repo(prefix, f"{s.key}/{name}")))
 
-            index, card = updated_root(existing[index_path], existing[card_path], this, self.card, every_scope)
-            return {index_path: index, card_path: card}
+            index, card, plot = updated_root(existing[index_path], existing[card_path], this, self.card, every_scope)
+            return {index_path: index, card_path: card, _in_repo(prefix, ROOT_PLOT): plot}
 
         return SharedFiles((index_path, card_path), merge)
 

@@ -19,6 +19,7 @@ from trace_assets.publishing import root_card as root_card_module
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.publishing.root_card import (
     INDEX,
+    ROOT_PLOT,
     ConfigNameClash,
     ScopeEntry,
     ScopeFiles,
@@ -425,3 +426,21 @@ def test_the_header_of_thousands_of_steps_is_yaml_dumps(tmp_path):
         assert root_card_module.owner_header(odd) == {}, odd
     # configs left unreadable by hand are written again; the owner's other keys are kept
     assert root_card_module.owner_header("---\nhomepage: x\nconfigs:\n  - a\n  b: 1\n---\n") == {"homepage": "x"}
+
+
+def test_the_root_card_shows_each_runs_reward_and_export_ratio_over_its_steps(tmp_path):
+    """Written with the card from the index: a line per run over its steps (a dot for a run without
+    steps), the card pointing at it; a blocked scope is not drawn."""
+    import xml.etree.ElementTree as ET
+
+    built = build_scope_folders(tmp_path)
+    root = tmp_path / "published"
+    target = FolderTarget(str(root), card=SWEEP_CARD)
+    for scope, (folder, _) in built.items():
+        target.publish(folder, scope)
+    assert f"]({ROOT_PLOT})" in (root / "README.md").read_text()
+    svg = ET.fromstring((root / ROOT_PLOT).read_text())
+    names = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert names.count("stepped") == names.count("flat") == 2  # each chart's legend
+    assert list(svg.iter("{http://www.w3.org/2000/svg}circle"))  # flat: one point (a reward, a ratio if known)
+    assert (root / ROOT_PLOT).read_text() == root_card_module.root_plot(index_entries((root / INDEX).read_text()) or [])
