@@ -21,6 +21,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from pathlib import Path
 
 TRACE_JOBS = "trace_jobs"
@@ -30,7 +31,9 @@ STEP_FOLDER = re.compile(r"step-[0-9]+")
 CONFIG_SEPARATOR = "--"  # stands for `/` in config names: `datasets` refuses `/` in a config name
 # Files a publish root holds beside its scopes' folders (the root card, the sweep view): no run may
 # be named so, or its folder and the file would collide. `unit/test_scope.py` keeps the list whole.
-PUBLISH_ROOT_FILES = frozenset({"README.md", "sweep_coverage.parquet", "sweep_coverage.svg"})
+PUBLISH_ROOT_FILES = frozenset(
+    {"README.md", "sweep_index.json", "sweep_progress.svg", "sweep_coverage.parquet", "sweep_coverage.svg"}
+)
 
 
 class ScopeUnit(StrEnum):
@@ -48,6 +51,11 @@ def validate_scope_key(key: str) -> str:
     """`key` unchanged if it is a usable partition key, else `InvalidScopeKey` saying why."""
     if not isinstance(key, str) or not key:
         raise InvalidScopeKey("run id is empty")
+    return _validated(key)
+
+
+@lru_cache(maxsize=1 << 16)  # a key is checked twice a scope made, and a sweep's index holds thousands
+def _validated(key: str) -> str:
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidScopeKey(f"run id {key[:40]!r}... is {len(key)} characters long; at most {MAX_KEY_LENGTH}")
     if key.startswith("/"):

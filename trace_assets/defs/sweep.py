@@ -8,6 +8,7 @@ prints the same (`status_text`).
 """
 
 import tempfile
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from trace_assets.core.roots import root_location
 from trace_assets.core.run_tags import FAILURE_TAG, PARTITION_TAG, failure_line
 from trace_assets.defs.assets import published_shards, raw_trial_listing, secret_scan_report
 from trace_assets.defs.checks import blocked_by
+from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.metadata import PUBLISHED_VERSION_REMOVED, TRACES_ROOT
 from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
@@ -62,7 +64,33 @@ def scope_statuses(instance: dg.DagsterInstance, traces_root: str | None = None)
         ours = [key for key in keys if key not in roots or root_location(roots[key]) == here]
         hidden, keys = len(keys) - len(ours), ours
     published = {record.scope: record for record in published_records(instance)}
-    return [_status(instance, key, published.get(key)) for key in keys], hidden
+    runs = latest_export_runs(instance, keys)
+    return [_status(instance, key, published.get(key), runs.get(key)) for key in keys], hidden
+
+
+KEYS_PER_QUERY = 500  # partition keys in one run query (SQLite binds at most 999 values in old builds)
+
+
+def latest_export_runs(instance: dg.DagsterInstance, keys: Sequence[str]) -> dict[str, dg.DagsterRun]:
+    """`latest_export_run` of each scope, from a run query per `KEYS_PER_QUERY` scopes (their runs,
+    newest first) rather than two queries a scope: `status` over thousands of scopes. A run plans to
+    publish a scope when its selection holds `published_shards` (the export job's whole runs name
+    none, and always do)."""
+    latest: dict[str, dg.DagsterRun] = {}
+    for start in range(0, len(keys), KEYS_PER_QUERY):
+        chunk = keys[start : start + KEYS_PER_QUERY]
+        for record in instance.get_run_records(dg.RunsFilter(tags={PARTITION_TAG: chunk})):
+            run = record.dagster_run
+            key = run.tags.get(PARTITION_TAG)
+            if key is not None and key not in latest and _plans_publish(run):
+                latest[key] = run
+    return latest
+
+
+def _plans_publish(run: dg.DagsterRun) -> bool:
+    if not run.asset_selection:  # the whole job
+        return run.job_name == export_trace_run.name
+    return published_shards.key in run.asset_selection
 
 
 def hidden_text(hidden: int) -> str:
@@ -97,8 +125,9 @@ def listed_roots(instance: dg.DagsterInstance, scopes: set[str]) -> dict[str, st
     return roots
 
 
-def _status(instance: dg.DagsterInstance, key: str, published: ScopeRecord | None) -> ScopeStatus:
-    run = latest_export_run(instance, key)
+def _status(
+    instance: dg.DagsterInstance, key: str, published: ScopeRecord | None, run: dg.DagsterRun | None
+) -> ScopeStatus:
     if run is None:  # never tried, or published by a runless report
         return ScopeStatus(key, ScopeState.PUBLISHED if published else ScopeState.NOT_EXPORTED, published=published)
     if run.status == dg.DagsterRunStatus.SUCCESS:

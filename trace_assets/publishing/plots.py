@@ -61,3 +61,81 @@ def range_label(low: float, high: float, width: float) -> str:
 def integer_label(low: int, high: int) -> str:
     """A bin of whole numbers, both ends included: `4–6`, or `7` alone."""
     return str(low) if low == high else f"{low}–{high}"
+
+
+PALETTE = ("#4f7fbf", "#d9823b", "#4fa36b", "#c44e52", "#8172b2", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+LINES_WIDTH, LINES_HEIGHT, LEGEND_WIDTH = 720, 240, 170
+LEGEND_ROWS = 14  # series named in a legend; the rest counted under them
+LEGEND_CHARS = 26  # of a series' name in the legend
+
+
+def line_chart_svg(title: str, series: Sequence[tuple[str, Sequence[tuple[float, float]]]], x_name: str) -> str:
+    """A line per series (a run's steps), of a fixed size however many points: a sweep of thousands
+    of scopes reads as its runs' curves, not as a bar per scope. A series of one point is a dot; a
+    legend names the first `LEGEND_ROWS` series in their colours. Deterministic text for the same input."""
+    points = [point for _, line in series for point in line]
+    xs, ys = [x for x, _ in points] or [0.0], [y for _, y in points] or [0.0]
+    x_low, x_high = min(xs), max(xs)
+    y_low, y_high = min(0.0, min(ys)), max(ys)
+    x_high, y_high = (x_high if x_high > x_low else x_low + 1), (y_high if y_high > y_low else y_low + 1)
+    left, right, top, bottom = 2 * MARGIN, LINES_WIDTH - LEGEND_WIDTH, MARGIN, LINES_HEIGHT - MARGIN
+
+    def at(x: float, y: float) -> str:
+        return f"{left + _share(x, x_low, x_high) * (right - left):.1f},{bottom - _share(y, y_low, y_high) * (bottom - top):.1f}"
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{LINES_WIDTH}" height="{LINES_HEIGHT}" '
+        f'viewBox="0 0 {LINES_WIDTH} {LINES_HEIGHT}" font-family="sans-serif" font-size="10">',
+        f'<rect width="{LINES_WIDTH}" height="{LINES_HEIGHT}" fill="white"/>',
+        f'<text x="{(left + right) / 2:.0f}" y="16" text-anchor="middle" font-size="13">{escape(title)}</text>',
+        f'<polyline points="{left},{top} {left},{bottom} {right},{bottom}" fill="none" stroke="#444"/>',
+        f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{_tick(y_high)}</text>',
+        f'<text x="{left - 4}" y="{bottom + 4}" text-anchor="end">{_tick(y_low)}</text>',
+        f'<text x="{left}" y="{bottom + 14}" text-anchor="middle">{_tick(x_low)}</text>',
+        f'<text x="{right}" y="{bottom + 14}" text-anchor="middle">{_tick(x_high)}</text>',
+        f'<text x="{(left + right) / 2:.0f}" y="{bottom + 14}" text-anchor="middle">{escape(x_name)}</text>',
+    ]
+    for index, (name, line) in enumerate(series):
+        colour = PALETTE[index % len(PALETTE)]
+        if len(line) == 1:
+            cx, cy = at(*line[0]).split(",")
+            parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}"/>')
+        elif line:
+            path = " ".join(at(x, y) for x, y in line)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        if index < LEGEND_ROWS:
+            row = top + 12 * index
+            label = name if len(name) <= LEGEND_CHARS else name[: LEGEND_CHARS - 1] + "…"
+            parts.append(f'<rect x="{right + 10}" y="{row - 4}" width="12" height="3" fill="{colour}"/>')
+            parts.append(f'<text x="{right + 26}" y="{row}">{escape(label)}</text>')
+    if len(series) > LEGEND_ROWS:
+        parts.append(f'<text x="{right + 10}" y="{top + 12 * LEGEND_ROWS}">and {len(series) - LEGEND_ROWS} more</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _share(value: float, low: float, high: float) -> float:
+    """Where `value` lies from `low` (0) to `high` (1), halved first so that -1e308..1e308 spans a finite range."""
+    return (value / 2 - low / 2) / (high / 2 - low / 2)
+
+
+def _tick(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def sweep_progress_svg(runs: Sequence[tuple[str, Sequence[tuple[int, float | None, float | None]]]]) -> str:
+    """A sweep's picture: per run, the mean reward and the export ratio (% of scored) of each of
+    its steps (step, mean reward, ratio; None where unknown), a line per run, one chart above the
+    other. A run published whole is its one point at step 0."""
+    reward = [(run, [(step, value) for step, value, _ in points if value is not None]) for run, points in runs]
+    ratio = [(run, [(step, 100 * value) for step, _, value in points if value is not None]) for run, points in runs]
+    charts = (
+        line_chart_svg("mean reward of exported trials, by step", reward, "step"),
+        line_chart_svg("export ratio (% of scored), by step", ratio, "step"),
+    )
+    height = 2 * LINES_HEIGHT
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{LINES_WIDTH}" height="{height}" '
+        f'viewBox="0 0 {LINES_WIDTH} {height}">\n'
+        f'<g>{charts[0]}</g>\n<g transform="translate(0,{LINES_HEIGHT})">{charts[1]}</g>\n</svg>\n'
+    )

@@ -41,7 +41,7 @@ from trace_assets.publishing.hub import (
     HeadFiles,
     HubPublishError,
     RepoIdTemplateError,
-    SharedFile,
+    SharedFiles,
     check_hub_access,
     parse_publish_root,
     publish_run_folder,
@@ -49,13 +49,16 @@ from trace_assets.publishing.hub import (
     render_repo_id,
 )
 from trace_assets.publishing.root_card import (
+    INDEX,
     ROOT_CARD,
+    ROOT_PLOT,
     SCOPE_FILES,
+    ScopeEntry,
     ScopeFiles,
-    gathered,
-    root_card,
     scope_keys,
+    scopes_entries,
     update_folder_root_card,
+    updated_root,
 )
 from trace_assets.publishing.sessions_card import SESSIONS_CARD
 from trace_assets.publishing.shards import DATA_DIR
@@ -160,7 +163,7 @@ class FolderTarget:
 
     def publish(self, local_dir: Path, scope: RunScope, progress: Progress = quiet) -> str:
         """The scope's folder, then, after its card is flipped and before its old shards go, the
-        root card (the sweep's card, written from every scope's folder, see `publishing.root_card`)."""
+        root card and its index (the sweep's card, see `publishing.root_card`)."""
         target = self.location(scope)
         this = ScopeFiles.of_folder(scope, local_dir)
         replace_folder(
@@ -280,23 +283,28 @@ class HubTarget:
             path_in_repo=path,
             commit_message=f"Publish traces of run {scope.key}",
             endpoint=self.settings.endpoint,
-            shared_file=None if self.settings.repo_id_template else self._root_card(local_dir, scope),
+            shared_files=None if self.settings.repo_id_template else self._root_card(local_dir, scope),
             progress=progress,
         ).commit_url
 
-    def _root_card(self, local_dir: Path, scope: RunScope) -> SharedFile:
-        """The shared repo's root card, written in the scope's own commit from every scope folder at
-        the head that commit is planned against, this scope's from `local_dir`."""
+    def _root_card(self, local_dir: Path, scope: RunScope) -> SharedFiles:
+        """The shared repo's root card and its index, written in the scope's own commit from the index
+        at the head that commit is planned against, this scope's entry from `local_dir` (every scope
+        folder at that head read only when there is no index)."""
         this = ScopeFiles.of_folder(scope, local_dir)
         prefix = self.shared_path
+        card_path, index_path = _in_repo(prefix, ROOT_CARD), _in_repo(prefix, INDEX)
 
-        def merge(existing: str | None, head: HeadFiles) -> str:
-            scopes = [s for s in scope_keys(head.paths, prefix) if s != scope]
-            files = head.read([_in_repo(prefix, f"{s.key}/{name}") for s in scopes for name in SCOPE_FILES])
-            read = lambda s, name: files.get(_in_repo(prefix, f"{s.key}/{name}"))  # noqa: E731
-            return root_card(gathered(scopes, read, this), self.card, existing, scope.key)
+        def merge(existing: dict[str, str | None], head: HeadFiles) -> dict[str, str]:
+            def every_scope() -> list[ScopeEntry]:
+                scopes = [s for s in scope_keys(head.all_paths(), prefix) if s != scope]
+                files = head.read([_in_repo(prefix, f"{s.key}/{name}") for s in scopes for name in SCOPE_FILES])
+                return scopes_entries(scopes, lambda s, name: files.get(_in_repo(prefix, f"{s.key}/{name}")))
 
-        return SharedFile(_in_repo(prefix, ROOT_CARD), merge)
+            index, card, plot = updated_root(existing[index_path], existing[card_path], this, self.card, every_scope)
+            return {index_path: index, card_path: card, _in_repo(prefix, ROOT_PLOT): plot}
+
+        return SharedFiles((index_path, card_path), merge)
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
         return self.published_json(scope, COVERAGE_FILE)
@@ -343,7 +351,7 @@ class HubTarget:
             path_in_repo=path,
             commit_message=f"Blocked by the secret scan: {scope.key} (its scan report only)",
             endpoint=self.settings.endpoint,
-            shared_file=self._root_card(folder, scope),
+            shared_files=self._root_card(folder, scope),
             whole_folder=True,
         )
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trace_assets.core.scope import RunScope
-from trace_assets.publishing.plots import HEIGHT, bar_chart_svg
+from trace_assets.publishing.plots import sweep_progress_svg
 
 SWEEP_FILE = "sweep_coverage.parquet"
 SWEEP_PLOT = "sweep_coverage.svg"
@@ -346,22 +346,9 @@ def markdown_table(statuses: list[ScopeStatus]) -> str:
 
 
 def plot_svg(records: list[ScopeRecord]) -> str:
-    """Export ratio (%) and mean reward by run and step: two bar charts, one above the other."""
-    ordered = sorted_records(records)
-    labels = [r.run if r.step is None else f"{r.run} s{r.step}" for r in ordered]
-    width = max(480, 60 * len(ordered) + 60)
-    ratio = bar_chart_svg(
-        "export ratio (% of scored)",
-        [(label, round(100 * r.export_ratio, 1)) for label, r in zip(labels, ordered)],
-        width=width,
-    )
-    reward = bar_chart_svg(
-        "mean reward of exported trials",
-        [(label, round(r.mean_reward or 0.0, 3)) for label, r in zip(labels, ordered)],
-        width=width,
-    )
-    height = 2 * HEIGHT
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">\n'
-        f'<g>{ratio}</g>\n<g transform="translate(0,{HEIGHT})">{reward}</g>\n</svg>\n'
-    )
+    """Per run, mean reward and export ratio over its steps: a line per run (`sweep_progress_svg`),
+    as the root card draws them from the publish root's index."""
+    runs: dict[str, list[tuple[int, float | None, float | None]]] = {}
+    for r in sorted_records(records):
+        runs.setdefault(r.run, []).append((r.step or 0, r.mean_reward, r.export_ratio if r.scored else None))
+    return sweep_progress_svg(list(runs.items()))

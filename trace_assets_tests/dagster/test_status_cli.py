@@ -12,10 +12,16 @@ import dagster as dg
 from benchmarks.generate_traces import generate_run
 from trace_assets.core.run_tags import FAILURE_TAG, PARTITION_TAG
 from trace_assets.definitions import build_definitions, export_trace_run
-from trace_assets.defs.assets import published_shards
-from trace_assets.defs.partitions import register_scopes
+from trace_assets.defs.assets import published_shards, raw_trial_listing
+from trace_assets.defs.partitions import TRACE_RUNS, register_scopes
 from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
-from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
+from trace_assets.defs.sweep import (
+    latest_export_run,
+    latest_export_runs,
+    refresh_sweep_coverage,
+    sweep_coverage,
+    sweep_coverage_after_export,
+)
 from trace_assets_tests.support.cli_processes import cli_env, run_cli
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
@@ -197,6 +203,16 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
         event = instance.get_latest_materialization_event(sweep_coverage.key)
         assert event is not None and event.asset_materialization is not None
         view = str(event.asset_materialization.metadata["status"].value)
+        # status reads every scope's newest export run from a query per 500 scopes: the same run as
+        # the scope's newest planned publish, a later run of its listing alone not taken for one
+        listing = defs.resolve_implicit_global_asset_job_def()
+        assert listing.execute_in_process(
+            instance=instance, partition_key="published-run", asset_selection=[raw_trial_listing.key]
+        ).success
+        keys = instance.get_dynamic_partitions(TRACE_RUNS)
+        one_by_one = {key: run.run_id for key in keys if (run := latest_export_run(instance, key)) is not None}
+        assert {key: run.run_id for key, run in latest_export_runs(instance, keys).items()} == one_by_one
+        assert len(one_by_one) == len(keys) - 1  # waiting-run: none
     assert "| blocked-run | blocked | - |" in view and "| waiting-run | not exported yet |" in view
     assert "| **sweep total** | 8 scopes |" in view
 

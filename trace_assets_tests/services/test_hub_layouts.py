@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from pathlib import Path
 
 import datasets
 import huggingface_hub.constants
 import pytest
-from huggingface_hub import DatasetCard
+from huggingface_hub import DatasetCard, HfApi
 
 from trace_assets.core.scope import RunScope
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.hub import publish_run_folder
-from trace_assets.publishing.root_card import card_header
+from trace_assets.publishing.root_card import INDEX, card_header, index_entries
 from trace_assets.publishing.targets import HubSettings, HubTarget
 from trace_assets_tests.support.declared_configs import load_every_config, root_figures, scope_figures
 from trace_assets_tests.support.hub_server import STAND_IN_TOKEN, HubStandIn
@@ -70,12 +69,13 @@ def test_a_repo_per_sweep_shows_the_sweeps_card_and_loads_every_config(through_t
     assert card.data.language == ["en"] and card.data.task_categories == ["text-generation"]
     for fact in ("Training framework: SkyRL", "Task source: terminal-bench 2 (tasktrove)", "`Qwen/Qwen3-30B-A3B`"):
         assert fact in text
-    assert _row(text, "flat")[6:8] == ["blocked: live", "not published"]
+    assert _row(text, "flat")[7:9] == ["blocked: live", "[scan report](flat/secret_scan.json)"]
     published = {scope: folder for scope, (folder, _) in built.items() if scope != blocked}
-    for scope in published:
-        coverage = json.loads(files[f"{scope.key}/coverage.json"])
-        assert _row(text, scope.key)[1:4] == [str(coverage[k]) for k in ("trial_dirs", "scored", "exported")]
-        assert _row(text, scope.key)[8] == f"[card]({scope.key}/README.md)"
+    coverages = [json.loads(files[f"{scope.key}/coverage.json"]) for scope in published]
+    assert _row(text, "stepped")[2:5] == [
+        str(sum(c[k] for c in coverages)) for k in ("trial_dirs", "scored", "exported")
+    ]
+    assert _row(text, "stepped")[8] == f"[card]({list(published)[-1].key}/README.md)"  # a row per run
 
     figures = {
         scope: scope_figures(files[f"{scope.key}/README.md"].decode(), json.loads(files[f"{scope.key}/coverage.json"]))
@@ -88,13 +88,16 @@ def test_a_repo_per_sweep_shows_the_sweeps_card_and_loads_every_config(through_t
     expected = {name: count for name, count in root_figures(figures).items() if not name.endswith("--sessions")}
     loaded = load_every_config(text, expected, through_the_hub, tmp_path / "every")
     assert loaded["stepped"] == sum(built[scope][1] for scope in published) > 0  # the run spans its steps
-    assert {"stepped", "stepped--trials", "stepped--step-1", "stepped--step-2"} <= set(loaded)
+    assert {"stepped", "stepped--trials"} <= set(loaded) and not any("--step-" in name for name in loaded)
     assert not any(name.startswith("flat") for name in loaded)
 
 
-def test_the_root_card_is_written_from_the_repos_files_after_a_lost_update(through_the_stand_in, tmp_path):
-    """A scope committed without the root card (a publish by an older version, or one killed
-    between): the next scope's commit reads every scope folder at its parent and lists it."""
+def test_a_scope_committed_without_the_root_card_is_listed_once_the_index_is_built_again(
+    through_the_stand_in, tmp_path
+):
+    """A scope committed without the root card (a publish by an older version, or by hand): the
+    index does not list it; deleting the index makes the next scope's commit build it again from
+    every scope folder at its parent, which lists it."""
     hub = through_the_stand_in
     target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), SWEEP, "main", "", SWEEP_CARD)
     built = build_scope_folders(tmp_path)
@@ -108,16 +111,21 @@ def test_the_root_card_is_written_from_the_repos_files_after_a_lost_update(throu
         path_in_repo=second.key,
         commit_message="no root card",
     )
-    assert second.config_name not in [
-        c["config_name"] for c in card_header(hub.files(SWEEP)["README.md"].decode())["configs"]
-    ]
+    target.publish(built[third][0], third)
+    assert second not in {e.scope for e in index_entries(hub.files(SWEEP)[INDEX]) or []}
+    HfApi(endpoint=hub.url, token=STAND_IN_TOKEN).delete_file(INDEX, SWEEP, repo_type="dataset")
 
     target.publish(built[third][0], third)
     text = hub.files(SWEEP)["README.md"].decode()
-    names = {c["config_name"] for c in card_header(text)["configs"]}
-    assert {first.config_name, second.config_name, third.config_name, "stepped"} <= names
+    [run] = [c for c in card_header(text)["configs"] if c["config_name"] == "stepped"]
+    assert {p.split("/data/")[0] for p in run["data_files"][0]["path"]} == {first.key, second.key}
+    entries = {e.scope: e for e in index_entries(hub.files(SWEEP)[INDEX]) or []}
     coverage = json.loads((built[second][0] / "coverage.json").read_text())
-    assert _row(text, second.key)[1] == str(coverage["trial_dirs"])
+    assert entries[second].figures["trial_dirs"] == coverage["trial_dirs"]
+
+
+def _names(card: str) -> list[str]:
+    return [c["config_name"] for c in card_header(card)["configs"]]
 
 
 def test_a_repo_per_scope_is_named_from_the_template_and_loads_alone(through_the_stand_in, tmp_path):
@@ -142,49 +150,27 @@ def test_a_repo_per_scope_is_named_from_the_template_and_loads_alone(through_the
     assert target.location(RunScope("flat")) == f"hf://datasets/{template}"
 
 
-def test_the_root_cards_merge_downloads_another_scopes_files_once_per_content(
-    through_the_stand_in, tmp_path, monkeypatch
-):
-    """Each publish to a repo per sweep rewrites the root card from every other scope's four files;
-    kept by blob id on local disk, an unchanged one is downloaded once, not on every publish, and the
-    card is byte for byte the one written from fresh downloads."""
+def test_a_publish_reads_the_index_and_lists_its_own_folder_not_the_other_scopes(through_the_stand_in, tmp_path):
+    """Each publish to a repo per sweep writes the root card from the index at its parent: it reads
+    the index and the card (two files at most, none when kept by blob id), lists its own folder and the root's top, and reads no other
+    scope's file nor lists the whole repo, however many scopes the repo holds; one commit a scope."""
     hub = through_the_stand_in
     built = build_scope_folders(tmp_path)
-
-    def scope_file_reads(repo: str, method: str = "GET") -> int:
-        """Requests for files inside a scope's folder (not the root card): HEAD, or GET (a download)."""
-        return len(hub.requests_to(method, rf"/datasets/{repo}/resolve/[^/]+/[^?]+/[^/?]+$"))
-
-    cards, rounds = {}, {}
-    for repo, cached in (("acme/cold", False), ("acme/warm", True)):
-        target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), repo, "main", "", SWEEP_CARD)
-        for round in (1, 2):  # every scope published twice: the second round changes nothing
-            for n, scope in enumerate(built):
-                cache = tmp_path / "cache" / (repo if cached else f"{repo}-{round}-{n}")  # cold: empty each time
-                monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-                target.publish(built[scope][0], scope)
-            rounds[repo, round] = (scope_file_reads(repo, "HEAD"), scope_file_reads(repo))
-        cards[repo] = hub.files(repo)["README.md"]
-    others = sum(range(len(built))) + len(built) * (len(built) - 1)  # other scopes' folders read, both rounds
-    assert rounds["acme/cold", 2][0] == 4 * others  # four files a folder looked up on every publish
-    assert rounds["acme/warm", 2][1] <= 4 * len(built)  # each folder's files at most once: when first read
-    per_file = Counter(
-        r.path.split("/", 6)[-1] for r in hub.requests_to("GET", r"/datasets/acme/warm/resolve/[^/]+/[^?]+/[^/?]+$")
-    )
-    assert set(per_file.values()) == {1}, per_file  # at whichever head, never downloaded twice
-    assert cards["acme/cold"] == cards["acme/warm"]
-    print(
-        f"scope-file requests (HEAD, GET) over {2 * len(built)} publishes: cold {rounds['acme/cold', 2]}, "
-        f"kept {rounds['acme/warm', 2]}"
-    )
-
-    # A kept file that no longer matches its id (torn, altered) is read from the Hub again.
-    kept = sorted(path for path in (tmp_path / "cache" / "acme/warm").rglob("*") if path.is_file())
-    for path in kept:
-        path.write_bytes(b"altered")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache" / "acme/warm"))
-    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), "acme/warm", "main", "", SWEEP_CARD)
-    first = next(iter(built))
-    target.publish(built[first][0], first)
-    assert scope_file_reads("acme/warm") > rounds["acme/warm", 2][1]
-    assert hub.files("acme/warm")["README.md"] == cards["acme/cold"]
+    target = HubTarget(HubSettings(token=STAND_IN_TOKEN, endpoint=hub.url), SWEEP, "main", "", SWEEP_CARD)
+    for scope, (folder, _) in built.items():
+        target.publish(folder, scope)
+    commits = len(hub.commits(SWEEP))
+    for scope, (folder, _) in built.items():  # again: the index lists every scope now
+        before = len(hub.requests)
+        target.publish(folder, scope)
+        requests = hub.requests[before:]
+        downloads = [r.path for r in requests if r.method == "GET" and "/resolve/" in r.path]
+        assert {path.rsplit("/", 1)[-1] for path in downloads} <= {INDEX, "README.md"}  # or kept by blob id
+        listings = [(re.sub(r".*/tree/[^/]+", "", r.path), r.query) for r in requests if "/tree/" in r.path]
+        assert listings and all(
+            (path == f"/{scope.key}" and "recursive=true" in query) or (not path and "recursive=false" in query)
+            for path, query in listings
+        ), listings
+    assert len(hub.commits(SWEEP)) <= commits + len(built)  # one a scope, none when nothing changed
+    entries = index_entries(hub.files(SWEEP)[INDEX])
+    assert entries is not None and {e.scope for e in entries} == set(built)

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import HfApi
 
-from trace_assets.publishing.hub import HubPublishError, PublishedCommit, RetryPolicy, SharedFile, publish_run_folder
+from trace_assets.publishing.hub import HubPublishError, PublishedCommit, RetryPolicy, SharedFiles, publish_run_folder
 from trace_assets.publishing.hub import batched as hub_batched
 
 if TYPE_CHECKING:  # imported at runtime by pytest_plugins, so pytest can rewrite its asserts
@@ -44,10 +44,13 @@ def write_version(root: Path, name: str, shards: int) -> Path:
     return folder
 
 
-def root_card(scope: str) -> SharedFile:
+def root_card(scope: str) -> SharedFiles:
     """A shared card listing one line per scope, merged like the root card's configs."""
-    return SharedFile(
-        "README.md", lambda existing, _head: "".join(sorted({*(existing or "").splitlines(True), f"{scope}\n"}))
+    return SharedFiles(
+        ("README.md",),
+        lambda existing, _head: {
+            "README.md": "".join(sorted({*(existing["README.md"] or "").splitlines(True), f"{scope}\n"}))
+        },
     )
 
 
@@ -61,7 +64,7 @@ def publish(hub: HubStandIn, folder: Path, scope: str = "") -> PublishedCommit:
         path_in_repo=scope,
         retry=NO_WAIT,
         max_files_per_commit=FILES_PER_COMMIT,
-        shared_file=root_card(scope) if scope else None,
+        shared_files=root_card(scope) if scope else None,
     )
 
 

@@ -29,10 +29,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>' to upload ra
 
 
 def _configs(built) -> set[str]:
-    """Each scope's rows, and its `trials` config (every folder with its reason), as `<scope>--trials`;
-    the same for a run's steps together."""
-    runs = {RunScope(s.run_id).config_name for s in built if s.step}
-    names = {s.config_name for s in built} | runs
+    """Each run's rows (its steps together), and its `trials` config (every folder with its reason),
+    as `<run>--trials`."""
+    names = {RunScope(s.run_id).config_name for s in built}
     return names | {f"{name}--trials" for name in names}
 
 
@@ -59,8 +58,9 @@ def test_an_s3_root_of_scopes_loads_per_scope(tmp_path, s3_bucket, s3_endpoint):
     assert {c["config_name"] for c in card["configs"]} == _configs(built)
     fs.get(f"{s3_bucket}/published", str(tmp_path / "copy"), recursive=True)
     loaded = check_root_folder(tmp_path / "copy", built, tmp_path / "c")  # every card, every config
-    for scope, (_, rows) in built.items():
-        assert loaded["README.md"][scope.config_name] == rows
+    for scope in built:
+        run = RunScope(scope.run_id).config_name
+        assert loaded["README.md"][run] == sum(r for s, (_, r) in built.items() if s.run_id == scope.run_id)
         coverage = json.loads((tmp_path / "copy" / scope.key / "coverage.json").read_text())
         assert loaded[f"{scope.key}/sessions/README.md"] == {"default": coverage["sessions"]}
         # the call the scope's card prints, straight from the bucket
@@ -86,11 +86,10 @@ def test_a_hub_repo_of_scopes_lists_and_loads_each(tmp_path, hub_server, monkeyp
 
     monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", hub_server.url)  # read at import by both
     monkeypatch.setattr(datasets.config, "HF_ENDPOINT", hub_server.url)
-    for scope, (_, rows) in built.items():  # load_dataset(repo, name=scope) through the stand-in
-        loaded = datasets.load_dataset(
-            "acme/sweep", scope.config_name, split="train", cache_dir=str(tmp_path / "hc" / scope.config_name)
-        )
-        assert len(loaded) == rows and {row["run_id"] for row in loaded} == {scope.run_id}
+    for run in {s.run_id for s in built}:  # load_dataset(repo, name=run) through the stand-in
+        loaded = datasets.load_dataset("acme/sweep", run, split="train", cache_dir=str(tmp_path / "hc" / run))
+        assert len(loaded) == sum(rows for s, (_, rows) in built.items() if s.run_id == run)
+        assert {row["run_id"] for row in loaded} == {run}
 
     def through_the_hub(name, cache):
         return datasets.load_dataset("acme/sweep", name, split="train", cache_dir=str(cache)).num_rows

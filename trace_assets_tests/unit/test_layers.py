@@ -39,6 +39,7 @@ LAYERS = (
 DAGSTER_LAYER = {"defs", "definitions", "cli"}
 # Imports inside functions that are not the CLI's, each kept for start-up time.
 DEFERRED_IMPORTS = {
+    "publishing/hub/base.py": "huggingface_hub loads only when a run publishes to the Hub",
     "publishing/hub/batched.py": "huggingface_hub loads only when a run publishes to the Hub",
     "publishing/hub/commit.py": "huggingface_hub loads only when a run publishes to the Hub",
     "publishing/hub/reads.py": "huggingface_hub loads only when a run publishes to the Hub",

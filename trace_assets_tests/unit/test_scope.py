@@ -126,9 +126,10 @@ def test_shrink_guard_refuses_empty_and_shrunk_versions():
 def test_no_run_is_named_like_a_file_of_the_publish_root():
     from trace_assets.core.scope import PUBLISH_ROOT_FILES
     from trace_assets.publishing.dataset_folder import CARD_FILE
+    from trace_assets.publishing.root_card import INDEX, ROOT_PLOT
     from trace_assets.sweep.view import SWEEP_FILE, SWEEP_PLOT
 
-    assert {CARD_FILE, SWEEP_FILE, SWEEP_PLOT} <= PUBLISH_ROOT_FILES
+    assert {CARD_FILE, INDEX, ROOT_PLOT, SWEEP_FILE, SWEEP_PLOT} <= PUBLISH_ROOT_FILES
     for name in PUBLISH_ROOT_FILES:
         with pytest.raises(InvalidScopeKey, match="a file the publish root holds"):
             validate_scope_key(name)

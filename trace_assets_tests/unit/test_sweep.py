@@ -141,11 +141,24 @@ def test_markdown_bars_follow_the_figures():
     assert "published to" not in markdown_table(PUBLISHED)  # a path is one long word: it would not wrap
 
 
-def test_plot_is_one_svg_with_both_charts():
+def test_plot_is_one_svg_with_a_line_per_run_over_its_steps():
     root = ET.fromstring(plot_svg(RECORDS))
     titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert "export ratio (% of scored)" in titles and "mean reward of exported trials" in titles
-    assert "sweep-b s25" in titles and "82.4" in titles
+    assert "export ratio (% of scored), by step" in titles and "mean reward of exported trials, by step" in titles
+    assert {"sweep-a", "sweep-b"} <= set(titles)  # the legend: a colour per run
+    lines = list(root.iter("{http://www.w3.org/2000/svg}polyline")) + list(
+        root.iter("{http://www.w3.org/2000/svg}circle")
+    )
+    assert len(lines) > 2
+
+
+def test_the_plot_of_thousands_of_steps_keeps_its_size():
+    """20 runs of 100 steps: a fixed-size picture, a line per run, 14 named and the rest counted."""
+    records = [_record(f"run-{r:02d}/step-{s}", 10, s / 100) for r in range(20) for s in range(1, 101)]
+    root = ET.fromstring(plot_svg(records))
+    assert root.get("width") == "720"
+    assert len(list(root.iter("{http://www.w3.org/2000/svg}polyline"))) == 2 * 20 + 2  # and two axes
+    assert "and 6 more" in [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
 
 
 def test_a_non_finite_mean_reward_reads_as_unknown(tmp_path):

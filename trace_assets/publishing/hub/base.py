@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from trace_assets.runtime.progress import FileTransfer
 
 if TYPE_CHECKING:
-    from huggingface_hub import CommitOperationAdd
+    from huggingface_hub import CommitOperationAdd, HfApi
     from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.hf_api import RepoFile
 
 REPO_TYPE = "dataset"
 
@@ -60,3 +61,20 @@ def travels_in_commit(addition: CommitOperationAdd) -> bool:
 def advance(transfer: FileTransfer, additions: list[CommitOperationAdd]) -> None:
     if additions:
         transfer.advance(len(additions), sum(addition.upload_info.size for addition in additions))
+
+
+def listed_files(api: HfApi, repo_id: str, head: str, folder: str, *, recursive: bool) -> dict[str, RepoFile]:
+    """The files in `folder` at `head` (below it too when `recursive`; "" is the repo's top) by path;
+    {} for a folder the head lacks. A publish lists its scope's folder, never a whole sweep's repo."""
+    from huggingface_hub.errors import EntryNotFoundError, RemoteEntryNotFoundError
+    from huggingface_hub.hf_api import RepoFile
+
+    try:
+        tree = list(
+            api.list_repo_tree(
+                repo_id, path_in_repo=folder or None, recursive=recursive, repo_type=REPO_TYPE, revision=head
+            )
+        )
+    except (EntryNotFoundError, RemoteEntryNotFoundError):
+        return {}
+    return {entry.path: entry for entry in tree if isinstance(entry, RepoFile)}

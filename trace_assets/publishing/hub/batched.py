@@ -12,7 +12,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from trace_assets.publishing.hub.base import REPO_TYPE, HubPublishError, PublishedCommit, advance, travels_in_commit
+from trace_assets.publishing.hub.base import (
+    REPO_TYPE,
+    HubPublishError,
+    PublishedCommit,
+    advance,
+    listed_files,
+    travels_in_commit,
+)
 from trace_assets.publishing.hub.naming import DEFAULT_REVISION
 from trace_assets.runtime.progress import FileTransfer, Progress, quiet, terminal
 
@@ -88,6 +95,7 @@ class BatchedPublish:
         repo_id: str,
         uploads: dict[str, Path],
         stale_folders: tuple[str, ...],
+        folders: tuple[tuple[str, bool], ...],
         *,
         max_files: int,
         retry: RetryPolicy,
@@ -98,6 +106,7 @@ class BatchedPublish:
         self.repo_id = repo_id
         self.local = {path: _LocalFile.read(source) for path, source in uploads.items()}
         self.stale_folders = stale_folders
+        self.folders = folders  # (folder, recursive): where the uploads and stale files are, listed at a ref
         self.max_files = max_files
         self.retry = retry
         self.deleted: set[str] = set()
@@ -182,15 +191,13 @@ class BatchedPublish:
         )
 
     def _state(self, ref: str) -> tuple[str, dict[str, RepoFile]]:
-        """The ref's head and every file under it."""
-        from huggingface_hub.hf_api import RepoFile
-
+        """The ref's head and every file in `folders` (not the whole repo: a sweep's other scopes)."""
         head = self._call(lambda: self.api.dataset_info(self.repo_id, revision=ref)).sha
         assert head is not None, "the Hub names every revision's head commit"
-        entries = self._call(
-            lambda: list(self.api.list_repo_tree(self.repo_id, recursive=True, repo_type=REPO_TYPE, revision=head))
-        )
-        return head, {entry.path: entry for entry in entries if isinstance(entry, RepoFile)}
+        files: dict[str, RepoFile] = {}
+        for folder, recursive in self.folders:
+            files.update(self._call(partial(listed_files, self.api, self.repo_id, head, folder, recursive=recursive)))
+        return head, files
 
     def _missing(self, remote: dict[str, RepoFile]) -> list[str]:
         return sorted(path for path, local in self.local.items() if not local.is_on(remote.get(path)))

@@ -22,6 +22,7 @@ from trace_assets.publishing.hub.base import (
     PublishedCommit,
     advance,
     describe_hub_failure,
+    listed_files,
     travels_in_commit,
 )
 from trace_assets.publishing.hub.batched import BatchedPublish, RetryPolicy
@@ -44,19 +45,21 @@ UPLOAD_GROUP_BYTES = 64 * 2**20
 
 
 class HeadFiles(NamedTuple):
-    """The repo at the head a commit is planned against: every file's path, and a reader of many
-    files at once (those missing left out), for a shared file written from the others."""
+    """The repo at the head a commit is planned against, for shared files written from the others:
+    every file's path (`all_paths()`: one tree listing of the whole repo, made only when called), and
+    a reader of many files at once (those missing left out)."""
 
-    paths: list[str]
+    all_paths: Callable[[], list[str]]
     read: Callable[[list[str]], dict[str, bytes]]
 
 
-class SharedFile(NamedTuple):
-    """A file many publishes to one repo each change a part of: its path, and the merge of one
-    publish's part into the text at the head (None when there is none), which may read the head's files."""
+class SharedFiles(NamedTuple):
+    """Files many publishes to one repo each change a part of (the root card and its index): their
+    paths, all in one folder, and the merge of one publish's part into their texts at the head (None
+    for one not there), which may read the head's other files; it returns every file's new text."""
 
-    path: str
-    merge: Callable[[str | None, HeadFiles], str]
+    paths: tuple[str, ...]
+    merge: Callable[[dict[str, str | None], HeadFiles], dict[str, str]]
 
 
 def publish_run_folder(
@@ -71,7 +74,7 @@ def publish_run_folder(
     endpoint: str | None = None,
     max_files_per_commit: int = MAX_FILES_PER_COMMIT,
     retry: RetryPolicy | None = None,
-    shared_file: SharedFile | None = None,
+    shared_files: SharedFiles | None = None,
     whole_folder: bool = False,
     progress: Progress = quiet,
 ) -> PublishedCommit:
@@ -89,9 +92,10 @@ def publish_run_folder(
     on the branch while this one is being prepared, the Hub rejects it (HTTP 412) and nothing
     changes; publishing again plans against the new head.
 
-    `shared_file` (the root card of a repo holding many scopes) is read at the head the commit is
-    planned against and its merge goes into the same commit, so the Hub's parent-commit check keeps
-    a concurrent publish of another scope from losing either's change.
+    `shared_files` (the root card of a repo holding many scopes, and its index) are read at the head
+    the commit is planned against and their merge goes into the same commit, so the Hub's parent-commit
+    check keeps a concurrent publish of another scope from losing either's change. Only the folder
+    `path_in_repo` (recursively) and the shared files' folder are listed, not the whole repo.
 
     `whole_folder` (a scope the secret scan blocked, whose folder keeps its scan report only): every
     file under `path_in_repo` that `local_dir` lacks is deleted, not only stale shards; it needs a
@@ -132,7 +136,8 @@ def publish_run_folder(
                 commit_message=commit_message,
                 max_files_per_commit=max_files_per_commit,
                 retry=retry,
-                shared=(shared_file, Path(scratch)) if shared_file else None,
+                prefix=prefix,
+                shared=(shared_files, Path(scratch)) if shared_files else None,
                 progress=progress,
             )
     except HfHubHTTPError as error:
@@ -153,27 +158,35 @@ def _publish(
     commit_message: str,
     max_files_per_commit: int,
     retry: RetryPolicy | None,
-    shared: tuple[SharedFile, Path] | None,
+    prefix: str,
+    shared: tuple[SharedFiles, Path] | None,
     progress: Progress,
 ) -> PublishedCommit:
     """`publish_folder`'s work once its arguments are checked: `uploads` maps each path in the
     repo to its local file; `shared` is the shared file with a scratch folder for its merge."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-    from huggingface_hub.hf_api import RepoFile
 
     head = _prepare_revision(api, repo_id, revision, private)
-    tree = api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE, revision=head)
-    blob_ids = {entry.path: entry.blob_id if entry.lfs is None else "" for entry in tree if isinstance(entry, RepoFile)}
+    blob_ids = _listed(api, repo_id, head, prefix, recursive=True)  # the scope's own folder
     remote_files = list(blob_ids)
+    folders: tuple[tuple[str, bool], ...] = ((prefix, True),)  # what a batched publish lists of the ref
     if shared:
-        shared_file, scratch = shared
-        read = partial(_read_at, api, repo_id, head, scratch, blob_ids, BlobCache.default())
-        existing = read([shared_file.path]).get(shared_file.path)
-        merged = scratch / "shared-file"
-        merged.write_text(
-            shared_file.merge(existing.decode() if existing is not None else None, HeadFiles(remote_files, read))
-        )
-        uploads = {**uploads, shared_file.path: merged}
+        shared_files, scratch = shared
+        folder = shared_files.paths[0].rpartition("/")[0]
+        folders += ((folder, False),)
+        ids = {**_listed(api, repo_id, head, folder, recursive=False), **blob_ids}
+        read = partial(_read_at, api, repo_id, head, scratch, ids, BlobCache.default())
+
+        def all_paths() -> list[str]:  # the whole repo: read once, to build a missing index
+            ids.update(_listed(api, repo_id, head, "", recursive=True))
+            return list(ids)
+
+        found = read(list(shared_files.paths))
+        existing = {path: found[path].decode() if path in found else None for path in shared_files.paths}
+        for number, (path, text) in enumerate(shared_files.merge(existing, HeadFiles(all_paths, read)).items()):
+            merged = scratch / f"shared-file-{number}"
+            merged.write_text(text)
+            uploads = {**uploads, path: merged}
     stale_shards = sorted(path for path in remote_files if path.startswith(stale_folders) and path not in uploads)
     if len(uploads) + len(stale_shards) > max_files_per_commit:
         batches = BatchedPublish(
@@ -181,6 +194,7 @@ def _publish(
             repo_id,
             uploads,
             stale_folders,
+            folders,
             max_files=max_files_per_commit,
             retry=retry or RetryPolicy(),
             progress=progress,
@@ -223,6 +237,12 @@ def _publish(
 
 
 READ_WORKERS = 8  # files of the head read at once for a shared file's merge
+
+
+def _listed(api: HfApi, repo_id: str, head: str, folder: str, *, recursive: bool) -> dict[str, str]:
+    """`listed_files`, each with its blob id ("" for an LFS file)."""
+    files = listed_files(api, repo_id, head, folder, recursive=recursive)
+    return {path: entry.blob_id if entry.lfs is None else "" for path, entry in files.items()}
 
 
 def _read_at(
