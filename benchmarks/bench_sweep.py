@@ -1,7 +1,7 @@
 """A sweep of thousands of one-trial scopes into one publish folder (issue 47, items 1 and 5).
 
     .venv/bin/python benchmarks/bench_sweep.py cli WORK [--runs 20] [--steps 100]
-    .venv/bin/python benchmarks/bench_sweep.py publish WORK [--small 10] [--large 2000] [--pairs 11]
+    .venv/bin/python benchmarks/bench_sweep.py publish WORK [--small 10] [--large 2000] [--pairs 11] [--s3]
 
 `cli`: through the CLI, wall and CPU per scope at the 10th and the last, then `status`,
 `sweep_coverage` and the sensor's tick over the settled sweep, the root card's and index's size,
@@ -20,6 +20,8 @@ and its plot written) into a root of `--small` scopes and into one of `--large`,
 `--pairs` pairs after a warm-up: the medians and the median pair ratio. The roots hold copies of
 one one-trial scope folder as steps of 20 runs, their index and card written once from the folders
 (the path a root without an index takes); each pair publishes a fresh copy as a new step into each.
+With `--s3` the roots are on a moto server (its own process) holding only their index and root card,
+which is all a publish reads of a root that has an index.
 
 Then (`cli`), each the median of `--repeats`: `trace-assets status` as a whole process; the
 `refresh_sweep_coverage` job in process (its Parquet file and plot written to the folder); the
@@ -39,6 +41,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,7 @@ sys.path.insert(0, str(PROJECT_DIR))
 
 BIN = Path(sys.executable).parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+S3_BUCKET = "bench-sweep"
 
 
 def run_ids(runs: int, steps: int) -> list[str]:
@@ -217,7 +221,38 @@ def _file_of(root: Path, scope: Any, name: str) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
-def publish_pairs(work: Path, small: int, large: int, pairs: int) -> dict[str, Any]:
+def moto(stack: ExitStack) -> str:
+    """A moto server in a process of its own, stopped with `stack`, holding the benchmark's bucket."""
+    import boto3
+
+    from benchmarks.bench_s3_publish import moto_server
+    from trace_assets_tests.support.s3_fixtures import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, REGION
+
+    os.environ.update(AWS_ACCESS_KEY_ID=FAKE_ACCESS_KEY, AWS_SECRET_ACCESS_KEY=FAKE_SECRET_KEY)
+    server, url = moto_server()
+    stack.callback(server.kill)
+    boto3.client("s3", endpoint_url=url, region_name=REGION).create_bucket(Bucket=S3_BUCKET)
+    return url
+
+
+def on_s3(root: Path, name: str, url: str) -> Any:
+    """A FolderTarget on the moto server whose root holds `root`'s index and card."""
+    import boto3
+
+    from trace_assets.defs.resources import ObjectStorage
+    from trace_assets.publishing import root_card
+    from trace_assets.publishing.targets import FolderTarget
+    from trace_assets_tests.support.s3_fixtures import REGION
+
+    client = boto3.client("s3", endpoint_url=url, region_name=REGION)
+    for file in (root_card.INDEX, root_card.ROOT_CARD):
+        client.put_object(Bucket=S3_BUCKET, Key=f"{name}/{file}", Body=(root / file).read_bytes())
+    return FolderTarget(
+        f"s3://{S3_BUCKET}/{name}", ObjectStorage(endpoint_url=url, region_name=REGION).storage_options("s3://")
+    )
+
+
+def publish_pairs(work: Path, small: int, large: int, pairs: int, s3_url: str | None) -> dict[str, Any]:
     from trace_assets.core.scope import RunScope
     from trace_assets.publishing import root_card
     from trace_assets.publishing.targets import FolderTarget
@@ -234,6 +269,8 @@ def publish_pairs(work: Path, small: int, large: int, pairs: int) -> dict[str, A
             (root / root_card.INDEX).write_text(root_card.index_text(entries))
             (root / root_card.ROOT_CARD).write_text(root_card.root_card(entries))
         roots[n] = FolderTarget(str(root))
+    if s3_url:
+        roots = {n: on_s3(work / f"root-{n}", f"root-{n}", s3_url) for n in roots}
     times: dict[int, list[float]] = {n: [] for n in roots}
     for pair in range(pairs + 1):  # the first warms up
         scope = RunScope("new-run", f"step-{pair + 1}")
@@ -244,8 +281,9 @@ def publish_pairs(work: Path, small: int, large: int, pairs: int) -> dict[str, A
             target.publish(work / "copy", scope)
             if pair:
                 times[n].append(time.perf_counter() - started)
-    for n in roots:
-        shutil.rmtree(work / f"root-{n}" / "new-run")  # the roots stay at their size (their index entries stay)
+    if not s3_url:
+        for n in roots:
+            shutil.rmtree(work / f"root-{n}" / "new-run")  # the roots stay at their size (their index entries stay)
     ratios = [b / a for a, b in zip(times[small], times[large])]
     return {
         f"publish_at_{small}_ms": statistics.median(times[small]) * 1000,
@@ -271,10 +309,13 @@ def main() -> int:
     publish.add_argument("--small", type=int, default=10)
     publish.add_argument("--large", type=int, default=2000)
     publish.add_argument("--pairs", type=int, default=11)
+    publish.add_argument("--s3", action="store_true", help="the roots on a moto server")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     if args.mode == "publish":
-        figures = publish_pairs(args.work, args.small, args.large, args.pairs)
+        with ExitStack() as stack:
+            url = moto(stack) if args.s3 else None
+            figures = publish_pairs(args.work, args.small, args.large, args.pairs, url)
     else:
         if not args.measure_only:
             generate(args.work / "traces", args.runs, args.steps)
