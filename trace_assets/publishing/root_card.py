@@ -12,8 +12,10 @@ verdict and no config.
 
 The card: the YAML header the Hub validates (`license`, `pretty_name`, `language`,
 `task_categories` from the card settings, `size_categories` of all rows, `configs`, tags), the
-sweep's provenance, a table of every scope (trial folders, scored, exported, ratio, mean reward,
-verdict, published version, a link to its card) with a total row, and how to load each config.
+sweep's provenance, a table of every run (its steps' trial folders, scored, exported, ratio, mean
+reward and verdicts, a link to its last step's card) and blocked scope with a total row, its
+progress (`sweep_progress.svg` beside it: each run's mean reward and export ratio over its steps),
+and how to load each config.
 
 Configs: a scope's are its own card's configs, renamed and re-rooted: `default` becomes the scope's
 config name (its key with `/` as `--`: `run/step-25` -> `run--step-25`, a run without step folders
@@ -255,7 +257,7 @@ class ScopeEntry:
 
     def as_json(self) -> dict[str, Any]:
         """The entry's line in the index, its values at their defaults left out: at thousands of
-        scopes an entry is about 150 bytes."""
+        scopes an entry is 100 to 200 bytes."""
         value: dict[str, Any] = {"scope": self.scope.key, "figures": [self.figures.get(key, 0) for key in FIGURES]}
         if self.configs is not None:
             value["configs"] = self.configs

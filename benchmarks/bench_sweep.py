@@ -1,0 +1,329 @@
+"""A sweep of thousands of one-trial scopes into one publish folder (issue 47, items 1 and 5).
+
+    .venv/bin/python benchmarks/bench_sweep.py cli WORK [--runs 20] [--steps 100]
+    .venv/bin/python benchmarks/bench_sweep.py publish WORK [--small 10] [--large 2000] [--pairs 11] [--s3]
+
+`cli`: through the CLI, wall and CPU per scope at the 10th and the last, then `status`,
+`sweep_coverage` and the sensor's tick over the settled sweep, the root card's and index's size,
+the instance database's.
+
+`--runs` generated runs of `--steps` one-trial step folders each (`generate_traces.py
+--nested-steps`, no episode prompts) under WORK/traces, then one `trace-assets materialize RUN...
+--scope step` of them all with a fresh Dagster home (the project's dagster.yaml) and publish folder.
+A scope's wall and CPU are read as its JSON line arrives: the time since the line before, and the
+process's own CPU (/proc/PID/stat) since then. "At the 10th": the mean over scopes 6-15; "at the
+last": over the last 10. A WORK that already holds the materialized sweep is measured again without
+materializing it (`--measure-only`), so the rest can be measured against later code.
+
+`publish`: a scope's `FolderTarget.publish` alone (its folder moved in, the index and the root card
+and its plot written) into a root of `--small` scopes and into one of `--large`, alternating,
+`--pairs` pairs after a warm-up: the medians and the median pair ratio. The roots hold copies of
+one one-trial scope folder as steps of 20 runs, their index and card written once from the folders
+(the path a root without an index takes); each pair publishes a fresh copy as a new step into each.
+With `--s3` the roots are on a moto server (its own process) holding only their index and root card,
+which is all a publish reads of a root that has an index.
+
+Then (`cli`), each the median of `--repeats`: `trace-assets status` as a whole process; the
+`refresh_sweep_coverage` job in process (its Parquet file and plot written to the folder); the
+export sensor's tick in process (`new_trace_runs_sensor`, settle 0): the first one, without a cursor,
+which lists every scope once, and a steady one with the cursor it left, counting the listings the
+tick asked the store for (the root's run folders, a run's step folders, a scope's objects).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from contextlib import ExitStack
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT_DIR))
+
+BIN = Path(sys.executable).parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+S3_BUCKET = "bench-sweep"
+
+
+def run_ids(runs: int, steps: int) -> list[str]:
+    return [f"sweep-{steps}x-run-{n:03d}" for n in range(runs)]
+
+
+def generate(traces: Path, runs: int, steps: int) -> None:
+    from benchmarks.generate_traces import generate_run
+
+    for n, run_id in enumerate(run_ids(runs, steps)):
+        if not (traces / run_id / "manifest.json").exists():
+            generate_run(
+                traces, run_id, trials=steps, seed=n, prompt_scale=0.02, nested_steps=steps, episode_prompts=False
+            )
+
+
+def environment(work: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
+    env.update(
+        DAGSTER_HOME=str(work / "dagster_home"),
+        TRACE_ASSETS_TRACES_ROOT=str(work / "traces"),
+        TRACE_ASSETS_PUBLISH_ROOT=str(work / "published"),
+        TRACE_ASSETS_STAGING_ROOT=str(work / "staging"),
+        TRACE_ASSETS_ON_SECRET="allow",
+        TRACE_ASSETS_SETTLE_SECONDS="0",
+    )
+    return env
+
+
+def _cpu(pid: int) -> float:
+    """The process's user and system seconds, and its reaped children's."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLOCK_TICKS
+
+
+def materialize(work: Path, runs: list[str]) -> None:
+    """One CLI process for the whole sweep; a line per scope to WORK/scopes.jsonl: its wall and CPU."""
+    home = work / "dagster_home"
+    home.mkdir(parents=True)
+    shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
+    command = [str(BIN / "trace-assets"), "materialize", *runs, "--scope", "step"]
+    with (work / "materialize.log").open("w") as log, (work / "scopes.jsonl").open("w") as out:
+        started = time.monotonic()
+        process = subprocess.Popen(command, env=environment(work), stdout=subprocess.PIPE, stderr=log, text=True)
+        assert process.stdout is not None
+        last_wall, last_cpu = started, 0.0
+        for line in process.stdout:
+            now, cpu = time.monotonic(), _cpu(process.pid)
+            try:
+                scope = json.loads(line)
+            except ValueError:
+                continue
+            record = {
+                "scope": scope.get("scope") or scope.get("run_id"),
+                "wall": now - last_wall,
+                "cpu": cpu - last_cpu,
+            }
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            last_wall, last_cpu = now, cpu
+        process.wait()
+    (work / "materialized").write_text(f"{time.monotonic() - started:.1f}\n")
+
+
+def timed(call: Any, repeats: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), result
+
+
+def measure(work: Path, repeats: int) -> dict[str, Any]:
+    env = environment(work)
+    os.environ.update(env)
+    import dagster as dg
+
+    from trace_assets.definitions import build_definitions
+    from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
+    from trace_assets.publishing.root_card import INDEX, ROOT_CARD
+    from trace_assets.store.trace_store import TraceStore
+
+    figures: dict[str, Any] = {}
+    figures["status_s"], _ = timed(
+        lambda: subprocess.run([str(BIN / "trace-assets"), "status"], env=env, check=True, capture_output=True),
+        repeats,
+    )
+    defs = build_definitions(config_from_env(env))
+    with dg.DagsterInstance.from_config(str(work / "dagster_home")) as instance:
+        job = defs.resolve_job_def("refresh_sweep_coverage")
+        figures["sweep_coverage_s"], _ = timed(lambda: job.execute_in_process(instance=instance), repeats)
+        sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
+        listings: Counter[str] = Counter()
+        for cls, name in ((TraceStore, "run_folders"), (TraceStore, "iter_run"), (TraceAssetsConfig, "run_scopes")):
+            original = getattr(cls, name)
+
+            def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+                listings[_name] += 1
+                return _original(*args, **kwargs)
+
+            setattr(cls, name, counted)
+
+        def tick(cursor: str | None) -> Any:
+            context = dg.build_sensor_context(
+                instance=instance,
+                instance_ref=instance.get_ref(),
+                cursor=cursor,
+                definitions=defs,
+                resources=defs.resources,
+            )
+            return sensor.evaluate_tick(context)
+
+        started = time.perf_counter()
+        first = tick(None)
+        figures["first_tick_s"] = time.perf_counter() - started
+        figures["first_tick_listings"] = dict(listings)
+        figures["first_tick_requests"] = len(first.run_requests or [])
+        listings.clear()
+        figures["steady_tick_s"], steady = timed(lambda: tick(first.cursor), repeats)
+        figures["steady_tick_listings"] = {k: v / repeats for k, v in listings.items()}
+        figures["steady_tick_requests"] = len(steady.run_requests or [])
+    published = work / "published"
+    figures["root_card_kB"] = (published / ROOT_CARD).stat().st_size / 1e3
+    figures["index_kB"] = (published / INDEX).stat().st_size / 1e3
+    figures["instance_MB"] = sum(f.stat().st_size for f in (work / "dagster_home").rglob("*.db")) / 1e6
+    return figures
+
+
+def per_scope(work: Path) -> dict[str, float]:
+    records = [json.loads(line) for line in (work / "scopes.jsonl").read_text().splitlines()]
+    early, late = records[5:15], records[-10:]
+    mean = lambda rs, key: statistics.mean(r[key] for r in rs)  # noqa: E731
+    return {
+        "scopes": len(records),
+        "wall_10th_s": mean(early, "wall"),
+        "wall_last_s": mean(late, "wall"),
+        "cpu_10th_s": mean(early, "cpu"),
+        "cpu_last_s": mean(late, "cpu"),
+        "wall_last_over_10th": mean(late, "wall") / mean(early, "wall"),
+        "materialize_s": float((work / "materialized").read_text()),
+    }
+
+
+def one_scope(work: Path) -> Path:
+    """A one-trial scope's dataset folder, built once."""
+    from benchmarks.generate_traces import generate_run
+    from trace_assets.core.accounting import Coverage
+    from trace_assets.core.scope import RunScope
+    from trace_assets.publishing.dataset_folder import build_run_folder
+    from trace_assets.steps.staging import RunStaging
+    from trace_assets.store.trace_store import TraceStore
+    from trace_assets_tests.support.helpers import run_steps
+
+    folder = work / "one"
+    if not folder.exists():
+        generate_run(work / "one-traces", "r", trials=1, seed=5, prompt_scale=0.02, episode_prompts=False)
+        run_steps(TraceStore(str(work / "one-traces"), walk_workers=1), "r", work / "one-staging")
+        staging = RunStaging(work / "one-staging", RunScope("r"))
+        coverage = Coverage.from_dict(json.loads(staging.coverage.read_text()))
+        build_run_folder(folder, staging.require_rows(), staging.statuses, coverage, {"verdict": "clean"}, 3)
+    return folder
+
+
+def _file_of(root: Path, scope: Any, name: str) -> bytes | None:
+    path = root / scope.key / name
+    return path.read_bytes() if path.is_file() else None
+
+
+def moto(stack: ExitStack) -> str:
+    """A moto server in a process of its own, stopped with `stack`, holding the benchmark's bucket."""
+    import boto3
+
+    from benchmarks.bench_s3_publish import moto_server
+    from trace_assets_tests.support.s3_fixtures import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, REGION
+
+    os.environ.update(AWS_ACCESS_KEY_ID=FAKE_ACCESS_KEY, AWS_SECRET_ACCESS_KEY=FAKE_SECRET_KEY)
+    server, url = moto_server()
+    stack.callback(server.kill)
+    boto3.client("s3", endpoint_url=url, region_name=REGION).create_bucket(Bucket=S3_BUCKET)
+    return url
+
+
+def on_s3(root: Path, name: str, url: str) -> Any:
+    """A FolderTarget on the moto server whose root holds `root`'s index and card."""
+    import boto3
+
+    from trace_assets.defs.resources import ObjectStorage
+    from trace_assets.publishing import root_card
+    from trace_assets.publishing.targets import FolderTarget
+    from trace_assets_tests.support.s3_fixtures import REGION
+
+    client = boto3.client("s3", endpoint_url=url, region_name=REGION)
+    for file in (root_card.INDEX, root_card.ROOT_CARD):
+        client.put_object(Bucket=S3_BUCKET, Key=f"{name}/{file}", Body=(root / file).read_bytes())
+    return FolderTarget(
+        f"s3://{S3_BUCKET}/{name}", ObjectStorage(endpoint_url=url, region_name=REGION).storage_options("s3://")
+    )
+
+
+def publish_pairs(work: Path, small: int, large: int, pairs: int, s3_url: str | None) -> dict[str, Any]:
+    from trace_assets.core.scope import RunScope
+    from trace_assets.publishing import root_card
+    from trace_assets.publishing.targets import FolderTarget
+
+    source = one_scope(work)
+    roots = {}
+    for n in (small, large):
+        root = work / f"root-{n}"
+        if not (root / root_card.INDEX).exists():
+            scopes = [RunScope(f"run-{i % 20:02d}", f"step-{i // 20 + 1}") for i in range(n)]
+            for scope in scopes:
+                shutil.copytree(source, root / scope.key)
+            entries = root_card.scopes_entries(scopes, partial(_file_of, root))
+            (root / root_card.INDEX).write_text(root_card.index_text(entries))
+            (root / root_card.ROOT_CARD).write_text(root_card.root_card(entries))
+        roots[n] = FolderTarget(str(root))
+    if s3_url:
+        roots = {n: on_s3(work / f"root-{n}", f"root-{n}", s3_url) for n in roots}
+    times: dict[int, list[float]] = {n: [] for n in roots}
+    for pair in range(pairs + 1):  # the first warms up
+        scope = RunScope("new-run", f"step-{pair + 1}")
+        for n, target in roots.items():
+            shutil.rmtree(work / "copy", ignore_errors=True)
+            shutil.copytree(source, work / "copy")
+            started = time.perf_counter()
+            target.publish(work / "copy", scope)
+            if pair:
+                times[n].append(time.perf_counter() - started)
+    if not s3_url:
+        for n in roots:
+            shutil.rmtree(work / f"root-{n}" / "new-run")  # the roots stay at their size (their index entries stay)
+    ratios = [b / a for a, b in zip(times[small], times[large])]
+    return {
+        f"publish_at_{small}_ms": statistics.median(times[small]) * 1000,
+        f"publish_at_{large}_ms": statistics.median(times[large]) * 1000,
+        "ratio_median": statistics.median(ratios),
+        "ratio_range": [min(ratios), max(ratios)],
+        f"index_kB_at_{large}": (work / f"root-{large}" / root_card.INDEX).stat().st_size / 1e3,
+        f"card_kB_at_{large}": (work / f"root-{large}" / root_card.ROOT_CARD).stat().st_size / 1e3,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    modes = parser.add_subparsers(dest="mode", required=True)
+    cli = modes.add_parser("cli")
+    cli.add_argument("work", type=Path)
+    cli.add_argument("--runs", type=int, default=20)
+    cli.add_argument("--steps", type=int, default=100)
+    cli.add_argument("--repeats", type=int, default=3)
+    cli.add_argument("--measure-only", action="store_true", help="the sweep is materialized in WORK already")
+    publish = modes.add_parser("publish")
+    publish.add_argument("work", type=Path)
+    publish.add_argument("--small", type=int, default=10)
+    publish.add_argument("--large", type=int, default=2000)
+    publish.add_argument("--pairs", type=int, default=11)
+    publish.add_argument("--s3", action="store_true", help="the roots on a moto server")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    if args.mode == "publish":
+        with ExitStack() as stack:
+            url = moto(stack) if args.s3 else None
+            figures = publish_pairs(args.work, args.small, args.large, args.pairs, url)
+    else:
+        if not args.measure_only:
+            generate(args.work / "traces", args.runs, args.steps)
+            materialize(args.work, run_ids(args.runs, args.steps))
+        figures = {**per_scope(args.work), **measure(args.work, args.repeats)}
+    print(json.dumps(figures, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
