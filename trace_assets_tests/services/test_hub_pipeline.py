@@ -91,5 +91,6 @@ def test_a_blocked_run_leaves_its_scan_report_and_a_row_in_the_sweeps_repo(hub_s
     assert sorted(f for f in files if f.startswith(f"{SAMPLE_RUN}/")) == [f"{SAMPLE_RUN}/secret_scan.json"]
     assert json.loads(files[f"{SAMPLE_RUN}/secret_scan.json"])["verdict"] == "live"
     card = files["README.md"].decode()
-    assert f"| `{SAMPLE_RUN}` | - | - | - | - | - | blocked: live | not published |" in card
+    row = f"| `{SAMPLE_RUN}` | - | - | - | - | - | - | blocked: live | [scan report]({SAMPLE_RUN}/secret_scan.json) |"
+    assert row in card
     assert "configs: []" in card
