@@ -44,7 +44,7 @@ NOT_A_VALUE_PARTS = frozenset(
         "algorithm algorithms alg ttl expiry expires expiration lifetime timeout length len size count "
         "limit max min prefix suffix header field env var variable backend provider store format mode "
         "enabled disabled required method scope scopes region location label policy rotation arn ref "
-        "source template version usage budget id ids"
+        "source template version usage budget id ids error errors exception warning"
     ).split()
 )
 # A hex or UUID value after a name holding one of these is an id, a digest or a commit, not a credential.

@@ -222,18 +222,25 @@ _UUID_ANY_CASE = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0
 # An assigned value: quoted or bare, up to a space, a quote, a backslash (an escaped quote or line
 # break), a separator or a bracket: never across a line break or a closing quote. Unbounded: a bound
 # (`{8,200}`) tripled the time to compile each rule holding it, which polars does at every batch.
-_VALUE = r"[^\s\"'`\\;,<>(){}\[\]]{8,}"
-# The credential words' literals for the prefilter: a short word inside a name (`INTERNAL_SERVICE_KEY`,
-# `signingKey: `) is not at a word start, so its separators and assignments are literals too (of five
-# characters: the prefilter wants a literal of four or fewer to start a word).
-_API_KEY_LITERALS = (
-    *("token", "apikey", "credential", "creds", "private"),
-    *("_key", "-key", ".key", "key=", "key: ", 'key":', "key =", 'key="', "key='"),
-    *("_auth", "-auth", ".auth", "auth=", "auth: ", 'auth":', "auth =", 'auth="'),
-)
-_PASSWORD_LITERALS = (
-    *("passw", "passphrase", "_pass", "-pass", ".pass", "pass=", "pass: ", 'pass":', "pass =", 'pass="'),
-    *("_pwd", "-pwd", ".pwd", "pwd=", "pwd: ", 'pwd":', "pwd =", 'pwd="'),
+_VALUE_CHAR = r"[^\s\"'`\\;,<>(){}\[\]]"
+_VALUE = rf"{_VALUE_CHAR}{{8,}}"
+# The credential words' literals for the prefilter. A long word stands alone, but `token` and
+# `private` only with what may follow them in a name before its value (the literals are matched in
+# any case, so a camelCase name's next letter is any letter): alone they let through every
+# text about tokens (a third of a generated run's: `tokens = loader.split(`) or every class of
+# Java. A short word inside a name (`INTERNAL_SERVICE_KEY`, `signingKey: `) is not at a word start,
+# so its separators are literals too (of five characters or more where a literal of four or fewer
+# must start a word). One set for the three kinds: the strongest word of a name claims it
+# (`acmeSecretKey:` is a secret's, found from `Key: `), so each runs wherever any of them may.
+_ASSIGNED = ("=", ":", '"', "'", " =", " :", "\\", "  ", "_", "-")
+_SHORT_ASSIGNED = ("=", ": ", '":', " =", '="', "='", '\\"', "  ")
+_ASSIGNMENT_LITERALS = (
+    *("secret", "passw", "passphrase", "credential", "creds", "apikey"),
+    *(word + end for word in ("token", "private") for end in _ASSIGNED),
+    # camelCase (`githubTokenReadonly`), but not `tokens` nor `tokenizer`
+    *(f"token{letter}" for letter in "abcdefghjklmnopqrtuvwxyz"),
+    *(word + end for word in ("key", "auth", "pass", "pwd") for end in _SHORT_ASSIGNED),
+    *(separator + word for word in ("key", "auth", "pass", "pwd") for separator in "_-."),
 )
 # A flag's name ends in its credential word (`--api-token`, `--db-password=`): `--` alone starts a
 # third of a trace's texts.
@@ -242,16 +249,33 @@ _FLAG_LITERALS = tuple(
 )
 
 
+# An assigned value: not another `:` or `=` first (`tokens.py::test_x`, `a == b`), and not a call
+# (`tokens = loader.split(`): code names far more than it assigns credentials. A password may be
+# 8 characters, any other credential 12 (`assignments.MIN_GENERATED`).
+_CODE_END = r"(?:[^A-Za-z0-9_+/=.~(-]|$)"
+
+
+def _assigned_value(min_length: int) -> str:
+    return rf"[^\s\"'`\\;,<>(){{}}\[\]:=]{_VALUE_CHAR}{{{min_length - 1},}}"
+
+
+def _case_forms(words: Sequence[str]) -> str:
+    """`token|Token|TOKEN|...`: the ways names spell a word, as literals the regex engine searches
+    for fast; `(?i:...)` of long words is thousands of case variants, which it scans for slowly."""
+    return "|".join(re.escape(form) for word in words for form in (word, word.capitalize(), word.upper()))
+
+
 def _assignment(words: Sequence[str], literals: Sequence[str], word: assignments.CredentialWord) -> Rule:
     """`NAME = value` in env, shell, YAML, JSON (escaped too), TOML, INI, Python (`os.environ["NAME"] =`,
     `api_key="..."`), headers and URL queries, from a credential word in the name: the name around it
     is judged by `assignments.refine_assignment` (a name holding several credential words is the
     strongest word's: `SECRET_KEY` a secret's), the value by the kind."""
-    alternatives = "|".join(re.escape(word) for word in words)
+    alternatives = _case_forms(words)
     quote = r"(?:\\{0,3}[\"'])"
     operator = rf"{quote}?\]?{_HGAP}(?:=>|:=|[:=]){_HGAP}(?:\\{{0,3}}[\"'`])?"
+    value = _assigned_value(8 if word == "password" else assignments.MIN_GENERATED)
     return Rule(
-        rf"(?i:{alternatives})[A-Za-z0-9_.-]{{0,40}}{operator}({_VALUE}){_END}",
+        rf"(?:{alternatives})[A-Za-z0-9_.-]{{0,40}}{operator}({value}){_CODE_END}",
         tuple(literals),
         refine=partial(assignments.refine_assignment, word),
     )
@@ -598,7 +622,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     SecretKind(
         "generic_password",
         (
-            _assignment(["password", "passwd", "passphrase", "pass", "pwd"], _PASSWORD_LITERALS, "password"),
+            _assignment(["password", "passwd", "passphrase", "pass", "pwd"], _ASSIGNMENT_LITERALS, "password"),
             # `curl -u user:password` (gitleaks' curl-auth-user, MIT): the password is the secret
             Rule(rf"{_CURL}(?:-u|--user)(?:=|[ \t]{{1,5}})[\"']?[^\s:]{{0,64}}:[\"']?([^\s\"']{{3,128}})", ("curl",)),
             # `.netrc`: `machine host login user password value`, on one line or several
@@ -615,7 +639,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     SecretKind(
         "generic_secret",
-        (_assignment(["secrets", "secret"], ("secret",), "secret"),),
+        (_assignment(["secrets", "secret"], _ASSIGNMENT_LITERALS, "secret"),),
         judged=Judged.GENERIC,
         value_test=assignments.generated,
     ),
@@ -624,7 +648,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
         (
             _assignment(
                 ["apikey", "tokens", "token", "keys", "key", "auth", "credentials", "credential", "creds", "private"],
-                _API_KEY_LITERALS,
+                _ASSIGNMENT_LITERALS,
                 "api_key",
             ),
             # `--api-token value`, `--password=value`: a flag whose name holds a credential word
