@@ -24,17 +24,17 @@ from typing import Literal
 
 from trace_assets.secret_scan.judge import entropy_bits, generic_value_is_placeholder, has_fake_marker
 
-# Credential words, as a name's parts. A joined part ending in one of the long ones counts too
-# (`PGPASSWORD`, `githubtoken`), but not in the short ones (`monkey`, `bypass`, `oauth`).
-CREDENTIAL_WORDS = frozenset(
-    (
-        "token tokens key keys apikey secret secrets password passwords passwd passphrase pass pwd auth "
-        "credential credentials creds private"
-    ).split()
-)
-# The kinds of credential a name can hold, each its own kind of finding (`generic_password`, ...).
+# The kinds of credential a name can hold, each its own kind of finding (`generic_password`, ...),
+# and the credential words of each, as a name's parts (in the order its rule's regex tries them).
 CredentialWord = Literal["password", "secret", "api_key"]
-_PASSWORD_WORDS = frozenset({"password", "passwords", "passwd", "passphrase", "pass", "pwd"})
+WORDS: dict[CredentialWord, tuple[str, ...]] = {
+    "password": ("password", "passwd", "passphrase", "pass", "pwd", "passwords"),
+    "secret": ("secrets", "secret"),
+    "api_key": ("apikey", "tokens", "token", "keys", "key", "auth", "credentials", "credential", "creds", "private"),
+}
+# A joined part ending in one of the long words counts too (`PGPASSWORD`, `githubtoken`), but not in
+# the short ones (`monkey`, `bypass`, `oauth`).
+CREDENTIAL_WORDS = frozenset(word for words in WORDS.values() for word in words)
 _JOINED_SUFFIXES = ("token", "secret", "password", "passwd", "apikey", "passphrase", "credentials")
 # A name whose last part is one of these names something about a credential, not the credential
 # (`credentialId`, `KMS_KEY_ID`: an id names one; the key ids that matter have kinds of their own).
@@ -217,9 +217,9 @@ def password_value(value: str) -> bool:
 def strongest_word(name: str) -> CredentialWord:
     """Which kind of credential a name holds: a password's word over a secret's over the others."""
     parts = set(name_parts(name))
-    if parts & _PASSWORD_WORDS or any(part.endswith(("password", "passwd", "passphrase")) for part in parts):
+    if parts & set(WORDS["password"]) or any(part.endswith(("password", "passwd", "passphrase")) for part in parts):
         return "password"
-    if parts & {"secret", "secrets"} or any(part.endswith("secret") for part in parts):
+    if parts & set(WORDS["secret"]) or any(part.endswith("secret") for part in parts):
         return "secret"
     return "api_key"
 

@@ -265,18 +265,18 @@ def _case_forms(words: Sequence[str]) -> str:
     return "|".join(re.escape(form) for word in words for form in (word, word.capitalize(), word.upper()))
 
 
-def _assignment(words: Sequence[str], literals: Sequence[str], word: assignments.CredentialWord) -> Rule:
+def _assignment(word: assignments.CredentialWord) -> Rule:
     """`NAME = value` in env, shell, YAML, JSON (escaped too), TOML, INI, Python (`os.environ["NAME"] =`,
     `api_key="..."`), headers and URL queries, from a credential word in the name: the name around it
     is judged by `assignments.refine_assignment` (a name holding several credential words is the
     strongest word's: `SECRET_KEY` a secret's), the value by the kind."""
-    alternatives = _case_forms(words)
+    alternatives = _case_forms(assignments.WORDS[word])
     quote = r"(?:\\{0,3}[\"'])"
     operator = rf"{quote}?\]?{_HGAP}(?:=>|:=|[:=]){_HGAP}(?:\\{{0,3}}[\"'`])?"
     value = _assigned_value(8 if word == "password" else assignments.MIN_GENERATED)
     return Rule(
         rf"(?:{alternatives})[A-Za-z0-9_.-]{{0,40}}{operator}({value}){_CODE_END}",
-        tuple(literals),
+        _ASSIGNMENT_LITERALS,
         refine=partial(assignments.refine_assignment, word),
     )
 
@@ -622,7 +622,7 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     SecretKind(
         "generic_password",
         (
-            _assignment(["password", "passwd", "passphrase", "pass", "pwd"], _ASSIGNMENT_LITERALS, "password"),
+            _assignment("password"),
             # `curl -u user:password` (gitleaks' curl-auth-user, MIT): the password is the secret
             Rule(rf"{_CURL}(?:-u|--user)(?:=|[ \t]{{1,5}})[\"']?[^\s:]{{0,64}}:[\"']?([^\s\"']{{3,128}})", ("curl",)),
             # `.netrc`: `machine host login user password value`, on one line or several
@@ -639,18 +639,14 @@ BUILTIN_KINDS: tuple[SecretKind, ...] = (
     ),
     SecretKind(
         "generic_secret",
-        (_assignment(["secrets", "secret"], _ASSIGNMENT_LITERALS, "secret"),),
+        (_assignment("secret"),),
         judged=Judged.GENERIC,
         value_test=assignments.generated,
     ),
     SecretKind(
         "generic_api_key",
         (
-            _assignment(
-                ["apikey", "tokens", "token", "keys", "key", "auth", "credentials", "credential", "creds", "private"],
-                _ASSIGNMENT_LITERALS,
-                "api_key",
-            ),
+            _assignment("api_key"),
             # `--api-token value`, `--password=value`: a flag whose name holds a credential word
             Rule(
                 r"--[A-Za-z0-9_-]{0,30}(?i:apikey|token|key|secret|passw|passphrase|pass|pwd|auth|cred|private)"
