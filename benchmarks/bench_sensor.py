@@ -21,8 +21,9 @@ proxy as above, SQS requests (receives and deletes, on moto directly) counted ap
 tick, with no event, runs past the first back-off: the scopes due have their publish and export
 runs read again (to retry a failed export) without a listing.
 
-Every tick also counts its instance reads (a publish time or a scope's last export run: database
-reads in the sensor, not S3 requests; here nothing is published and no export failed).
+Every tick also counts its instance reads (a scope's newest export run and publish: database reads
+in the sensor, not S3 requests; here every export requested is published by the next tick, as a
+run that succeeds, and none fails).
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ from trace_assets.store.queue_events import read_messages
 from trace_assets.store.trace_store import TraceStore
 from trace_assets.sweep.discovery import (
     BACKOFF_START,
-    ExportFailure,
     TickSources,
     listing_fingerprint,
     plan_queue_tick,
     plan_tick,
 )
+from trace_assets.sweep.scope_state import ScopeFacts, ScopeState
 from trace_assets_tests.support.fault_proxy import FaultProxy
 
 INTERVAL = 60.0
@@ -96,7 +97,8 @@ def main() -> None:
         options = {"endpoint_url": proxy.url, "key": "testing", "secret": "testing", "skip_instance_cache": True}
         store = TraceStore(f"s3://{bucket}/traces", options)
         reads: list[str] = []
-        sources = scope_sources(store, reads)
+        published: dict[str, float] = {}
+        sources = scope_sources(store, reads, published)
 
         def tick(cursor: str | None, now: float, settle: float = SETTLE) -> tuple[object, int, float]:
             proxy.reset_stats()
@@ -110,6 +112,7 @@ def main() -> None:
                 now,
                 settle=settle,
             )
+            published.update({key: now + 1 for key, _ in plan.requests})  # its run succeeds
             return plan, proxy.stats["requests"], time.perf_counter() - started
 
         start = time.time()
@@ -188,23 +191,18 @@ def _fingerprint_cost(objects: int = 154_311, repeats: int = 5) -> dict[str, obj
     }
 
 
-def scope_sources(store: TraceStore, reads: list[str]) -> TickSources:
-    """The sensor's reads over the bucket; nothing published, no failed export. `reads` collects
-    the scopes whose publish time or last export run the tick read (the sensor's instance reads)."""
+def scope_sources(store: TraceStore, reads: list[str], published: dict[str, float]) -> TickSources:
+    """The sensor's reads over the bucket; a scope is published when `published` says so (each tick
+    adds the scopes it requested), no export fails. `reads` collects the scopes whose facts the tick
+    read (the sensor's instance reads)."""
 
-    def published_at(key: str) -> float | None:
+    def facts(key: str) -> ScopeFacts:
         reads.append(key)
-        return None
-
-    def export_failure(key: str) -> ExportFailure | None:
-        reads.append(key)
-        return None
+        at = published.get(key)
+        return ScopeFacts(None if at is None else ScopeState.PUBLISHED, "", at)
 
     return TickSources(
-        lambda run: [s.key for s in store.scopes(run)],
-        lambda key: store.iter_run(RunScope.from_key(key)),
-        published_at,
-        export_failure,
+        lambda run: [s.key for s in store.scopes(run)], lambda key: store.iter_run(RunScope.from_key(key)), facts
     )
 
 
@@ -222,7 +220,8 @@ def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, curso
     calls: list[str] = []
     queue.client.meta.events.register("before-call.sqs", lambda event_name, **_: calls.append(event_name))
     reads: list[str] = []
-    sources = scope_sources(store, reads)
+    published: dict[str, float] = {}
+    sources = scope_sources(store, reads, published)
 
     def tick(cursor: str, now: float) -> tuple[str, dict[str, float]]:
         proxy.reset_stats()
@@ -234,6 +233,7 @@ def _queue_ticks(args, endpoint, creds, s3, bucket, growing, store, proxy, curso
             cursor, read_messages(bodies, bucket, "traces/").touches, sources, [], now, settle=SETTLE
         )
         assert queue.delete(handles) == []  # the sensor deletes them at the next tick's start
+        published.update({key: now + 1 for key, _ in plan.requests})  # its run succeeds
         seconds = time.perf_counter() - started
         return plan.cursor, {
             "s3": proxy.stats["requests"],

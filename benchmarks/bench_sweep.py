@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_sweep.py cli WORK [--runs 20] [--steps 100]
     .venv/bin/python benchmarks/bench_sweep.py publish WORK [--small 10] [--large 2000] [--pairs 11] [--s3]
+    .venv/bin/python benchmarks/bench_sweep.py settled WORK [--repeats 3] [--code CHECKOUT]
 
 `cli`: through the CLI, wall and CPU per scope at the 10th and the last, then `status`,
 `sweep_coverage` and the sensor's tick over the settled sweep, the root card's and index's size,
@@ -22,6 +23,12 @@ one one-trial scope folder as steps of 20 runs, their index and card written onc
 (the path a root without an index takes); each pair publishes a fresh copy as a new step into each.
 With `--s3` the roots are on a moto server (its own process) holding only their index and root card,
 which is all a publish reads of a root that has an index.
+
+`settled`: the export sensor over a WORK `cli` left, every scope made published and unchanged (a
+copy of its instance where each partition gets a runless `published_shards` materialization): its
+first tick without a cursor (which lists every scope once and reads the instance for each) and a
+steady one, medians of `--repeats`; `--code` ticks another checkout's code on the same copy, for
+a side-by-side figure.
 
 Then (`cli`), each the median of `--repeats`: `trace-assets status` as a whole process; the
 `refresh_sweep_coverage` job in process (its Parquet file and plot written to the folder); the
@@ -131,9 +138,8 @@ def measure(work: Path, repeats: int) -> dict[str, Any]:
     import dagster as dg
 
     from trace_assets.definitions import build_definitions
-    from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
+    from trace_assets.defs.resources import config_from_env
     from trace_assets.publishing.root_card import INDEX, ROOT_CARD
-    from trace_assets.store.trace_store import TraceStore
 
     figures: dict[str, Any] = {}
     figures["status_s"], _ = timed(
@@ -144,41 +150,80 @@ def measure(work: Path, repeats: int) -> dict[str, Any]:
     with dg.DagsterInstance.from_config(str(work / "dagster_home")) as instance:
         job = defs.resolve_job_def("refresh_sweep_coverage")
         figures["sweep_coverage_s"], _ = timed(lambda: job.execute_in_process(instance=instance), repeats)
-        sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
-        listings: Counter[str] = Counter()
-        for cls, name in ((TraceStore, "run_folders"), (TraceStore, "iter_run"), (TraceAssetsConfig, "run_scopes")):
-            original = getattr(cls, name)
-
-            def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
-                listings[_name] += 1
-                return _original(*args, **kwargs)
-
-            setattr(cls, name, counted)
-
-        def tick(cursor: str | None) -> Any:
-            context = dg.build_sensor_context(
-                instance=instance,
-                instance_ref=instance.get_ref(),
-                cursor=cursor,
-                definitions=defs,
-                resources=defs.resources,
-            )
-            return sensor.evaluate_tick(context)
-
-        started = time.perf_counter()
-        first = tick(None)
-        figures["first_tick_s"] = time.perf_counter() - started
-        figures["first_tick_listings"] = dict(listings)
-        figures["first_tick_requests"] = len(first.run_requests or [])
-        listings.clear()
-        figures["steady_tick_s"], steady = timed(lambda: tick(first.cursor), repeats)
-        figures["steady_tick_listings"] = {k: v / repeats for k, v in listings.items()}
-        figures["steady_tick_requests"] = len(steady.run_requests or [])
+        figures.update(sensor_ticks(defs, instance, 1, repeats))
     published = work / "published"
     figures["root_card_kB"] = (published / ROOT_CARD).stat().st_size / 1e3
     figures["index_kB"] = (published / INDEX).stat().st_size / 1e3
     figures["instance_MB"] = sum(f.stat().st_size for f in (work / "dagster_home").rglob("*.db")) / 1e6
     return figures
+
+
+def sensor_ticks(defs: Any, instance: Any, first_repeats: int, repeats: int) -> dict[str, Any]:
+    """The export sensor's first tick (no cursor; the median of `first_repeats`) and a steady one
+    with the cursor it left (of `repeats`), in process, with the listings each asked the store for."""
+    import dagster as dg
+
+    from trace_assets.defs.resources import TraceAssetsConfig
+    from trace_assets.store.trace_store import TraceStore
+
+    figures: dict[str, Any] = {}
+    sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
+    listings: Counter[str] = Counter()
+    for cls, name in ((TraceStore, "run_folders"), (TraceStore, "iter_run"), (TraceAssetsConfig, "run_scopes")):
+        original = getattr(cls, name)
+
+        def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            listings[_name] += 1
+            return _original(*args, **kwargs)
+
+        setattr(cls, name, counted)
+
+    def tick(cursor: str | None) -> Any:
+        context = dg.build_sensor_context(
+            instance=instance,
+            instance_ref=instance.get_ref(),
+            cursor=cursor,
+            definitions=defs,
+            resources=defs.resources,
+        )
+        return sensor.evaluate_tick(context)
+
+    figures["first_tick_s"], first = timed(lambda: tick(None), first_repeats)
+    figures["first_tick_listings"] = {k: v / first_repeats for k, v in listings.items()}
+    figures["first_tick_requests"] = len(first.run_requests or [])
+    listings.clear()
+    figures["steady_tick_s"], steady = timed(lambda: tick(first.cursor), repeats)
+    figures["steady_tick_listings"] = {k: v / repeats for k, v in listings.items()}
+    figures["steady_tick_requests"] = len(steady.run_requests or [])
+    return figures
+
+
+def settled(work: Path, repeats: int) -> dict[str, Any]:
+    """The sensor over a settled sweep: WORK's instance copied to WORK/settled_home once, where every
+    partition gets a runless `published_shards` materialization (as a report from outside a run
+    would), so every scope is published and unchanged; then `sensor_ticks` there."""
+    import dagster as dg
+
+    from trace_assets.definitions import build_definitions
+    from trace_assets.defs.partitions import TRACE_RUNS
+    from trace_assets.defs.resources import config_from_env
+
+    home = work / "settled_home"
+    env = {**environment(work), "DAGSTER_HOME": str(home)}
+    if not home.exists():
+        shutil.copytree(work / "dagster_home", home)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            for key in instance.get_dynamic_partitions(TRACE_RUNS):
+                instance.report_runless_asset_event(
+                    dg.AssetMaterialization(asset_key="published_shards", partition=key)
+                )
+    os.environ.update(env)
+    defs = build_definitions(config_from_env(env))
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return {
+            "partitions": len(instance.get_dynamic_partitions(TRACE_RUNS)),
+            **sensor_ticks(defs, instance, repeats, repeats),
+        }
 
 
 def per_scope(work: Path) -> dict[str, float]:
@@ -310,9 +355,17 @@ def main() -> int:
     publish.add_argument("--large", type=int, default=2000)
     publish.add_argument("--pairs", type=int, default=11)
     publish.add_argument("--s3", action="store_true", help="the roots on a moto server")
+    ticks = modes.add_parser("settled")
+    ticks.add_argument("work", type=Path, help="a WORK `cli` materialized (its instance, traces and partitions)")
+    ticks.add_argument("--repeats", type=int, default=3)
+    ticks.add_argument("--code", type=Path, help="the checkout whose trace_assets ticks (default: this one)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    if args.mode == "publish":
+    if args.mode == "settled":
+        if args.code:
+            sys.path.insert(0, str(args.code.resolve()))
+        figures = settled(args.work, args.repeats)
+    elif args.mode == "publish":
         with ExitStack() as stack:
             url = moto(stack) if args.s3 else None
             figures = publish_pairs(args.work, args.small, args.large, args.pairs, url)

@@ -5,14 +5,26 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from trace_assets.cli.instance import get_instance
 from trace_assets.settings import PipelineSettings, env_name
+
+if TYPE_CHECKING:
+    from trace_assets.store.trace_store import TraceStore
 
 
 def run(args: argparse.Namespace) -> int:
     from trace_assets.defs.sweep import status_text
 
     traces_root = args.traces_root or os.environ.get(env_name(PipelineSettings, "traces_root")) or None
-    print(status_text(get_instance(), traces_root), end="", flush=True)
+    print(status_text(get_instance(), traces_root, _store(args) if traces_root else None), end="", flush=True)
     return 0
+
+
+def _store(args: argparse.Namespace) -> TraceStore:
+    """The traces root's store, to tell which scopes' traces are gone (two listings a run)."""
+    from trace_assets.cli.config import config_from_args
+    from trace_assets.defs.resources import ObjectStorage
+
+    return config_from_args(args).store(ObjectStorage())

@@ -12,7 +12,8 @@ from typing import Any
 import dagster as dg
 
 from trace_assets.defs.metadata import (
-    PUBLISHED_VERSION_REMOVED,
+    PREVIOUS_VERSION,
+    PREVIOUS_VERSION_WHY,
     TRACES_ROOT,
     counts_text,
     coverage_metadata,
@@ -184,8 +185,9 @@ def secret_scan_report(
         scanned = scan(ctx)
     context.log.info(f"secret scan verdict: {scanned.report['verdict']}")
     metadata = scan_metadata(scanned.report, ctx.staging.scan_report)
-    if scanned.published_version_removed is not None:  # blocked
-        metadata[PUBLISHED_VERSION_REMOVED] = dg.MetadataValue.bool(scanned.published_version_removed)
+    if scanned.block is not None:  # blocked: kept or withdrawn, and why
+        metadata[PREVIOUS_VERSION] = dg.MetadataValue.text(str(scanned.block.previous))
+        metadata[PREVIOUS_VERSION_WHY] = dg.MetadataValue.text(scanned.block.line)
     return dg.MaterializeResult(metadata=metadata)
 
 

@@ -11,6 +11,7 @@ from trace_assets.defs.assets import last_episode_rows, raw_trial_listing, secre
 from trace_assets.defs.metadata import counts_text, percent_text, size_text
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
+from trace_assets.publishing.blocked_version import BlockDecision, PreviousVersion
 from trace_assets.secret_scan.verdicts import Verdict
 from trace_assets.settings import PipelineSettings, env_name
 from trace_assets.steps.raw_scan import RAW_SCAN_REPORT, raw_scan
@@ -119,6 +120,9 @@ def no_live_secrets(
         f"{' and '.join(sorted(policy.blocked))} blocked by policy; set on_secret (live) or on_unverified to redact, "
         "or allowlist known placeholders"
     )
+    block = BlockDecision.read(report["previous_version"]) if "previous_version" in report else None
+    if block is not None and block.previous != PreviousVersion.NONE:  # what it did to the version before
+        description += f"; {block.line}"
     yield dg.AssetCheckResult(
         asset_key=NO_LIVE_SECRETS.asset_key,
         check_name=NO_LIVE_SECRETS.name,

@@ -19,13 +19,11 @@ from trace_assets.core.run_tags import SWEEP_TAG
 from trace_assets.core.scope import RunScope, is_scope_key
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
-from trace_assets.defs.recheck import PUBLISHED, recheck_requests
+from trace_assets.defs.recheck import recheck_requests
 from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
-from trace_assets.defs.sweep import failure_of, latest_export_run
+from trace_assets.defs.sweep import ScopeFactsReader
 from trace_assets.store.queue_events import bucket_and_prefix, read_messages
 from trace_assets.sweep.discovery import (
-    ExportFailure,
-    FailureKind,
     TickSources,
     cursor_extra,
     is_current,
@@ -33,7 +31,6 @@ from trace_assets.sweep.discovery import (
     plan_tick,
     tick_summary,
 )
-from trace_assets.sweep.view import ScopeState
 
 SKIPS_SHOWN = 20  # scopes named in a tick's summary; the debug log names them all
 
@@ -74,28 +71,12 @@ def _tick(
         except FileNotFoundError:  # no trace_jobs/ folder: not a run (yet)
             return []
 
-    def published_at(key: str) -> float | None:
-        records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=PUBLISHED, asset_partitions=[key]), limit=1
-        ).records
-        return records[0].timestamp if records else None
-
     def listing(key: str) -> Any:
         return store.iter_run(RunScope.from_key(key))
 
-    def export_failure(key: str) -> ExportFailure | None:
-        """How the scope's export run failed, as `trace-assets status` says it (its events read only
-        for a failed run); one an operator canceled is left for them to launch again."""
-        run = latest_export_run(instance, key)
-        if run is None or run.status != dg.DagsterRunStatus.FAILURE:
-            return None
-        state, reason = failure_of(instance, run.run_id)
-        return ExportFailure(FailureKind.BLOCKED if state == ScopeState.BLOCKED else FailureKind.FAILED, reason)
-
-    sources = TickSources(run_scopes, listing, published_at, export_failure)
-    now = time.time()
-
     known = instance.get_dynamic_partitions(TRACE_RUNS)
+    sources = TickSources(run_scopes, listing, ScopeFactsReader(instance, known))
+    now = time.time()
     extra = cursor_extra(context.cursor)
     asked, seen = recheck_requests(instance, extra.get("rechecked_through"))
     recheck = {key for key in asked if is_scope_key(key)}  # an observation from any caller: checked here

@@ -8,7 +8,7 @@ prints the same (`status_text`).
 """
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,17 +20,19 @@ from trace_assets.core.run_tags import FAILURE_TAG, PARTITION_TAG, failure_line
 from trace_assets.defs.assets import published_shards, raw_trial_listing, secret_scan_report
 from trace_assets.defs.checks import blocked_by
 from trace_assets.defs.jobs import export_trace_run
-from trace_assets.defs.metadata import PUBLISHED_VERSION_REMOVED, TRACES_ROOT
+from trace_assets.defs.metadata import PREVIOUS_VERSION, PUBLISHED_VERSION_REMOVED, TRACES_ROOT
 from trace_assets.defs.partitions import TRACE_RUNS
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.publishing.blocked_version import PreviousVersion
 from trace_assets.publishing.shrink_guard import ShrinkRefused
 from trace_assets.secret_scan.verdicts import RunVerdict
+from trace_assets.store.trace_store import TraceStore
+from trace_assets.sweep.scope_state import ScopeFacts, ScopeState, decided
 from trace_assets.sweep.view import (
     DISPLAY_COLUMNS,
     SWEEP_FILE,
     SWEEP_PLOT,
     ScopeRecord,
-    ScopeState,
     ScopeStatus,
     display_rows,
     markdown_table,
@@ -43,19 +45,15 @@ PAGE = 1000  # materializations (or finished runs) read per request
 _CANCELED = (dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.CANCELING)
 
 
-def latest_export_run(instance: dg.DagsterInstance, key: str) -> dg.DagsterRun | None:
-    """The newest run planned to publish the scope, whoever launched it (sensor, backfill, UI or CLI):
-    a run of other assets only (its listing, say) does not hide it. The scope's state is how it
-    ended; the sensor requests the scope again when it failed."""
-    planned = instance.get_latest_planned_materialization_info(published_shards.key, partition=key)
-    return instance.get_run_by_id(planned.run_id) if planned is not None else None
-
-
-def scope_statuses(instance: dg.DagsterInstance, traces_root: str | None = None) -> tuple[list[ScopeStatus], int]:
-    """Every scope still a partition: its newest try's state, and what is published of it; with
-    `traces_root`, only the scopes of that root (one instance may serve several), and how many
-    of other roots were left out. A scope never listed, or listed before listings recorded their
-    root, is kept: nothing says it is another root's."""
+def scope_statuses(
+    instance: dg.DagsterInstance, traces_root: str | None = None, store: TraceStore | None = None
+) -> tuple[list[ScopeStatus], int, str]:
+    """Every scope still a partition: its state (`scope_state.decided`, as the sensor decides it),
+    and what is published of it; with `traces_root`, only the scopes of that root (one instance may
+    serve several), and how many of other roots were left out. A scope never listed, or listed
+    before listings recorded their root, is kept: nothing says it is another root's. With the root's
+    `store`, a scope whose traces are not there now is `gone from the traces root` (its listing's
+    failure, if it failed, in the line returned last)."""
     keys = instance.get_dynamic_partitions(TRACE_RUNS)
     hidden = 0
     if traces_root:
@@ -63,19 +61,75 @@ def scope_statuses(instance: dg.DagsterInstance, traces_root: str | None = None)
         here = root_location(traces_root)
         ours = [key for key in keys if key not in roots or root_location(roots[key]) == here]
         hidden, keys = len(keys) - len(ours), ours
-    published = {record.scope: record for record in published_records(instance)}
-    runs = latest_export_runs(instance, keys)
-    return [_status(instance, key, published.get(key), runs.get(key)) for key in keys], hidden
+    present, unlisted = _present(store, keys)
+    facts = ScopeFactsReader(instance, keys, one_by_one=0)  # every scope: all at once
+    statuses = []
+    for key in keys:
+        state, reason = decided(facts(key), present is None or key in present, key)
+        statuses.append(ScopeStatus(key, state, reason, facts.published_record(key)))
+    return statuses, hidden, unlisted
+
+
+class ScopeFactsReader:
+    """What the instance says of each scope (`ScopeFacts`), as the sensor and `status` decide from.
+    The first `ONE_BY_ONE` scopes asked are read alone (two queries each: a steady tick follows a
+    few exports); past them, every scope of `keys` at once, a query per `KEYS_PER_QUERY` scopes (a
+    first tick, or `status`, over thousands). A failed run's events only when its scope is asked."""
+
+    ONE_BY_ONE = 100  # about the cost of reading every scope of a 2,000-scope sweep at once
+
+    def __init__(self, instance: dg.DagsterInstance, keys: Sequence[str], one_by_one: int = ONE_BY_ONE) -> None:
+        self._instance, self._keys, self._one_by_one = instance, list(keys), one_by_one
+        self._runs: dict[str, dg.DagsterRun] = {}
+        self._publishes: dict[str, dg.EventLogRecord] = {}
+        self._read: set[str] = set()
+        self._facts: dict[str, ScopeFacts] = {}
+
+    def _load(self, key: str) -> None:
+        if key in self._read:
+            return
+        unread = [k for k in self._keys if k not in self._read] if len(self._read) >= self._one_by_one else []
+        keys = unread if key in unread else [*unread, key]
+        self._runs.update(latest_export_runs(self._instance, keys))
+        self._publishes.update(latest_publishes(self._instance, keys))
+        self._read.update(keys)
+
+    def __call__(self, key: str) -> ScopeFacts:
+        if key not in self._facts:
+            self._load(key)
+            self._facts[key] = self._of(key, self._runs.get(key), self._publishes.get(key))
+        return self._facts[key]
+
+    def published_record(self, key: str) -> ScopeRecord | None:
+        """What is published of the scope now (None: nothing, or a blocked run withdrew it)."""
+        record = self._publishes.get(key)
+        return _record(key, record) if record is not None and self(key).published_at is not None else None
+
+    def _of(self, key: str, run: dg.DagsterRun | None, publish: dg.EventLogRecord | None) -> ScopeFacts:
+        published_at = publish.timestamp if publish is not None else None
+        if run is None:  # never tried, or published by a runless report
+            return ScopeFacts(None, "", published_at)
+        if run.status == dg.DagsterRunStatus.SUCCESS:
+            return ScopeFacts(ScopeState.PUBLISHED, "", published_at)
+        if run.status == dg.DagsterRunStatus.FAILURE:
+            state, reason = failure_of(self._instance, run.run_id)
+            if state == ScopeState.BLOCKED and _published_version_removed(self._instance, key, run.run_id):
+                published_at = None  # its folder holds the scan report alone now
+            return ScopeFacts(state, reason, published_at)
+        if run.status in _CANCELED:
+            return ScopeFacts(ScopeState.CANCELED, f"run {run.run_id} was canceled", published_at)
+        return ScopeFacts(ScopeState.EXPORTING, f"run {run.run_id} is {run.status.value.lower()}", published_at)
 
 
 KEYS_PER_QUERY = 500  # partition keys in one run query (SQLite binds at most 999 values in old builds)
 
 
 def latest_export_runs(instance: dg.DagsterInstance, keys: Sequence[str]) -> dict[str, dg.DagsterRun]:
-    """`latest_export_run` of each scope, from a run query per `KEYS_PER_QUERY` scopes (their runs,
-    newest first) rather than two queries a scope: `status` over thousands of scopes. A run plans to
-    publish a scope when its selection holds `published_shards` (the export job's whole runs name
-    none, and always do)."""
+    """Each scope's newest run planned to publish it, whoever launched it (sensor, backfill, UI or
+    CLI): a run of other assets only (its listing, say) does not hide it. From a run query per
+    `KEYS_PER_QUERY` scopes (their runs, newest first) rather than two queries a scope: thousands of
+    scopes. A run plans to publish a scope when its selection holds `published_shards` (the export
+    job's whole runs name none, and always do)."""
     latest: dict[str, dg.DagsterRun] = {}
     for start in range(0, len(keys), KEYS_PER_QUERY):
         chunk = keys[start : start + KEYS_PER_QUERY]
@@ -98,10 +152,22 @@ def hidden_text(hidden: int) -> str:
     return f"{hidden} scope(s) of other traces roots on this instance not shown\n" if hidden else ""
 
 
-def status_text(instance: dg.DagsterInstance, traces_root: str | None = None) -> str:
-    """`trace-assets status`: the sweep view as a terminal table (of `traces_root`'s scopes, if given)."""
-    statuses, hidden = scope_statuses(instance, traces_root)
-    return text_table(statuses) + hidden_text(hidden)
+def status_text(instance: dg.DagsterInstance, traces_root: str | None = None, store: TraceStore | None = None) -> str:
+    """`trace-assets status`: the sweep view as a terminal table (of `traces_root`'s scopes, if
+    given; with its `store`, those whose traces are gone said so)."""
+    statuses, hidden, unlisted = scope_statuses(instance, traces_root, store)
+    return text_table(statuses) + hidden_text(hidden) + unlisted
+
+
+def _present(store: TraceStore | None, keys: Collection[str]) -> tuple[set[str] | None, str]:
+    """The scopes whose traces are under the root now (None: no store, or its listing failed, then
+    said in the line returned)."""
+    if store is None:
+        return None, ""
+    try:
+        return store.present(keys), ""
+    except Exception as error:  # the view still shows what the instance says
+        return None, f"could not list the traces root, so scopes whose traces are gone are not marked: {error!r}\n"
 
 
 def listed_roots(instance: dg.DagsterInstance, scopes: set[str]) -> dict[str, str]:
@@ -125,32 +191,18 @@ def listed_roots(instance: dg.DagsterInstance, scopes: set[str]) -> dict[str, st
     return roots
 
 
-def _status(
-    instance: dg.DagsterInstance, key: str, published: ScopeRecord | None, run: dg.DagsterRun | None
-) -> ScopeStatus:
-    if run is None:  # never tried, or published by a runless report
-        return ScopeStatus(key, ScopeState.PUBLISHED if published else ScopeState.NOT_EXPORTED, published=published)
-    if run.status == dg.DagsterRunStatus.SUCCESS:
-        return ScopeStatus(key, ScopeState.PUBLISHED, published=published)
-    if run.status == dg.DagsterRunStatus.FAILURE:
-        state, reason = failure_of(instance, run.run_id)
-        if state == ScopeState.BLOCKED and _published_version_removed(instance, key, run.run_id):
-            published = None  # its folder holds the scan report alone now
-        return ScopeStatus(key, state, reason, published)
-    if run.status in _CANCELED:
-        return ScopeStatus(key, ScopeState.CANCELED, f"run {run.run_id} was canceled", published)
-    return ScopeStatus(key, ScopeState.EXPORTING, f"run {run.run_id} is {run.status.value.lower()}", published)
-
-
 def _published_version_removed(instance: dg.DagsterInstance, key: str, run_id: str) -> bool:
-    """Whether the run's blocked scan removed the scope's earlier version (a folder, S3 or a Hub repo
-    per sweep): what `published_shards` last recorded is then no longer published."""
+    """Whether the run's blocked scan withdrew the scope's earlier version (`PreviousVersion`; a
+    bool in runs before it): what `published_shards` last recorded is then no longer published."""
     records = instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=secret_scan_report.key, asset_partitions=[key]), limit=1
     ).records
     if not records or records[0].run_id != run_id or records[0].asset_materialization is None:
         return False
-    removed = records[0].asset_materialization.metadata.get(PUBLISHED_VERSION_REMOVED)
+    metadata = records[0].asset_materialization.metadata
+    previous, removed = metadata.get(PREVIOUS_VERSION), metadata.get(PUBLISHED_VERSION_REMOVED)
+    if isinstance(previous, dg.TextMetadataValue):
+        return previous.value == PreviousVersion.WITHDRAWN
     return isinstance(removed, dg.BoolMetadataValue) and bool(removed.value)
 
 
@@ -190,20 +242,29 @@ def failure_of(instance: dg.DagsterInstance, run_id: str) -> tuple[ScopeState, s
 
 
 def published_records(instance: dg.DagsterInstance) -> list[ScopeRecord]:
-    """The latest publish of every scope still a partition, newest first from the event log: a
-    forgotten run's partitions are gone, its materializations are not."""
-    scopes = set(instance.get_dynamic_partitions(TRACE_RUNS))
-    latest: dict[str, dg.EventLogRecord] = {}
-    cursor = None
-    while True:
-        page = instance.fetch_materializations(published_shards.key, limit=PAGE, cursor=cursor, ascending=False)
-        for record in page.records:
-            if record.partition_key in scopes:
-                latest.setdefault(record.partition_key, record)
-        if not page.has_more:
-            break
-        cursor = page.cursor
+    """The latest publish of every scope still a partition (a forgotten run's partitions are gone,
+    its materializations are not)."""
+    latest = latest_publishes(instance, instance.get_dynamic_partitions(TRACE_RUNS))
     return [_record(key, record) for key, record in latest.items()]
+
+
+def latest_publishes(instance: dg.DagsterInstance, keys: Sequence[str]) -> dict[str, dg.EventLogRecord]:
+    """Each scope's newest `published_shards` materialization, newest first from the event log, a
+    query (or a page of `PAGE`) per `KEYS_PER_QUERY` scopes."""
+    latest: dict[str, dg.EventLogRecord] = {}
+    for start in range(0, len(keys), KEYS_PER_QUERY):
+        chunk = list(keys[start : start + KEYS_PER_QUERY])
+        wanted = dg.AssetRecordsFilter(asset_key=published_shards.key, asset_partitions=chunk)
+        cursor = None
+        while True:  # one scope: its newest alone (the query stops at it)
+            page = instance.fetch_materializations(wanted, limit=PAGE if len(chunk) > 1 else 1, cursor=cursor)
+            for record in page.records:
+                if record.partition_key is not None:
+                    latest.setdefault(record.partition_key, record)
+            if not page.has_more or len(chunk) == 1:
+                break
+            cursor = page.cursor
+    return latest
 
 
 def _record(scope: str, record: dg.EventLogRecord) -> ScopeRecord:
@@ -260,7 +321,9 @@ def sweep_coverage(
     on the instance left out); one row per published scope (`scopes`): coverage, exclusions, verdict,
     rows, when and where; a Parquet file and an SVG plot of those beside the datasets (folder
     targets; a Hub target keeps neither)."""
-    statuses, hidden = scope_statuses(context.instance, trace_config.traces_root)
+    statuses, hidden, unlisted = scope_statuses(
+        context.instance, trace_config.traces_root, trace_config.store(object_storage)
+    )
     records = [status.published for status in statuses if status.published is not None]
     target = trace_config.publish_target(object_storage, hub)
     with tempfile.TemporaryDirectory() as folder:
@@ -281,7 +344,9 @@ def sweep_coverage(
                     ]
                 ),
             ),
-            "status": dg.MetadataValue.md(markdown_table(statuses) + (f"\n{hidden_text(hidden)}" if hidden else "")),
+            "status": dg.MetadataValue.md(
+                markdown_table(statuses) + "".join(f"\n{line}" for line in (hidden_text(hidden), unlisted) if line)
+            ),
             "other_roots_hidden": dg.MetadataValue.int(hidden),
             "dagster/row_count": dg.MetadataValue.int(len(records)),
             "parquet": dg.MetadataValue.text(written or "not written: Hub targets keep no sweep file"),

@@ -35,8 +35,8 @@ class ReadOnlyTarget:
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
         return self.published.published_coverage(scope)
 
-    def published_json(self, scope: RunScope, name: str) -> Any:
-        return self.published.published_json(scope, name)
+    def published_file(self, scope: RunScope, name: str) -> bytes | None:
+        return self.published.published_file(scope, name)
 
     def check_writable(self, scope: RunScope) -> None:
         self.published.check_writable(scope)

@@ -14,11 +14,14 @@ import pyarrow.parquet as pq
 
 from trace_assets.core.accounting import Coverage
 from trace_assets.orchestration.context import ScopeContext
+from trace_assets.publishing.blocked_version import BlockDecision, PreviousVersion, exported_sources
+from trace_assets.publishing.blocked_version import decide as decide_on_block
 from trace_assets.publishing.card import CardContext, usage_name
 from trace_assets.publishing.card_facts import CardFacts, gather_facts
-from trace_assets.publishing.dataset_folder import build_run_folder
+from trace_assets.publishing.dataset_folder import SCAN_REPORT_FILE, TRIALS_FILE, build_run_folder
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.publishing.shrink_guard import refuse_worse_version
+from trace_assets.publishing.targets import published_json
 from trace_assets.publishing.versions import earlier_versions
 from trace_assets.runtime.atomic_files import remove_path, temp_sibling
 from trace_assets.steps.free_space import check_free_space
@@ -59,16 +62,18 @@ def export(ctx: ScopeContext) -> tuple[Coverage, StepStats]:
 
 
 class Scanned(NamedTuple):
-    """The scan's report, and for a blocked scope whether publishing its report alone removed the
-    version published before (None: not blocked)."""
+    """The scan's report, and for a blocked scope what became of the version published before it
+    (None: not blocked)."""
 
     report: dict[str, Any]
-    published_version_removed: bool | None
+    block: BlockDecision | None
 
 
 def scan(ctx: ScopeContext) -> Scanned:
-    """The secret scan of the rows and session files, its report staged; a scope the policy blocks
-    has only that report published (a target that writes nothing skips it)."""
+    """The secret scan of the rows and session files, its report staged. A scope the policy blocks
+    keeps the version published before it when that holds none of the blocking findings in the
+    clear; else (or with nothing published) its folder holds that report alone, the version before
+    withdrawn (`blocked_version`). The decision is in the report (`previous_version`)."""
     staging = ctx.staging
     report = scan_run(
         staging.require_rows(),
@@ -78,10 +83,26 @@ def scan(ctx: ScopeContext) -> Scanned:
         ctx.progress,
         staging.scan_matches,
     )
+    blocking = ctx.policy.blocking(report)
+    if not blocking:
+        write_json_atomically(staging.scan_report, report)
+        return Scanned(report, None)
+    target, scope = ctx.target, ctx.scope
+    trials = target.published_file(scope, TRIALS_FILE)
+    block = decide_on_block(
+        report,
+        ctx.policy.blocked,
+        blocking,
+        exported_sources(staging.statuses),
+        published_json(target, scope, SCAN_REPORT_FILE),
+        None if trials is None else exported_sources(trials),
+    )
+    if block.previous != PreviousVersion.KEPT:  # the report alone, in its place (and on the root card)
+        write_json_atomically(staging.scan_report, {**report, "previous_version": block.stored()})
+        block = block.done(target.publish_blocked(staging.scan_report, scope))
+    report = {**report, "previous_version": block.stored()}
     write_json_atomically(staging.scan_report, report)
-    if ctx.policy.blocking(report):
-        return Scanned(report, ctx.target.publish_blocked(staging.scan_report, ctx.scope))
-    return Scanned(report, None)
+    return Scanned(report, block)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from trace_assets.publishing.hub import (
     check_hub_access,
     parse_publish_root,
     publish_run_folder,
-    read_published_json,
+    read_published_file,
     render_repo_id,
 )
 from trace_assets.publishing.root_card import (
@@ -101,8 +101,8 @@ class PublishTarget(Protocol):
         """The published version's coverage.json, or None when nothing is published there."""
         ...
 
-    def published_json(self, scope: RunScope, name: str) -> Any:
-        """A JSON file of the published version (e.g. versions.json), or None when it has none."""
+    def published_file(self, scope: RunScope, name: str) -> bytes | None:
+        """A file of the published version (e.g. trials.parquet), or None when it has none."""
         ...
 
     def check_writable(self, scope: RunScope) -> None:
@@ -128,11 +128,17 @@ class Unread(Enum):
     OUTSIDE_THE_STEPS = "outside the steps"  # the CLI's faults (instance, staging lock): a publish may have run
 
 
+def published_json(target: PublishTarget, scope: RunScope, name: str) -> Any:
+    """A JSON file of the published version (e.g. versions.json), or None when it has none."""
+    data = target.published_file(scope, name)
+    return None if data is None else json.loads(data)
+
+
 def read_published_versions(target: PublishTarget, scope: RunScope) -> Any:
     """The scope's published `versions.json`, None when nothing is published there: one read (a
     request on the Hub or object storage). A failed read raises, so a publish step reading it first
     fails as its own read of the file would have."""
-    return target.published_json(scope, VERSIONS_FILE)
+    return published_json(target, scope, VERSIONS_FILE)
 
 
 def kept_after_fault(
@@ -177,13 +183,13 @@ class FolderTarget:
         return target
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
-        return self.published_json(scope, COVERAGE_FILE)
+        return published_json(self, scope, COVERAGE_FILE)
 
-    def published_json(self, scope: RunScope, name: str) -> Any:
+    def published_file(self, scope: RunScope, name: str) -> bytes | None:
         fs, target = fsspec.core.url_to_fs(self.location(scope), **self.storage_options)
         try:
             with fs.open(f"{target.rstrip('/')}/{name}", "rb") as file:
-                return json.loads(file.read())
+                return bytes(file.read())
         except FileNotFoundError:
             return None
 
@@ -307,11 +313,11 @@ class HubTarget:
         return SharedFiles((index_path, card_path), merge)
 
     def published_coverage(self, scope: RunScope) -> dict[str, Any] | None:
-        return self.published_json(scope, COVERAGE_FILE)
+        return published_json(self, scope, COVERAGE_FILE)
 
-    def published_json(self, scope: RunScope, name: str) -> Any:
+    def published_file(self, scope: RunScope, name: str) -> bytes | None:
         repo_id, revision, path = self._place(scope)
-        return read_published_json(
+        return read_published_file(
             repo_id,
             "/".join(p for p in (path, name) if p),
             revision=revision,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -204,6 +204,25 @@ class TraceStore:
         entries = self.fs.ls(base, detail=True, refresh=True)
         folders = [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"]
         return run_scopes(run_id, folders, unit)
+
+    def present(self, keys: Iterable[str]) -> set[str]:
+        """The scope keys among `keys` whose traces are under the root now: a delimiter listing of
+        the root and one of each named run's trace_jobs/ (the sensor's run listing), whatever the
+        sweep's size in scopes. A whole-run key is there while its run's trace_jobs/ is."""
+        runs = set(self.run_folders())
+        by_run: dict[str, list[str]] = {}
+        for key in keys:
+            by_run.setdefault(RunScope.from_key(key).run_id, []).append(key)
+        found: set[str] = set()
+        for run_id, ours in by_run.items():
+            if run_id not in runs:
+                continue
+            try:
+                steps = {scope.key for scope in self.scopes(run_id, ScopeUnit.STEP)}
+            except FileNotFoundError:  # no trace_jobs/ (any more)
+                continue
+            found |= {key for key in ours if RunScope.from_key(key).step is None or key in steps}
+        return found
 
     def iter_run(self, scope: RunScope) -> Iterator[ObjectBatch]:
         """Every object under the run's trace_jobs/, keys relative to it, in pages as listed.

@@ -9,9 +9,12 @@ back-off (doubling from `BACKOFF_START` to `BACKOFF_MAX`); deleting the sensor's
 every scope at once, and re-exports none that is already published.
 
 A scope is exported once its listing has been quiet for the settle period, counted from its newest
-object's modification time: a sweep finished days ago is requested on first sight. One already
-published (by the CLI or a backfill: `published_at` reads the asset's materializations) and not
-written since is taken as exported, never exported twice.
+object's modification time: a sweep finished days ago is requested on first sight. One whose newest
+try published it (by the CLI or a backfill too: `ScopeFacts`, read from the instance as `trace-assets
+status` reads them) after its listing took its form is taken as exported, never exported twice; one
+whose newest try was blocked or failed is not "published", whatever an older version. A scope whose
+export was requested is followed at every tick from the instance alone (no listing) until its try
+ends: `published` at the next tick after its run succeeded.
 
 An operator's re-check request (`trace-assets recheck SCOPE`, the `recheck_scopes` job) lists a
 scope at the next tick whatever its back-off (`recheck`); one whose listing (or its run's) fails
@@ -20,7 +23,7 @@ whose export run failed, is requested again (`TickPlan.retried`: a new run key, 
 launches a run key twice) at its next re-check or on request, so a transient failure does not
 leave it unexported for good; at most `MAX_RETRIES` times for one listing (a refused shrink
 fails every time), then only when its listing changes or on request. One whose run a blocking
-check stopped (`FailureKind.BLOCKED`: the secret scan under a blocking policy, or the accounting)
+check stopped (`ScopeState.BLOCKED`: the secret scan under a blocking policy, or the accounting)
 is not requested again for the same listing, as it would read and scan the whole scope to be
 blocked the same way: its skip reason is the check's line (`trace-assets status`'s), until its
 listing changes or an operator asks (`trace-assets recheck KEY`, after changing the policy or
@@ -44,10 +47,9 @@ each run to `[next_check]`: about a hundred bytes a scope, a blocked one its lin
 in queue mode it also holds touches whose listing failed (`retry`, visited again next tick),
 re-check requests among them. The sensor keeps its own state beside these (`extra`: the queue's
 receipt handles to delete, the last re-check request read). Pure: the sensor hands in the
-listings, the publish times, the export runs' failures (`TickSources`: failed or blocked, and the
-line saying why) and the clock. One bad run or scope never hides the others: its error is
-reported, its cursor entry kept, and it is listed again on the next tick; a scope whose folder
-is gone is dropped from the cursor.
+listings, what the instance says of each scope (`TickSources.facts`) and the clock. One bad run
+or scope never hides the others: its error is reported, its cursor entry kept, and it is listed
+again on the next tick; a scope whose folder is gone is dropped from the cursor.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from trace_assets.store.local_walk import escaped_name
 from trace_assets.store.objects import ObjectBatch
 from trace_assets.store.queue_events import Touch
 from trace_assets.store.trace_store import EPOCH
+from trace_assets.sweep.scope_state import FAILURES, FORGET_COMMAND, ScopeFacts, ScopeState, decided, exported_for
 
 # 3: fingerprints hold the objects' change tokens; 4: entries hold retries and the last check; 5: a
 # last check may be `blocked`, its entry then holding the check's line. Older cursors are read as
@@ -81,23 +84,6 @@ BACKOFF_MAX = 7 * 86400.0  # then doubling up to a week
 RUN_RECHECK = 600.0  # a settled run's step folders are listed again within this (a request a run)
 MAX_RETRIES = 3  # automatic requests again of one listing whose export failed; an operator's re-check still retries
 RECHECK_COMMAND = "trace-assets recheck"  # an operator's re-check request (cli/recheck.py)
-
-
-class FailureKind(StrEnum):
-    """How a scope's latest export run failed, in `trace-assets status`'s words: `blocked` by a
-    blocking check (the secret scan, the accounting), which blocks the same listing every time, so
-    it is not retried; `failed` otherwise (a refused shrink, a store error), retried."""
-
-    FAILED = "failed"
-    BLOCKED = "blocked"
-
-
-class ExportFailure(NamedTuple):
-    """A scope's latest export run failed: how, and why in one line (`trace-assets status`'s: a
-    blocked one names the check and what lifts it)."""
-
-    kind: FailureKind
-    reason: str
 
 
 class LastCheck(StrEnum):
@@ -125,6 +111,9 @@ class Waiting(StrEnum):
     UNCHANGED = "unchanged"  # a cursor entry from before checks were recorded: what it found unknown
 
 
+FOLLOWED = (LastCheck.REQUESTED, LastCheck.RETRIED)  # exports on their way: the instance read each tick
+
+
 class ScopeEntry(NamedTuple):
     """A scope's cursor entry, stored as a JSON list in this order (`stored`); one written before
     retries were counted has five fields and is read as none made, no check recorded; the blocked
@@ -137,7 +126,9 @@ class ScopeEntry(NamedTuple):
     backoff: float  # seconds between re-checks of an exported, unchanged scope
     retries: int = 0  # automatic requests again of this listing after a failed export
     last_check: LastCheck | None = None  # what its last check found: the skip reason until the next
-    blocked_by: str = ""  # a blocked export's line (`LastCheck.BLOCKED`), for its skip reason until the next
+    # a blocked export's line (`LastCheck.BLOCKED`), or a failed one's state and line (`LastCheck.FAILED`,
+    # seen while followed), for its skip reason until the next
+    blocked_by: str = ""
 
     @classmethod
     def read(cls, entry: list) -> ScopeEntry:
@@ -191,13 +182,12 @@ def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None
 @dataclass(frozen=True)
 class TickSources:
     """What a tick reads, handed in by the sensor: a run's scope keys (its trace_jobs/ listed with a
-    delimiter), a scope's full listing, when a scope was last published (None: never), and how the
-    latest run planned to publish a scope failed (None: it did not, or none ran)."""
+    delimiter), a scope's full listing, and what the instance says of a scope (its newest export
+    try and what is published: `ScopeFacts`, the same facts `trace-assets status` decides from)."""
 
     run_scopes: Callable[[str], list[str]]
     listing: Callable[[str], Iterable[ObjectBatch]]
-    published_at: Callable[[str], float | None]
-    export_failure: Callable[[str], ExportFailure | None]
+    facts: Callable[[str], ScopeFacts]
 
 
 @dataclass
@@ -205,8 +195,8 @@ class TickPlan:
     """What one tick decided: scopes to export (key, fingerprint), new keys, and why the rest wait."""
 
     requests: list[tuple[str, str]] = field(default_factory=list)
-    # requested again after a failed or blocked export (how it ended): a new run key
-    retried: dict[str, FailureKind] = field(default_factory=dict)
+    # requested again after a failed, refused or blocked export (how it ended): a new run key
+    retried: dict[str, ScopeState] = field(default_factory=dict)
     new_keys: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # scope key -> why it is not requested
     waiting: dict[str, Waiting] = field(default_factory=dict)  # scope key -> that reason's kind
@@ -233,7 +223,6 @@ class _Tick:
 
 
 STRAY = "no run under the traces root"
-FORGET_COMMAND = "trace-assets forget"  # removes a partition whose run is gone (cli/forget.py)
 
 
 def tick_summary(plan: TickPlan, shown: int, notes: Iterable[str] = ()) -> str:
@@ -422,6 +411,7 @@ def plan_queue_tick(
     # exported scope past due, and a tick must stay well inside the sensor's time limit.
     overdue = sorted((e.next_check, key) for key, e in scopes.items() if not e.settling and now >= e.next_check)
     due = {key for _, key in overdue[:DUE_PER_TICK]}
+    due |= {key for key, e in scopes.items() if not e.settling and e.last_check in FOLLOWED}  # read, not listed
     asked = set(recheck)
     scopes_of_run: dict[str, list[str]] = {}  # grouped once: a tick's cost follows its touches
     for key in sorted(scopes):
@@ -481,6 +471,8 @@ def _plan_scope(
     (queue mode: no event touched the scope since)."""
     sources, now, settle, plan = tick.sources, tick.now, tick.settle, tick.plan
     if entry is not None and not entry.settling and now < entry.next_check and not force:
+        if entry.last_check in FOLLOWED:  # on its way: followed each tick
+            return _follow_export(key, entry, tick)
         plan.skip(key, *_waiting_reason(key, entry, entry.next_check - now))
         return entry
     previous = entry or ScopeEntry("", None, None, 0.0, 0.0)
@@ -508,19 +500,49 @@ def _plan_scope(
         return ScopeEntry(
             current, since, previous.requested, now, 0.0, 0, previous.last_check, previous.blocked_by
         )  # a new listing: its retries start afresh
-    published = sources.published_at(key)
-    # Published after the listing took its current form (`since`: its newest object's time, or when
-    # the sensor saw the change, for a re-sync that kept modification times): nothing to export.
-    if published is not None and published >= since:
+    facts = sources.facts(key)
+    # Published by its newest try after the listing took its current form (`since`: its newest
+    # object's time, or when the sensor saw the change, for a re-sync that kept modification times):
+    # nothing to export. A newest try still running (the CLI's, a backfill's) is not requested twice.
+    if exported_for(facts, since):
         plan.skip(key, Waiting.PUBLISHED, str(Waiting.PUBLISHED))
         found = LastCheck.PUBLISHED
+    elif facts.newest == ScopeState.EXPORTING:
+        plan.skip(key, Waiting.EXPORTING, _exporting(facts.reason))
+        found = LastCheck.REQUESTED
     else:
         plan.requests.append((key, current))
-        failure = sources.export_failure(key)
-        if failure is not None:  # (a deleted cursor): its last run key may be this listing's
-            plan.retried[key] = failure.kind
+        if facts.newest in FAILURES:  # (a deleted cursor): its last run key may be this listing's
+            plan.retried[key] = facts.newest
         found = LastCheck.REQUESTED
     return ScopeEntry(current, since, current, now + _spread(key, BACKOFF_START), BACKOFF_START, 0, found)
+
+
+def _follow_export(key: str, entry: ScopeEntry, tick: _Tick) -> ScopeEntry:
+    """A scope whose export was requested, between its re-checks: what the instance says of it now
+    (no listing), so a published export reads `published` at the next tick, and a blocked or failed
+    one says so from then on; only its re-check requests it again, as before."""
+    facts, plan = tick.sources.facts(key), tick.plan
+    state, reason = decided(facts)
+    since = entry.quiet_since if entry.quiet_since is not None else tick.now
+    if exported_for(facts, since):
+        plan.skip(key, Waiting.PUBLISHED, str(Waiting.PUBLISHED))
+        return entry._replace(last_check=LastCheck.PUBLISHED)
+    # Blocked or failed (the requested run itself: Dagster creates a tick's runs before the next
+    # tick): no longer followed; its re-check decides, as before.
+    if state == ScopeState.BLOCKED:
+        plan.skip(key, Waiting.BLOCKED, _blocked(key, reason))
+        return entry._replace(last_check=LastCheck.BLOCKED, blocked_by=reason)
+    if state in FAILURES:
+        entry = entry._replace(last_check=LastCheck.FAILED, blocked_by=f"{state}: {reason}")
+        plan.skip(key, *_waiting_reason(key, entry, entry.next_check - tick.now))
+        return entry
+    plan.skip(key, Waiting.EXPORTING, _exporting(reason))
+    return entry
+
+
+def _exporting(reason: str) -> str:
+    return "export requested, not published yet" + (f" ({reason})" if reason else "")
 
 
 def _check_export(key: str, previous: ScopeEntry, current: str, since: float, tick: _Tick, force: bool) -> ScopeEntry:
@@ -530,26 +552,26 @@ def _check_export(key: str, previous: ScopeEntry, current: str, since: float, ti
     sources, plan, retries = tick.sources, tick.plan, previous.retries
     backoff = min(max(previous.backoff * 2, BACKOFF_START), BACKOFF_MAX)
     due = tick.now + _spread(key, backoff)
-    published = sources.published_at(key)
-    if published is not None and published >= since:
+    facts = sources.facts(key)
+    state, reason = decided(facts)
+    if exported_for(facts, since):
         plan.skip(key, Waiting.PUBLISHED, str(Waiting.PUBLISHED))
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.PUBLISHED)
-    failure = sources.export_failure(key)
-    if failure is None:  # queued, running, or canceled by an operator (theirs to launch)
+    if state not in FAILURES:  # queued, running, canceled by an operator (theirs to launch), or not started
         plan.skip(key, Waiting.EXPORTING, "export requested, not published yet")
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.REQUESTED)
-    if failure.kind == FailureKind.BLOCKED:
+    if state == ScopeState.BLOCKED:
         if not force:  # the same listing is blocked the same way: scanning it again would only cost
-            plan.skip(key, Waiting.BLOCKED, _blocked(key, failure.reason))
-            return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.BLOCKED, failure.reason)
+            plan.skip(key, Waiting.BLOCKED, _blocked(key, reason))
+            return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.BLOCKED, reason)
         plan.requests.append((key, current))  # an operator's re-check: the policy or allowlist may have changed
-        plan.retried[key] = failure.kind
+        plan.retried[key] = state
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.REQUESTED)
     if retries >= MAX_RETRIES and not force:
         plan.skip(key, Waiting.FAILED, _gave_up(retries))
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.FAILED)
     plan.requests.append((key, current))  # on the same back-off as a re-check
-    plan.retried[key] = failure.kind
+    plan.retried[key] = state
     return ScopeEntry(current, since, current, due, backoff, retries + 1, LastCheck.RETRIED)
 
 
@@ -570,13 +592,11 @@ def _waiting_reason(key: str, entry: ScopeEntry, wait: float) -> tuple[Waiting, 
     match entry.last_check:
         case LastCheck.PUBLISHED:
             return Waiting.PUBLISHED, f"published and unchanged; {until}"
-        case LastCheck.REQUESTED:
-            return Waiting.EXPORTING, f"export requested, not published at its last check; {until}"
-        case LastCheck.RETRIED:
-            return Waiting.EXPORTING, f"export failed, requested again (retry {entry.retries}); {until}"
+        case LastCheck.FAILED if entry.retries < MAX_RETRIES and entry.blocked_by:  # seen while followed
+            return Waiting.FAILED, f"export {entry.blocked_by}; requested again in {_minutes(wait)} min"
         case LastCheck.FAILED:
             return Waiting.FAILED, _gave_up(entry.retries)
         case LastCheck.BLOCKED:
             return Waiting.BLOCKED, _blocked(key, entry.blocked_by)
-        case None:  # an entry from before checks were recorded
+        case _:  # an entry from before checks were recorded (one requested is followed, see `FOLLOWED`)
             return Waiting.UNCHANGED, f"unchanged since its last check; {until}"

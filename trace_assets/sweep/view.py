@@ -13,7 +13,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pyarrow.parquet as pq
 
 from trace_assets.core.scope import RunScope
 from trace_assets.publishing.plots import sweep_progress_svg
+from trace_assets.sweep.scope_state import ScopeState
 
 SWEEP_FILE = "sweep_coverage.parquet"
 SWEEP_PLOT = "sweep_coverage.svg"
@@ -159,18 +159,6 @@ def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int]]:
         }
         for r in sorted_records(records)
     ]
-
-
-class ScopeState(StrEnum):
-    """How the newest try to publish a scope ended (see `ScopeStatus`)."""
-
-    PUBLISHED = "published"
-    BLOCKED = "blocked"  # a blocking check failed: the secret scan, or the accounting
-    REFUSED = "refused"  # the shrink guard refused to replace the published version with a worse one
-    FAILED = "failed"  # any other failure
-    EXPORTING = "exporting"  # queued or running
-    CANCELED = "canceled"  # an operator's: theirs to launch again
-    NOT_EXPORTED = "not exported yet"  # a partition no run has planned to publish
 
 
 @dataclass(frozen=True)

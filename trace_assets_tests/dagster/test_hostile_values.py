@@ -125,7 +125,7 @@ def test_a_nan_or_infinite_reward_does_not_fail_the_run(tmp_path):
     with dg.instance_for_test() as instance:
         assert _export(instance, tmp_path).success
         metadata = _metadata(instance, RUN)["published_shards"]
-        [status], _ = scope_statuses(instance)
+        [status], _, _ = scope_statuses(instance)
     record = status.published
     assert record is not None and record.mean_reward == metadata["mean_reward"]
     assert RUN in text_table([status]) + markdown_table([status])

@@ -21,6 +21,7 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.defs.assets import raw_trial_listing
 from trace_assets.defs.resources import config_from_env
+from trace_assets.defs.sweep import scope_statuses
 from trace_assets_tests.support.bad_input import AGENT, USER, result_json, trajectory
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES, load_published
 from trace_assets_tests.support.secret_framings import crc_token
@@ -100,6 +101,41 @@ def test_live_key_blocks_publishing_and_only_the_report_is_written(tmp_path):
     assert [b["trial_name"] for b in report["pem_blocks"] if b["verdict"] == "live"] == ["leaky-task__k3y"]
     body = "".join(pem.splitlines()[1:-1])
     assert body[:40] not in report_text and body[-40:] not in report_text
+
+
+def test_a_block_keeps_a_version_that_replaced_the_key_and_withdraws_one_that_holds_it(tmp_path):
+    """Issue 48's story "block over a published version": the decision is the failure line's, the
+    scan report's, the asset's metadata's and `status`'s, and the folder shows it."""
+    _run_with_live_key(tmp_path / "traces")
+    folder = tmp_path / "published" / RUN
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, tmp_path, "redact").success
+        redacted = sorted(p.name for p in folder.iterdir())
+        blocked = _materialize(instance, tmp_path, "block")
+        assert not blocked.success and sorted(p.name for p in folder.iterdir()) == redacted  # kept
+        [check] = [e for e in blocked.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
+        assert check.description.endswith(
+            "; the version published before is kept: it holds none of the 4 blocking finding(s) in the clear "
+            "(replaced there, or from trials it did not publish as they are now)"
+        )
+        scan = instance.get_latest_materialization_event(dg.AssetKey("secret_scan_report")).asset_materialization
+        assert scan.metadata["previous_version"].value == "kept"
+        staged = json.loads((tmp_path / "staging" / RUN / "secret_scan.json").read_text())
+        assert staged["previous_version"]["decision"] == "kept"
+        [status], _, _ = scope_statuses(instance)
+        assert status.state == "blocked" and status.published is not None  # the kept version, still shown
+        assert "the version published before is kept" in status.reason
+
+        assert _materialize(instance, tmp_path, "allow").success  # published with the key as it is
+        withdrawn = _materialize(instance, tmp_path, "block")
+        assert not withdrawn.success and [p.name for p in folder.iterdir()] == ["secret_scan.json"]
+        [check] = [e for e in withdrawn.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
+        assert "; the version published before is withdrawn: it holds aws_access_key_id " in check.description
+        published = json.loads((folder / "secret_scan.json").read_text())
+        assert published["previous_version"]["decision"] == "withdrawn"
+        [status], _, _ = scope_statuses(instance)
+        assert status.state == "blocked" and status.published is None  # nothing of it is published now
+        assert "the version published before is withdrawn" in status.reason
 
 
 def test_redact_publishes_with_the_key_replaced(tmp_path):

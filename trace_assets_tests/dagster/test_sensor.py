@@ -20,7 +20,7 @@ from trace_assets.defs.sweep import scope_statuses
 from trace_assets.sweep.discovery import (
     BACKOFF_START,
 )
-from trace_assets.sweep.view import ScopeState
+from trace_assets.sweep.scope_state import ScopeState
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
 
@@ -66,10 +66,7 @@ def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
         assert first.run_requests[0].tags[SWEEP_TAG] == "traces"  # the traces root's last segment
 
         unchanged = _tick(defs, instance, first.cursor)
-        assert (
-            unchanged.run_requests == []
-            and "export requested, not published at its last check; re-checked in" in unchanged.skip_message
-        )
+        assert unchanged.run_requests == [] and "export requested, not published yet" in unchanged.skip_message
 
         stepped = traces_root / "run-b" / "trace_jobs"
         for step in ("step-1", "step-2"):
@@ -115,7 +112,7 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         first = _tick(defs, instance, None)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         waiting = _tick(defs, instance, first.cursor)
-        assert "'run-a': export requested, not published at its last check; re-checked in" in waiting.skip_message
+        assert "'run-a': export requested, not published yet" in waiting.skip_message
 
         asked = recheck("run-a", "run-z")
         assert asked.returncode == 1 and "'run-z' is not a partition the sensor knows" in asked.stderr
@@ -126,7 +123,7 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         )  # none ran
         assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
         again = _tick(defs, instance, listed.cursor)  # the request is read once
-        assert "'run-a': export requested, not published at its last check; re-checked in" in again.skip_message
+        assert "'run-a': export requested, not published yet" in again.skip_message
 
 
 def test_a_cp_p_resync_of_new_content_is_exported_again(traces_root):

@@ -16,7 +16,6 @@ from trace_assets.defs.assets import published_shards, raw_trial_listing
 from trace_assets.defs.partitions import TRACE_RUNS, register_scopes
 from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
 from trace_assets.defs.sweep import (
-    latest_export_run,
     latest_export_runs,
     refresh_sweep_coverage,
     sweep_coverage,
@@ -117,7 +116,15 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
     state and why, totals per run of steps and for the sweep. The sweep view's refresh follows the
     failures too, and tags each failed run with its reason."""
     traces, out = tmp_path / "traces", tmp_path / "out"
-    for run in ("blocked-run", "published-run", "refused-run", "failed-run", "gone-run", "reblocked-run"):
+    for run in (
+        "blocked-run",
+        "published-run",
+        "refused-run",
+        "failed-run",
+        "gone-run",
+        "reblocked-run",
+        "vanished-run",
+    ):
         shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces / run)
     generate_run(traces, "stepped", trials=6, seed=5, nested_steps=2)
     flags = ["--traces-root", str(traces), "--publish-root", str(out)]
@@ -125,15 +132,28 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
     assert blocked.returncode == 1, blocked.stderr
     redact = [*flags, "--on-secret", "redact"]
     published = run_cli(
-        ["materialize", "published-run", "refused-run", "gone-run", "stepped", "reblocked-run", *redact], tmp_path
+        [
+            "materialize",
+            "published-run",
+            "refused-run",
+            "gone-run",
+            "stepped",
+            "reblocked-run",
+            "vanished-run",
+            *redact,
+        ],
+        tmp_path,
     )
     assert published.returncode == 0, published.stderr
-    reblocked = run_cli(["materialize", "reblocked-run", *flags], tmp_path)  # blocked after a publish
-    assert reblocked.returncode == 1 and [p.name for p in (out / "reblocked-run").iterdir()] == ["secret_scan.json"]
+    kept = sorted(p.name for p in (out / "reblocked-run").iterdir())
+    reblocked = run_cli(["materialize", "reblocked-run", *flags], tmp_path)  # blocked after a redacted publish
+    assert reblocked.returncode == 1 and sorted(p.name for p in (out / "reblocked-run").iterdir()) == kept
+    assert "; the version published before is kept: it holds none of the " in reblocked.stderr
     refused = run_cli(["materialize", "refused-run", *redact, "--filter", "success"], tmp_path)
     assert refused.returncode == 1 and "refusing to publish" in refused.stderr, refused.stderr
     shutil.rmtree(traces / "gone-run")
     assert run_cli(["forget", "gone-run", "--traces-root", str(traces)], tmp_path).returncode == 0
+    shutil.rmtree(traces / "vanished-run")  # its traces deleted, its partition not forgotten
 
     (tmp_path / "a-file").write_text("not a folder")  # a publish root no folder can be made under
 
@@ -156,14 +176,16 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
     cells, details = _status_lines(tmp_path)
     assert list(cells) == [
         "blocked-run", "failed-run", "published-run", "reblocked-run", "refused-run",
-        "stepped/step-1", "stepped/step-2", "stepped total", "waiting-run", "sweep total",
+        "stepped/step-1", "stepped/step-2", "stepped total", "vanished-run", "waiting-run", "sweep total",
     ]  # fmt: skip
     assert cells["blocked-run"] == ["blocked"] + ["-"] * 8
     assert details["blocked-run"].startswith(
         "blocked by check no_live_secrets on secret_scan_report: credentials found (aws_access_key_id: 1, hf_token: 1)"
     )
-    # blocked after a publish: its folder holds the scan report alone, so nothing is shown published
-    assert cells["reblocked-run"] == ["blocked"] + ["-"] * 8 and "published to" not in details["reblocked-run"]
+    # blocked after a publish that replaced the credentials: that version is kept, and shown
+    assert cells["reblocked-run"][:4] == ["blocked", "36", "34", "28"]
+    assert "; the version published before is kept: " in details["reblocked-run"]
+    assert details["reblocked-run"].endswith(f"published to {out / 'reblocked-run'}")
     assert cells["failed-run"][0] == "failed" and details["failed-run"].startswith("step published_shards failed: ")
     assert "Not a directory" in details["failed-run"]  # the root error, without its class
     assert cells["published-run"][:5] == ["published", "36", "34", "28", "82.4%"]
@@ -178,11 +200,26 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
     assert [int(n) for n in cells["stepped total"][2:5]] == [sum(int(s[i]) for s in steps) for i in (1, 2, 3)]
     assert details["stepped total"] == "2 published"
     # published-run, refused-run's earlier version and the steps: what is published, summed
-    assert cells["sweep total"][:2] == ["8", "scopes"]
+    assert cells["sweep total"][:2] == ["9", "scopes"]
     assert [int(n) for n in cells["sweep total"][2:5]] == [
-        2 * figure + int(cells["stepped total"][i]) for figure, i in ((36, 2), (34, 3), (28, 4))
+        4 * figure + int(cells["stepped total"][i]) for figure, i in ((36, 2), (34, 3), (28, 4))
     ]
-    assert details["sweep total"] == "3 published, 2 blocked, 1 refused, 1 failed, 1 not exported yet"
+    assert details["sweep total"] == "4 published, 2 blocked, 1 refused, 1 failed, 1 not exported yet"
+    # with its traces root, `status` lists it (a listing of the root, one of each run's step folders):
+    # a scope whose traces are gone says so, and what removes it
+    rooted = run_cli(["status", "--traces-root", str(traces)], tmp_path)
+    lines = rooted.stdout.splitlines()
+    [at] = [i for i, line in enumerate(lines) if line.startswith("vanished-run ")]
+    assert "gone from the traces root" in lines[at] and lines[at].split()[1:3] != ["published"]
+    assert (
+        lines[at + 1]
+        .strip()
+        .startswith(
+            "no traces under the traces root (deleted, moved, or never there); `trace-assets forget vanished-run` "
+            "removes it; excluded: "
+        )
+    )
+    assert [line.split()[1] for line in lines if line.startswith("published-run ")] == ["published"]
 
     defs = build_definitions(config(out))
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
@@ -210,11 +247,16 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
             instance=instance, partition_key="published-run", asset_selection=[raw_trial_listing.key]
         ).success
         keys = instance.get_dynamic_partitions(TRACE_RUNS)
-        one_by_one = {key: run.run_id for key in keys if (run := latest_export_run(instance, key)) is not None}
+        planned = {
+            key: instance.get_latest_planned_materialization_info(published_shards.key, partition=key) for key in keys
+        }
+        one_by_one = {key: info.run_id for key, info in planned.items() if info is not None}
         assert {key: run.run_id for key, run in latest_export_runs(instance, keys).items()} == one_by_one
         assert len(one_by_one) == len(keys) - 1  # waiting-run: none
-    assert "| blocked-run | blocked | - |" in view and "| waiting-run | not exported yet |" in view
-    assert "| **sweep total** | 8 scopes |" in view
+    # the view lists the traces root: the partitions with no traces there say so
+    assert "| blocked-run | blocked | - |" in view and "| waiting-run | gone from the traces root |" in view
+    assert "| vanished-run | gone from the traces root | 28 / 34 |" in view
+    assert "| **sweep total** | 9 scopes |" in view
 
 
 def test_one_instance_two_traces_roots_each_view_shows_its_own(tmp_path):

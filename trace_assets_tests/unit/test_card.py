@@ -27,7 +27,7 @@ from trace_assets.publishing.card import (
 from trace_assets.publishing.card_facts import gather_facts, histogram, integer_histogram, size_category, size_text
 from trace_assets.publishing.dataset_folder import VERSIONS_FILE, build_run_folder
 from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_label
-from trace_assets.publishing.targets import FolderTarget
+from trace_assets.publishing.targets import FolderTarget, published_json
 from trace_assets.publishing.versions import earlier_versions
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.scan import scan_run
@@ -76,7 +76,7 @@ def _publish(tmp_path, target, options, published_at, settings=None):
     _, coverage, _ = run_steps(store, SAMPLE_RUN, staging_root, options=options)
     staging = RunStaging(staging_root, scope)
     report = scan_run(staging.require_rows(), SAMPLE_RUN, ScanOptions())
-    earlier = earlier_versions(target.published_json(scope, VERSIONS_FILE), target.published_coverage(scope))
+    earlier = earlier_versions(published_json(target, scope, VERSIONS_FILE), target.published_coverage(scope))
     card = CardContext(settings or CardSettings(), gather_facts(staging, staging.require_rows()), earlier, published_at)
     build = tmp_path / f"build-{published_at}"
     build_run_folder(build, staging.require_rows(), staging.statuses, coverage, report, 2000, None, options, None, card)

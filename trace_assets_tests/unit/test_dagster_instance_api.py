@@ -34,7 +34,6 @@ OUTSIDE_PUBLIC_API = {
     "get_concurrency_keys": {"cli/instance.py", "cli/materialize.py"},
     "get_concurrency_info": {"cli/instance.py", "cli/materialize.py"},
     "free_concurrency_slots_for_run": {"cli/instance.py"},
-    "get_latest_planned_materialization_info": {"defs/sweep.py"},
     "all_logs": {"defs/sweep.py"},
     "add_run_tags": {"defs/sweep.py"},
 }

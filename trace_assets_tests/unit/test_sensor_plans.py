@@ -4,6 +4,7 @@ tick lists, requests, skips and keeps, from stand-in listings and clocks."""
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 from trace_assets.defs.sensors import _run_key
 from trace_assets.store.objects import ObjectBatch
@@ -14,8 +15,6 @@ from trace_assets.sweep.discovery import (
     DUE_PER_TICK,
     MAX_RETRIES,
     RUN_RECHECK,
-    ExportFailure,
-    FailureKind,
     TickSources,
     Waiting,
     is_current,
@@ -25,17 +24,35 @@ from trace_assets.sweep.discovery import (
     plan_tick,
     tick_summary,
 )
+from trace_assets.sweep.scope_state import ScopeFacts, ScopeState
 
-FAILED = ExportFailure(FailureKind.FAILED, "step published_shards failed: [Errno 20] Not a directory")
-BLOCKED = ExportFailure(
-    FailureKind.BLOCKED,
+
+class Failure(NamedTuple):
+    """How a stand-in export run failed."""
+
+    state: ScopeState
+    reason: str
+
+
+FAILED = Failure(ScopeState.FAILED, "step published_shards failed: [Errno 20] Not a directory")
+BLOCKED = Failure(
+    ScopeState.BLOCKED,
     "blocked by check no_live_secrets on secret_scan_report: credentials found (hf_token: 1); "
     "hf_token blocked by policy; set on_secret (live) or on_unverified to redact, or allowlist known placeholders",
 )
 
 
 def _sources(run_scopes, listing, published_at=lambda key: None, export_failure=lambda key: None) -> TickSources:
-    return TickSources(run_scopes, listing, published_at, export_failure)
+    """The instance's facts from stand-ins: when a scope was published (None: never), and how its
+    newest export run failed (None: it did not fail; published when `published_at` says so)."""
+
+    def facts(key: str) -> ScopeFacts:
+        published, failure = published_at(key), export_failure(key)
+        if failure is not None:
+            return ScopeFacts(failure.state, failure.reason, published)
+        return ScopeFacts(None if published is None else ScopeState.PUBLISHED, "", published)
+
+    return TickSources(run_scopes, listing, facts)
 
 
 def _failing(failed: set[str]):
@@ -108,15 +125,23 @@ def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
         runs_listed.append(run)
         return steps[run]
 
+    published: dict[str, float] = {}  # each requested export published before the next tick
+    sources = _sources(run_scopes, listing, published.get)
+
     def tick(cursor, touches, now, recheck=()):
         listed.clear()
         runs_listed.clear()
-        return plan_queue_tick(cursor, touches, _sources(run_scopes, listing), known, now, settle=600, recheck=recheck)
+        plan = plan_queue_tick(cursor, touches, sources, known, now, settle=600, recheck=recheck)
+        published.update({key: now + 1 for key, _ in plan.requests})
+        return plan
 
-    first = plan_tick(None, steps, _sources(run_scopes, listing), [], 2000.0, settle=600)
+    first = plan_tick(None, steps, sources, [], 2000.0, settle=600)
+    published.update({key: 2001.0 for key, _ in first.requests})
     assert len(first.requests) == 20
     quiet = tick(first.cursor, [], 2060.0)
-    assert listed == [] and runs_listed == [] and quiet.requests == [] and quiet.skipped == {}
+    assert listed == [] and runs_listed == [] and quiet.requests == []
+    # the exports on their way read from the instance (no listing): published at the next tick
+    assert quiet.skipped == {key: "published and unchanged" for key in sizes}
 
     sizes["run-3/step-2"] = 4  # an event for it: listed alone, its run's steps already known
     touched = tick(quiet.cursor, [Touch("run-3", "step-2")], 2120.0)
@@ -139,7 +164,10 @@ def test_queue_ticks_list_only_touched_scopes_and_retry_failed_touches():
     assert "retry" not in json.loads(retried.cursor)
 
     asked = tick(retried.cursor, [], 2920.0, recheck={"run-0/step-1"})  # the operator's re-check
-    assert listed == ["run-0/step-1"] and asked.skipped == {"run-0/step-1": "export requested, not published yet"}
+    assert listed == ["run-0/step-1"] and asked.skipped == {
+        "run-0/step-1": "published and unchanged",
+        "run-7/step-3": "published and unchanged",  # requested by the tick before: followed, not listed
+    }
 
     del sizes["run-9/step-1"]  # deleted: its ObjectRemoved events touch it, its listing finds nothing
     deleted = tick(asked.cursor, [Touch("run-9", "step-1")], 2980.0)
@@ -240,7 +268,7 @@ def test_a_failed_export_is_retried_at_most_max_retries_times_unless_asked_or_ch
         retried.append(list(plan.retried))
         waiting.append(tick(plan.cursor, now + 60).skipped["run-a"])
     assert retried == [["run-a"]] * MAX_RETRIES + [[]]
-    assert waiting[0].startswith("export failed, requested again (retry 1); re-checked in")
+    assert waiting[0].startswith(f"export failed: {FAILED.reason}; requested again in ")  # followed
     gave_up = f"export failed after {MAX_RETRIES} retries; requested again when it changes or on request"
     assert plan.skipped == {"run-a": gave_up} and waiting[-1] == gave_up
 
@@ -261,7 +289,7 @@ def test_a_blocked_export_is_not_retried_until_its_listing_changes_or_an_operato
     its re-checks say so with the check's line, and request nothing until the listing changes or
     an operator asks; a plain failure after it is retried as before."""
     sizes = {"run-a": 3}
-    failures: dict[str, ExportFailure] = {}
+    failures: dict[str, Failure] = {}
     sources = _sources(lambda run: [run], lambda key: _pages(sizes[key], 1_000_000_000), lambda key: None, failures.get)
 
     def tick(cursor, now, recheck=()):
@@ -282,25 +310,25 @@ def test_a_blocked_export_is_not_retried_until_its_listing_changes_or_an_operato
     assert load_cursor(plan.cursor)["run-a"].retries == 0
 
     asked = tick(plan.cursor, now + 120, recheck={"run-a"})  # the operator changed the policy: one more try
-    assert [key for key, _ in asked.requests] == ["run-a"] and asked.retried == {"run-a": FailureKind.BLOCKED}
+    assert [key for key, _ in asked.requests] == ["run-a"] and asked.retried == {"run-a": ScopeState.BLOCKED}
     assert "'run-a': export requested again, after a blocked export." in tick_summary(asked, shown=20)
-    waiting = tick(asked.cursor, now + 180)
-    assert waiting.skipped["run-a"].startswith("export requested, not published at its last check; re-checked in")
+    waiting = tick(asked.cursor, now + 180)  # followed: what its newest run says (still the blocked one here)
+    assert waiting.skipped == {"run-a": blocked} and waiting.requests == []
     still = tick(asked.cursor, _due(asked.cursor, "run-a"))  # blocked again: one try only
     assert still.requests == [] and still.skipped == {"run-a": blocked}
 
     afresh = tick(None, 9000.0)  # a deleted cursor requests it under a new run key, as an operator's re-check
-    assert afresh.retried == {"run-a": FailureKind.BLOCKED}
+    assert afresh.retried == {"run-a": ScopeState.BLOCKED}
 
     sizes["run-a"] = 4  # a changed listing (its trials rewritten): requested once it settles
     changed = tick(still.cursor, _due(still.cursor, "run-a"))
     assert changed.skipped["run-a"].startswith("settling") and changed.requests == []
     settled = tick(changed.cursor, _due(still.cursor, "run-a") + 600)
-    assert [key for key, _ in settled.requests] == ["run-a"] and settled.retried == {"run-a": FailureKind.BLOCKED}
+    assert [key for key, _ in settled.requests] == ["run-a"] and settled.retried == {"run-a": ScopeState.BLOCKED}
 
     failures["run-a"] = FAILED  # then a plain failure of the new listing: retried on the back-off as before
     retried = tick(settled.cursor, _due(settled.cursor, "run-a"))
-    assert retried.retried == {"run-a": FailureKind.FAILED}
+    assert retried.retried == {"run-a": ScopeState.FAILED}
     assert "'run-a': export requested again, after a failed export." in tick_summary(retried, shown=20)
 
     failures["run-a"] = BLOCKED  # queue mode: a blocked scope due is read, not requested
@@ -309,7 +337,7 @@ def test_a_blocked_export_is_not_retried_until_its_listing_changes_or_an_operato
 
 
 def test_a_version_4_cursor_loads_and_only_a_blocked_entry_holds_its_line():
-    failures: dict[str, ExportFailure] = {}
+    failures: dict[str, Failure] = {}
     sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: None, failures.get)
     runs = ["run-a", "run-b"]
     first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
@@ -328,7 +356,7 @@ def test_a_version_4_cursor_loads_and_only_a_blocked_entry_holds_its_line():
     old = json.dumps(stored)
     assert is_current(old) and load_cursor(old)["run-a"] == load_cursor(checked.cursor)["run-a"]
     later = plan_tick(old, runs, sources, [], 2000.0 + BACKOFF_START + 60, settle=600)
-    assert later.skipped["run-a"].startswith("export requested, not published at its last check")
+    assert later.skipped["run-a"] == "export requested, not published yet"  # followed at every tick
     assert later.skipped["run-b"].startswith(BLOCKED.reason) and later.requests == []  # found blocked at its re-check
 
 
@@ -339,7 +367,7 @@ def test_the_skip_reason_before_a_re_check_says_what_the_last_check_found():
     published["run-b"] = 2100.0  # run-b's export published; run-a's never ran
     checked = plan_tick(first.cursor, ["run-a", "run-b"], sources, [], 2120.0, settle=600, recheck={"run-a", "run-b"})
     waiting = plan_tick(checked.cursor, ["run-a", "run-b"], sources, [], 2180.0, settle=600).skipped
-    assert waiting["run-a"].startswith("export requested, not published at its last check; re-checked in")
+    assert waiting["run-a"] == "export requested, not published yet"  # followed at every tick
     assert waiting["run-b"].startswith("published and unchanged; re-checked in")
 
     cursor = json.loads(checked.cursor)  # an entry written before checks were recorded: five fields
@@ -362,30 +390,39 @@ def test_queue_mode_requests_a_failed_export_again_at_its_back_off_without_listi
         listed.append(key)
         return _pages(3, 1_000_000_000)
 
+    published: dict[str, float] = {}
+
     def published_at(key):
         queried.append(key)
+        return published.get(key)
 
     def export_failure(key):
-        queried.append(key)
         return FAILED if key in failed else None
 
     sources = _sources(lambda run: [run], listing, published_at, export_failure)
     first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
     failed.add("run-3")
+    published.update({key: 2030.0 for key in runs if key != "run-3"})
     listed.clear()
     queried.clear()
     quiet = plan_queue_tick(first.cursor, [], sources, runs, 2060.0, settle=600)
-    assert listed == [] and queried == [] and quiet.skipped == {}  # nothing due: no read at all
+    # the exports on their way read from the instance, not listed: nine published, run-3's failed
+    assert listed == [] and set(queried) == set(runs) and quiet.requests == []
+    assert quiet.skipped["run-0"] == "published and unchanged"
+    assert quiet.skipped["run-3"].startswith(f"export failed: {FAILED.reason}; requested again in ")
+    queried.clear()
+    calm = plan_queue_tick(quiet.cursor, [], sources, runs, 2120.0, settle=600)
+    assert listed == [] and queried == [] and calm.skipped == {}  # none followed now: its re-check decides
     now = _due(first.cursor, "run-3")
     due = {key for key in runs if _due(first.cursor, key) <= now}
-    retried = plan_queue_tick(quiet.cursor, [], sources, runs, now, settle=600)
+    queried.clear()
+    retried = plan_queue_tick(calm.cursor, [], sources, runs, now, settle=600)
     assert retried.requests == [("run-3", load_cursor(first.cursor)["run-3"].fingerprint)]
     assert list(retried.retried) == ["run-3"] and listed == [] and retried.listed_scopes == 0  # no S3 request
-    assert set(queried) == due and retried.skipped == {
-        key: "export requested, not published yet" for key in due - {"run-3"}
-    }
+    assert set(queried) == due and retried.skipped == {key: "published and unchanged" for key in due - {"run-3"}}
     queried.clear()
-    assert plan_queue_tick(retried.cursor, [], sources, runs, now + 60, settle=600).requests == [] and queried == []
+    assert plan_queue_tick(retried.cursor, [], sources, runs, now + 60, settle=600).requests == []
+    assert queried == ["run-3"]  # its retry followed
 
 
 def test_a_re_check_whose_run_listing_fails_is_kept_for_the_next_tick():
@@ -435,7 +472,9 @@ def test_a_version_3_cursor_is_read_and_its_overdue_scopes_are_re_checked_a_boun
     exported scope past due: queue mode reads them DUE_PER_TICK at a time, oldest first."""
     runs = [f"run-{i:04d}" for i in range(2 * DUE_PER_TICK + 50)]
     queried: list[str] = []
-    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: queried.append(key))
+    sources = _sources(
+        lambda run: [run], lambda key: _pages(3, 1_000_000_000), lambda key: queried.append(key) or 1500.0
+    )
     first = plan_tick(None, runs, sources, [], 2000.0, settle=600)
     cursor = json.loads(first.cursor)
     cursor["v"] = 3
@@ -484,7 +523,8 @@ def test_a_ticks_summary_counts_scopes_then_says_each_ones_state_and_next_check(
 def test_a_partition_naming_no_run_is_listed_with_the_command_that_removes_it():
     """A key mistyped in the UI's "add partition" (or a run deleted): the tick names it, in plain
     and in queue mode, and only once its run's listing has not failed."""
-    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), {"run-a": 2000.0}.get)
+    published = {"run-a": 2000.0}
+    sources = _sources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), published.get)
     known = ["run-a", "run-aa"]
     plan = plan_tick(None, ["run-a"], sources, known, 2100.0, settle=600)
     assert plan.strays == ["run-aa"] and not plan.requests
@@ -500,7 +540,42 @@ def test_a_partition_naming_no_run_is_listed_with_the_command_that_removes_it():
     def failing(run_id: str) -> list[str]:
         raise OSError("listing failed")
 
-    broken = plan_tick(
-        None, ["run-aa"], _sources(failing, sources.listing, sources.published_at), known, 2100.0, settle=600
-    )
+    broken = plan_tick(None, ["run-aa"], _sources(failing, sources.listing, published.get), known, 2100.0, settle=600)
     assert broken.strays == ["run-a"]  # run-aa's listing failed: not called a stray
+
+
+def test_a_scope_blocked_after_a_publish_is_blocked_and_a_re_check_publishes_it():
+    """Issue 48's first story: a redact run published the scope, then a blocking run stopped it. The
+    tick says blocked (never "published and unchanged", whatever the older version's time); the
+    operator's re-check requests it; its successful run reads `published` at the very next tick."""
+    facts = {"run-a": ScopeFacts(ScopeState.PUBLISHED, "", 2100.0)}
+    sources = TickSources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), facts.__getitem__)
+
+    def tick(cursor, now, recheck=()):
+        return plan_tick(cursor, ["run-a"], sources, ["run-a"], now, settle=600, recheck=recheck)
+
+    first = tick(None, 2200.0)
+    assert first.skipped == {"run-a": "published and unchanged"}
+    facts["run-a"] = ScopeFacts(ScopeState.BLOCKED, BLOCKED.reason, 2100.0)  # the block kept the version
+    due = tick(first.cursor, _due(first.cursor, "run-a"))
+    assert due.waiting == {"run-a": Waiting.BLOCKED} and due.skipped["run-a"].startswith(BLOCKED.reason)
+    asked = tick(due.cursor, _due(first.cursor, "run-a") + 60, recheck={"run-a"})
+    assert [key for key, _ in asked.requests] == ["run-a"] and asked.retried == {"run-a": ScopeState.BLOCKED}
+    facts["run-a"] = ScopeFacts(ScopeState.EXPORTING, "run 1234 is started", 2100.0)
+    running = tick(asked.cursor, _due(first.cursor, "run-a") + 120)
+    assert running.skipped == {"run-a": "export requested, not published yet (run 1234 is started)"}
+    facts["run-a"] = ScopeFacts(ScopeState.PUBLISHED, "", _due(first.cursor, "run-a") + 150)
+    done = tick(running.cursor, _due(first.cursor, "run-a") + 180)
+    assert done.skipped == {"run-a": "published and unchanged"} and done.listed_scopes == 0
+    assert tick_summary(done, shown=20).splitlines()[0] == "1 scope(s): 1 published and unchanged."
+
+
+def test_a_fresh_cursor_neither_requests_a_scope_an_export_is_running_for_nor_calls_a_blocked_one_published():
+    facts = {
+        "run-a": ScopeFacts(ScopeState.EXPORTING, "run 1 is queued", None),
+        "run-b": ScopeFacts(ScopeState.BLOCKED, BLOCKED.reason, 2100.0),  # published, then blocked
+    }
+    sources = TickSources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), facts.__getitem__)
+    plan = plan_tick(None, ["run-a", "run-b"], sources, [], 2200.0, settle=600)
+    assert plan.skipped == {"run-a": "export requested, not published yet (run 1 is queued)"}
+    assert [key for key, _ in plan.requests] == ["run-b"] and plan.retried == {"run-b": ScopeState.BLOCKED}

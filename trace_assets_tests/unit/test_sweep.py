@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 
 import pyarrow.parquet as pq
 
+from trace_assets.sweep.scope_state import ScopeState
 from trace_assets.sweep.view import (
     DISPLAY_COLUMNS,
     ScopeRecord,
-    ScopeState,
     ScopeStatus,
     detail_text,
     display_rows,

@@ -31,7 +31,7 @@ from trace_assets.publishing.hub.naming import (
     sanitize_repo_name_part,
     validate_repo_id,
 )
-from trace_assets.publishing.hub.reads import check_hub_access, read_published_json
+from trace_assets.publishing.hub.reads import check_hub_access, read_published_file
 
 __all__ = [
     "DEFAULT_REVISION",
@@ -49,7 +49,7 @@ __all__ = [
     "normalize_path_in_repo",
     "parse_publish_root",
     "publish_run_folder",
-    "read_published_json",
+    "read_published_file",
     "render_repo_id",
     "sanitize_repo_name_part",
     "validate_repo_id",

@@ -5,22 +5,20 @@ the local cache of a repo's small files by blob id."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from trace_assets.publishing.hub.base import REPO_TYPE, HubPublishError, describe_hub_failure
 from trace_assets.publishing.hub.naming import DEFAULT_REVISION
 from trace_assets.runtime.atomic_files import replaced_atomically
 
 
-def read_published_json(
+def read_published_file(
     repo_id: str, path_in_repo: str, *, revision: str, token: str | None, endpoint: str | None
-) -> Any:
-    """A JSON file of a published dataset, or None when the repo, branch or file does not exist."""
+) -> bytes | None:
+    """A file of a published dataset, or None when the repo, branch or file does not exist."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
@@ -41,7 +39,7 @@ def read_published_json(
                 endpoint=endpoint,
                 cache_dir=cache_dir,
             )
-            return json.loads(Path(path).read_text())
+            return Path(path).read_bytes()
     except (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError, RemoteEntryNotFoundError):
         return None
     except HfHubHTTPError as error:

@@ -1,0 +1,82 @@
+"""What a block does to the version published before it (`publishing.blocked_version.decide`):
+kept only when it is shown to hold none of the blocking findings in the clear."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from trace_assets.publishing.blocked_version import BlockDecision, PreviousVersion, decide, exported_sources
+from trace_assets.secret_scan.verdicts import Verdict
+
+LIVE = frozenset({Verdict.LIVE})
+KEY = {"kind": "hf_token", "fingerprint": "aaaa", "trial_name": "t1", "verdict": "live", "occurrences": 1}
+
+
+def _report(*findings, redacted=None, omitted=0):
+    kinds: dict = {}
+    for f in findings:
+        counts = kinds.setdefault(f["kind"], {"live": 0, "unverified": 0})
+        counts[f["verdict"]] = counts.get(f["verdict"], 0) + f["occurrences"]
+    return {"findings": list(findings), "findings_omitted": omitted, "kinds": kinds, "redacted": redacted or {}}
+
+
+def _decide(report, previous_report, previous, current=None, blocking=None):
+    return decide(report, LIVE, blocking or {"hf_token": 1}, current or {"t1": "src1"}, previous_report, previous)
+
+
+def test_nothing_published_before():
+    assert _decide(_report(KEY), None, None).previous == PreviousVersion.NONE
+
+
+def test_a_version_that_replaced_the_key_is_kept():
+    earlier = _report(KEY, redacted={"hf_token": 1})
+    assert _decide(_report(KEY), earlier, {"t1": "src1"}).previous == PreviousVersion.KEPT
+
+
+def test_a_version_that_published_the_key_as_it_is_is_withdrawn():
+    block = _decide(_report(KEY), _report(KEY), {"t1": "src1"})
+    assert block.previous == PreviousVersion.WITHDRAWN
+    assert block.line == "the version published before is withdrawn: it holds hf_token aaaa (trial t1) in the clear"
+
+
+def test_a_key_the_earlier_scan_did_not_know_in_a_trial_published_as_it_is_now_is_withdrawn():
+    """A newer scanner's kind: the earlier report lists nothing, but the trial's source is the same."""
+    assert _decide(_report(KEY), _report(), {"t1": "src1"}).previous == PreviousVersion.WITHDRAWN
+
+
+def test_a_key_in_a_trial_the_earlier_version_did_not_publish_or_published_from_other_files_keeps_it():
+    assert _decide(_report(KEY), _report(), {"t2": "src2"}).previous == PreviousVersion.KEPT
+    assert _decide(_report(KEY), _report(), {"t1": "older"}).previous == PreviousVersion.KEPT
+
+
+def test_what_cannot_be_shown_withdraws():
+    unread = _decide(_report(KEY), {"findings": []}, None)
+    assert (
+        unread.previous == PreviousVersion.WITHDRAWN and unread.why == "its scan report or trial list could not be read"
+    )
+    omitted = _decide(_report(KEY, omitted=3), _report(), {})
+    assert omitted.previous == PreviousVersion.WITHDRAWN and "only some of its findings" in omitted.why
+    private = _decide(_report(), _report(), {}, blocking={"private:email": 2})
+    assert private.previous == PreviousVersion.WITHDRAWN
+    partly = _report(KEY, {**KEY, "fingerprint": "bbbb", "trial_name": "t9"}, redacted={"hf_token": 1})
+    assert _decide(_report(KEY), partly, {"t1": "src1"}).previous == PreviousVersion.WITHDRAWN  # 1 of 2 replaced
+
+
+def test_a_withdrawal_the_target_cannot_make_is_said_so_and_the_decision_round_trips():
+    block = _decide(_report(KEY), _report(KEY), {"t1": "src1"}).done(withdrawn=False)
+    assert block.previous == PreviousVersion.LEFT and block.line.startswith(
+        "the version published before is left published, withdraw it by hand: it holds hf_token aaaa"
+    )
+    assert BlockDecision.read(block.stored()) == block
+
+
+def test_exported_sources_reads_a_trials_table():
+    table = pa.table(
+        {"trial_name": ["t1", "t2"], "status": ["exported", "excluded"], "source_fingerprint": ["src1", "src2"]}
+    )
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    assert exported_sources(buffer.getvalue()) == {"t1": "src1"}
