@@ -7,12 +7,12 @@ import argparse
 import os
 
 from trace_assets.cli.instance import get_instance
-from trace_assets.settings import PipelineSettings, env_name
+from trace_assets.settings import PipelineSettings, variable_text
 
 
 def run(args: argparse.Namespace) -> int:
     from trace_assets.defs.sweep import status_text
 
-    traces_root = args.traces_root or os.environ.get(env_name(PipelineSettings, "traces_root")) or None
+    traces_root = args.traces_root or variable_text(PipelineSettings, "traces_root", os.environ)
     print(status_text(get_instance(), traces_root), end="", flush=True)
     return 0
