@@ -159,12 +159,13 @@ def make_runs(work: Path, trials: int, growth: float, where: str) -> tuple[Path,
 
 def build_shards(traces_root: Path, run_id: str, out: Path) -> list[Path]:
     """The run's published shards, as `published_shards` lays them out (local steps, default options)."""
+    from trace_assets.core.defaults import DEFAULT_ROWS_PER_SHARD
     from trace_assets.core.scope import RunScope
     from trace_assets.harbor.options import ExportOptions
     from trace_assets.publishing.dataset_folder import build_run_folder
     from trace_assets.secret_scan.scanner import ScanOptions
     from trace_assets.steps.listing import build_listing
-    from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD, export_rows
+    from trace_assets.steps.rows import export_rows
     from trace_assets.steps.scan import scan_run
     from trace_assets.steps.scoring import score_trials
     from trace_assets.steps.staging import RunStaging

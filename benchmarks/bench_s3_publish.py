@@ -122,9 +122,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import boto3
 
+    from trace_assets.core.defaults import DEFAULT_PUBLISH_CONCURRENCY
     from trace_assets.core.scope import RunScope
     from trace_assets.defs.resources import ObjectStorage
-    from trace_assets.publishing.targets import DEFAULT_PUBLISH_CONCURRENCY, FolderTarget
+    from trace_assets.publishing.targets import FolderTarget
     from trace_assets_tests.support.fault_proxy import FaultProxy
 
     for leaked in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE"):

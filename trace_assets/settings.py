@@ -4,7 +4,8 @@ pydantic-settings reads each setting from its variable (`load`); pydantic parses
 CLI's flags and their help (`cli/parser.py`), the Dagster resources (`defs/resources.py`, subclasses
 of these models), the sensor's interval and the table in docs/configuration.md (`settings_table`,
 checked by `unit/test_settings.py`) all read the fields below; a new setting is one field here plus
-its use. The domain's options are built from these settings in `orchestration/options.py`.
+its use. The domain's options are built from these settings in `orchestration/options.py`; a default
+the domain's code falls back to without settings is `core/defaults.py`'s, taken from there.
 
 Values are checked when the settings are built, before any work: a bad one raises `ConfigError`,
 `NAME='value': what is allowed`. This module imports nothing heavy (the CLI's `--help` reads it).
@@ -33,6 +34,14 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource
 
+from trace_assets.core.defaults import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_FETCH_AHEAD,
+    DEFAULT_LEASE_SECONDS,
+    DEFAULT_PUBLISH_CONCURRENCY,
+    DEFAULT_ROWS_PER_SHARD,
+    DEFAULT_WRAP_WIDTH,
+)
 from trace_assets.core.roots import refuse_overlapping_roots
 from trace_assets.core.run_tags import SWEEP_LABEL, sweep_label
 from trace_assets.harbor.options import Episodes, Subagents, SuccessFilter
@@ -132,7 +141,7 @@ class PipelineSettings(BaseModel):
         "works on a scratch folder under `$TMPDIR`, synced at its start and end)",
     )
     staging_lease_seconds: float = setting(
-        600.0,
+        DEFAULT_LEASE_SECONDS,
         gt=0,
         env="TRACE_ASSETS_STAGING_LEASE_SECONDS",
         group=Group.ROOTS,
@@ -251,7 +260,7 @@ class PipelineSettings(BaseModel):
         "secret's sha256 as `secret_scan.json` names it; anything else is refused at start",
     )
     secret_wrap_width: int = setting(
-        160,
+        DEFAULT_WRAP_WIDTH,
         gt=0,
         env="TRACE_ASSETS_SECRET_WRAP_WIDTH",
         group=Group.SECRETS,
@@ -306,7 +315,7 @@ class PipelineSettings(BaseModel):
     )
     # throughput
     max_rows_per_shard: int = setting(
-        2000,
+        DEFAULT_ROWS_PER_SHARD,
         gt=0,
         env="TRACE_ASSETS_MAX_ROWS_PER_SHARD",
         group=Group.THROUGHPUT,
@@ -320,7 +329,7 @@ class PipelineSettings(BaseModel):
         description="trials fetched and parsed per batch",
     )
     batch_bytes: int = setting(
-        128 * 2**20,
+        DEFAULT_BATCH_BYTES,
         gt=0,
         env="TRACE_ASSETS_BATCH_BYTES",
         group=Group.THROUGHPUT,
@@ -328,7 +337,7 @@ class PipelineSettings(BaseModel):
         "batch alone)",
     )
     fetch_ahead: int = setting(
-        1,
+        DEFAULT_FETCH_AHEAD,
         ge=0,
         env="TRACE_ASSETS_FETCH_AHEAD",
         group=Group.THROUGHPUT,
@@ -342,7 +351,7 @@ class PipelineSettings(BaseModel):
         description="object reads in flight at once",
     )
     publish_concurrency: int = setting(
-        64,
+        DEFAULT_PUBLISH_CONCURRENCY,
         gt=0,
         env="TRACE_ASSETS_PUBLISH_CONCURRENCY",
         group=Group.THROUGHPUT,
@@ -691,6 +700,12 @@ def load(
         raise ConfigError(describe(model, error, values, origin)) from None
     except ValueError as error:  # a check outside pydantic's own (roots, queue) names its settings itself
         raise ConfigError(str(error)) from None
+
+
+def variable_text(model: type[BaseModel], name: str, env: Mapping[str, str]) -> str | None:
+    """One setting's variable in `env` as `load` reads it (one of only blanks is unset), neither parsed
+    nor checked: for a command that takes this setting alone, or adds its option's values to it."""
+    return _Variables(_environment(model), env)().get(env_name(model, name))
 
 
 def describe(

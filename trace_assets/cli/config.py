@@ -8,7 +8,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
-from trace_assets.settings import PipelineSettings, env_name
+from trace_assets.settings import PipelineSettings, variable_text
 
 if TYPE_CHECKING:
     from trace_assets.defs.resources import TraceAssetsConfig
@@ -25,7 +25,7 @@ def config_from_args(args: argparse.Namespace) -> TraceAssetsConfig:
     given = vars(args)
     options: dict[str, Any] = {name: given[name] for name in PipelineSettings.model_fields if name in given}
     if options.get("scrub_literals"):  # added to the environment's: an operator value is never dropped
-        listed = os.environ.get(env_name(PipelineSettings, "scrub_literals"), "")
+        listed = variable_text(PipelineSettings, "scrub_literals", os.environ)
         options["scrub_literals"] = ",".join(value for value in [listed, *options["scrub_literals"]] if value)
     require = tuple(root for root in ROOTS if root in given)
     return config_from_env(os.environ, require, **options)

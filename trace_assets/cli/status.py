@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING
 
 from trace_assets.cli.instance import get_instance
-from trace_assets.settings import PipelineSettings, env_name
+from trace_assets.settings import PipelineSettings, variable_text
 
 if TYPE_CHECKING:
     from trace_assets.store.trace_store import TraceStore
@@ -17,13 +17,13 @@ if TYPE_CHECKING:
 def run(args: argparse.Namespace) -> int:
     from trace_assets.defs.sweep import status_text
 
-    traces_root = args.traces_root or os.environ.get(env_name(PipelineSettings, "traces_root")) or None
+    traces_root = args.traces_root or variable_text(PipelineSettings, "traces_root", os.environ)
     print(status_text(get_instance(), traces_root, _store(args) if traces_root else None), end="", flush=True)
     return 0
 
 
 def _store(args: argparse.Namespace) -> TraceStore:
-    """The traces root's store, to tell which scopes' traces are gone (two listings a run)."""
+    """The traces root's store, to tell which scopes' traces are gone (a listing of it, one a run)."""
     from trace_assets.cli.config import config_from_args
     from trace_assets.defs.resources import ObjectStorage
 

@@ -38,10 +38,8 @@ module does not write (an owner's `homepage`, say) and an owner's tags are kept.
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import math
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -60,6 +58,7 @@ from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.card_facts import size_category
 from trace_assets.publishing.plots import sweep_progress_svg
 from trace_assets.runtime.atomic_files import replaced_atomically
+from trace_assets.runtime.file_lock import hold_lock
 
 ROOT_CARD = "README.md"
 INDEX = "sweep_index.json"  # the entries the root card is written from, one per scope
@@ -774,7 +773,7 @@ def update_folder_root_card(
 
     if isinstance(fs, LocalFileSystem):
         Path(root).mkdir(parents=True, exist_ok=True)
-        with _flock(Path(root) / ROOT_LOCK):
+        with hold_lock(Path(root) / ROOT_LOCK, "the root card", None):  # held for moments: waited for silently
             index = Path(index_path).read_bytes() if Path(index_path).exists() else None
             card = Path(card_path).read_text() if Path(card_path).exists() else None
             texts = zip((index_path, card_path, plot_path), updated_root(index, card, this, settings, every_scope))
@@ -876,18 +875,3 @@ def _compare_and_swap(fs: Any, path: str, merge: Callable[[str | None], bytes]) 
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise RuntimeError(f"{path}: {CAS_ATTEMPTS} concurrent updates in a row; publish again")
-
-
-class _flock:
-    """An exclusive flock on a hidden file in the root, held while the card is read and replaced."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self) -> None:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)

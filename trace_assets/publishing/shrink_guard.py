@@ -12,8 +12,6 @@ from typing import Any
 
 from trace_assets.core.accounting import Coverage
 
-DEFAULT_SHRINK_THRESHOLD = 0.1
-
 
 class ShrinkRefused(RuntimeError):
     """The new version is worse than the published one; the message gives both versions' figures."""

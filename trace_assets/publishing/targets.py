@@ -32,6 +32,7 @@ import fsspec
 from fsspec.callbacks import Callback
 from fsspec.implementations.local import LocalFileSystem
 
+from trace_assets.core.defaults import DEFAULT_PUBLISH_CONCURRENCY
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.sessions import SESSIONS_DIR
 from trace_assets.publishing.card import CardSettings
@@ -79,8 +80,6 @@ from trace_assets.runtime.progress import FileTransfer, Progress, quiet, termina
 # Folders whose files are named by their content version (shards, session files): uploaded first,
 # kept when already there, and their old versions removed only after the card names the new one.
 VERSIONED_DIRS = (f"{DATA_DIR}/", f"{SESSIONS_DIR}/")
-# Object-storage PUTs in flight at once while a phase's files go up (the publish_concurrency setting).
-DEFAULT_PUBLISH_CONCURRENCY = 64
 # Tries of a blocked scope's commit, which is outside the Hub commit pool and so may meet another's.
 BLOCKED_COMMIT_ATTEMPTS = 5
 # The cards, put last in this order, each once every file it names is there: the flips.

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from trace_assets.core.defaults import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.judge import entropy_bits
 from trace_assets.secret_scan.kinds import Judged, SecretKind
 from trace_assets.secret_scan.normalise import (
     ANSI_ESCAPE,
-    DEFAULT_WRAP_WIDTH,
     MAX_JSON_LAYERS,
     TOKEN_CHARS,
     Framing,

@@ -21,7 +21,6 @@ import polars as pl
 
 from trace_assets.secret_scan.judge import b64_text
 
-DEFAULT_WRAP_WIDTH = 160  # Terminus-2's terminal width
 MAX_BLOB_CHARS = 65_536
 MAX_BLOBS_PER_TEXT = 16
 MAX_DECODE_DEPTH = 2

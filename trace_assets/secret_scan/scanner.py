@@ -18,11 +18,11 @@ from typing import Any, NamedTuple, TypeVar
 
 import polars as pl
 
+from trace_assets.core.defaults import DEFAULT_WRAP_WIDTH
 from trace_assets.runtime.ahead import mapped_ahead
 from trace_assets.secret_scan import assignments, judge
 from trace_assets.secret_scan.finder import Finder, Match
 from trace_assets.secret_scan.kinds import KEY_BLOCK_KINDS, PUBLIC_SAMPLE_KEYS, Judged, SecretKind, all_kinds
-from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.pem import PEM_MARKER, PemAnalysis, analyse_pem_block
 from trace_assets.secret_scan.policy import OnNearMiss
 from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, PrivacyScanner, PrivateMatch

@@ -25,11 +25,13 @@ from typing import Any
 import pyarrow as pa
 
 from trace_assets.core.accounting import SCORED, Coverage, Reason, TrialStatus
+from trace_assets.core.defaults import DEFAULT_ROWS_PER_SHARD
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.harbor.rows import MAIN_TRACE_SOURCE, TRACE_SOURCE_COLUMN, rows_schema
 from trace_assets.harbor.trial_files import RESULT_JSON, needed_files
 from trace_assets.runtime.ahead import available_cores, mapped_ahead
+from trace_assets.runtime.process_pool import WorkerError, ordered_map
 from trace_assets.runtime.progress import Progress, ProgressReporter, terminal
 from trace_assets.secret_scan.scanner import PLAIN_TEXT_COLUMNS
 from trace_assets.steps.incremental import PreviousRows, fingerprint, listed_objects, previous_records
@@ -39,10 +41,8 @@ from trace_assets.steps.sessions import SessionWriter
 from trace_assets.steps.staged_rows import staged_row_parts, trial_rows_digest
 from trace_assets.steps.staging import RunStaging, open_parquet, staged_writers, write_json_atomically
 from trace_assets.steps.trial_rows import SliceJob, SliceWork, TrialFiles, TrialWork, export_slice
-from trace_assets.store.process_pool import WorkerError, ordered_map
 from trace_assets.store.trace_store import FetchError, TraceStore
 
-DEFAULT_ROWS_PER_SHARD = 2000
 PARALLEL_ROWS_MIN_TRIALS = 10_000  # measured: 2,000 trials 1.25x slower in workers, 6,000 even, 22,047 0.87x
 
 STATUS_SCHEMA = pa.schema(

@@ -15,11 +15,11 @@ from typing import Any, Literal
 import polars as pl
 import pyarrow as pa
 
+from trace_assets.core.defaults import DEFAULT_WRAP_WIDTH
 from trace_assets.runtime.ahead import available_cores
 from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
-from trace_assets.secret_scan.normalise import DEFAULT_WRAP_WIDTH
 from trace_assets.secret_scan.policy import OnNearMiss, ScanPolicy
 from trace_assets.secret_scan.privacy import Assignment, PrivacyOptions, Tokens
 from trace_assets.secret_scan.redaction import Redaction

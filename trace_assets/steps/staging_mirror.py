@@ -35,13 +35,13 @@ from typing import Any
 
 import fsspec
 
+from trace_assets.core.defaults import DEFAULT_LEASE_SECONDS
 from trace_assets.runtime.atomic_files import remove_path, replaced_atomically
 
 MANIFEST = ".manifest.json"
 BLOBS = ".blobs"
 LOCKS = ".locks"
 LOCAL_RECORDS = ".mirror"  # under the local scratch root: what each scope's files were last synced as
-DEFAULT_LEASE_SECONDS = 600.0
 _HASH_CHUNK = 1 << 20
 
 Manifest = dict[str, str]  # relative posix path -> sha256 of the content

@@ -1,6 +1,6 @@
 """Step 3's work that needs no order: trials' rows and session records from their fetched files.
 
-`export_slice` runs in the rows step's worker processes (`store.process_pool`), or in the
+`export_slice` runs in the rows step's worker processes (`runtime.process_pool`), or in the
 step's own process for small runs; the step keeps what depends on order (session paths
 claimed, statuses, writing). On a local root the workers read the trials' files themselves,
 through the same confined reader as the store. So this module imports only pyarrow, `harbor`

@@ -2,7 +2,7 @@
 
 A local listing is a `stat` per object: on a run of thousands of trial folders with dozens of
 episode files each, most of the listing's time. Only the standard library here, so listing
-workers (trace_assets.store.process_pool) that import this module start in milliseconds.
+workers (trace_assets.runtime.process_pool) that import this module start in milliseconds.
 
 Hostile input (trial folders are written by the policy under training): the walk never follows
 a symbolic link, never opens anything but folders, and never fails on one entry. Whatever is

@@ -33,13 +33,14 @@ from fsspec.asyn import AsyncFileSystem, sync
 from fsspec.implementations.local import LocalFileSystem
 
 from trace_assets.core.accounting import Exclusion, Reason
+from trace_assets.core.defaults import DEFAULT_BATCH_BYTES, DEFAULT_FETCH_AHEAD
 from trace_assets.core.scope import TRACE_JOBS, RunScope, ScopeUnit, run_scopes
 from trace_assets.runtime.ahead import available_cores, produced_ahead
+from trace_assets.runtime.process_pool import ordered_map
 from trace_assets.store.bucket_url import BucketRoot, is_bucket_url
 from trace_assets.store.confined import ConfinedReader, FolderReadError, read_files
 from trace_assets.store.local_walk import Columns, walk_folder, walk_folders
 from trace_assets.store.objects import ObjectBatch
-from trace_assets.store.process_pool import ordered_map
 
 if TYPE_CHECKING:
     from trace_assets.store.hub_bucket import BucketReader
@@ -84,8 +85,6 @@ def _is_s3(fs: fsspec.AbstractFileSystem) -> bool:
     return "s3" in protocols
 
 
-DEFAULT_BATCH_BYTES = 128 * 2**20  # parsed JSON takes a few times its bytes: well under 1 GB RSS
-DEFAULT_FETCH_AHEAD = 1  # one batch in flight while one is parsed hides a round trip per batch
 BUCKET_PAGE_OBJECTS = 1000  # a bucket listing's objects handed on at once, as an S3 page holds
 BUCKET_PAGES_AHEAD = 2  # listed while the pages before are grouped: the tree API's pages come one by one
 PARALLEL_WALK_MIN_FOLDERS = 256  # below this, starting workers costs more than it saves

@@ -9,11 +9,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from trace_assets.core.defaults import DEFAULT_ROWS_PER_SHARD
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.secret_scan.scanner import ScanOptions
-from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD, export_rows
+from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run
 from trace_assets.steps.sessions import staged_sessions
 from trace_assets.steps.staging import RunStaging

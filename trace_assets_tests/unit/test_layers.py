@@ -48,7 +48,7 @@ DEFERRED_IMPORTS = {
     "store/trace_store.py": "botocore and s3fs load only for an S3 root, huggingface_hub only for a bucket root",
 }
 # Listing workers start with only these: they must import nothing heavy.
-STDLIB_ONLY = {"store/local_walk.py", "store/process_pool.py", "store/__init__.py"}
+STDLIB_ONLY = {"store/local_walk.py", "runtime/process_pool.py", "store/__init__.py"}
 HEAVY = {"dagster", "dagster_aws", "polars", "pyarrow", "fsspec", "s3fs", "huggingface_hub", "orjson", "trace_assets"}
 
 

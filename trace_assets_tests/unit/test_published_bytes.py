@@ -12,6 +12,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 
 from trace_assets.core.accounting import Coverage
+from trace_assets.core.defaults import DEFAULT_ROWS_PER_SHARD
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card import CardContext
@@ -19,7 +20,7 @@ from trace_assets.publishing.card_facts import gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.listing import build_listing
-from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD, export_rows
+from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run
 from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.sessions import SessionWriter, staged_sessions

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from trace_assets.store.process_pool import WorkerError, ordered_map
+from trace_assets.runtime.process_pool import WorkerError, ordered_map
 from trace_assets_tests.support.worker_jobs import slow_square, square_unless_negative
 
 

@@ -38,6 +38,19 @@ class RetryPolicy:
     attempts: int = 6
     wait_seconds: float = 2.0
 
+    def call(self, call: Callable[[], _T], retrying: Callable[[Exception], None]) -> _T:
+        """`call()`, tried again after each transient failure, `attempts` times at most; `retrying`
+        is told of each failure that is tried again, before the wait."""
+        for attempt in range(self.attempts):
+            try:
+                return call()
+            except Exception as error:
+                if not _is_transient(error) or attempt == self.attempts - 1:
+                    raise
+                retrying(error)
+                time.sleep(self.wait_seconds * 2**attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
 
 def _is_transient(error: Exception) -> bool:
     """Worth another try: the server failed or timed out, or a batch landed after all (412 on the stale parent)."""
@@ -131,15 +144,9 @@ class BatchedPublish:
         )
 
     def _call(self, call: Callable[[], _T]) -> _T:
-        for attempt in range(self.retry.attempts):
-            try:
-                return call()
-            except Exception as error:
-                if not _is_transient(error) or attempt == self.retry.attempts - 1:
-                    raise
-                logger.warning("Hub call failed (%s), trying again", type(error).__name__)
-                time.sleep(self.retry.wait_seconds * 2**attempt)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        return self.retry.call(
+            call, lambda error: logger.warning("Hub call failed (%s), trying again", type(error).__name__)
+        )
 
     def _pull_request(self, title: str, planned_on: str) -> int:
         """The open pull request an interrupted publish of this scope left, if it is still based on
@@ -239,29 +246,36 @@ class BatchedPublish:
 
         head, remote = self._state(ref)
         plan = self._plan(remote)
-        failures = 0
-        while plan:
-            batch = plan[: self.max_files]
-            try:
-                head = self.api.create_commit(
-                    self.repo_id,
-                    batch,
-                    commit_message=f"{title}: {len(batch)} of {len(plan)} remaining changes",
-                    repo_type=REPO_TYPE,
-                    revision=ref,
-                    parent_commit=head,
-                ).oid
-                advance(transfer, [op for op in batch if isinstance(op, CommitOperationAdd) and travels_in_commit(op)])
-                plan = plan[self.max_files :]
-                failures = 0
-            except Exception as error:
-                failures += 1
-                if not _is_transient(error) or failures >= self.retry.attempts:
-                    raise
-                logger.warning("Commit to %s@%s failed (%s), re-planning", self.repo_id, ref, type(error).__name__)
-                time.sleep(self.retry.wait_seconds * 2 ** (failures - 1))
+        replan = False
+
+        def commit_next() -> None:
+            """The plan's next batch; after a failed commit, planned again first from what the ref
+            holds (the commit may have landed after all)."""
+            nonlocal head, plan, replan
+            if replan:
                 head, remote = self._state(ref)
-                plan = self._plan(remote)
+                plan, replan = self._plan(remote), False
+            if not plan:
+                return
+            batch = plan[: self.max_files]
+            head = self.api.create_commit(
+                self.repo_id,
+                batch,
+                commit_message=f"{title}: {len(batch)} of {len(plan)} remaining changes",
+                repo_type=REPO_TYPE,
+                revision=ref,
+                parent_commit=head,
+            ).oid
+            advance(transfer, [op for op in batch if isinstance(op, CommitOperationAdd) and travels_in_commit(op)])
+            plan = plan[self.max_files :]
+
+        def retrying(error: Exception) -> None:
+            nonlocal replan
+            logger.warning("Commit to %s@%s failed (%s), re-planning", self.repo_id, ref, type(error).__name__)
+            replan = True
+
+        while plan:
+            self.retry.call(commit_next, retrying)
         return head
 
     def _merge(self, number: int) -> str:
