@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_compare.py [--base REV] [--trials 2000] [--repeats 5]
 
 Checks out REV (default: the commit before HEAD's changes, `HEAD~1`) as a git worktree in a temp
-folder, generates one tree (benchmarks/generate_traces.py), then runs each side's own
+folder, generates one tree (trace_assets_tests/support/generate_traces.py), then runs each side's own
 `bench_pipeline.py _run` child on it, alternating base and head so machine noise falls on both,
 each on a warm page cache with a fresh staging folder. Prints per-step seconds (fastest of the
 repeats), whole-process wall time and peak RSS, and head/base ratios. Both children run with this

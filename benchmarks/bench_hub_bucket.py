@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from huggingface_hub import constants as hf_constants  # noqa: E402
 
 from benchmarks.bench_pipeline import DEFAULT_PROMPT_SCALE  # noqa: E402
-from benchmarks.generate_traces import generate_run  # noqa: E402
 from trace_assets.core.scope import RunScope  # noqa: E402
 from trace_assets.harbor.options import ExportOptions  # noqa: E402
 from trace_assets.steps.listing import build_listing  # noqa: E402
@@ -37,6 +36,7 @@ from trace_assets.steps.rows import export_rows  # noqa: E402
 from trace_assets.steps.scoring import score_trials  # noqa: E402
 from trace_assets.steps.staging import RunStaging  # noqa: E402
 from trace_assets.store.trace_store import TraceStore  # noqa: E402
+from trace_assets_tests.support.generate_traces import generate_run  # noqa: E402
 from trace_assets_tests.support.hub_server import HubStandIn  # noqa: E402
 
 BUCKET = "bench/traces"

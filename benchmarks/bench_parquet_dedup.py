@@ -4,7 +4,7 @@ chunking, `publishing.parquet_layout`) (issue 26 item 2). Offline: no store, no 
 
     .venv/bin/python benchmarks/bench_parquet_dedup.py [--trials 2000] [--growth 0.05] [--where spread|end]
 
-One run of `trials * (1 + growth)` trials is generated (benchmarks/generate_traces.py); the old
+One run of `trials * (1 + growth)` trials is generated (trace_assets_tests/support/generate_traces.py); the old
 version is the same run less a random `growth` share of its trial folders (hard links), so the new
 trials fall all through the shards' sorted rows, as a growing run's do (`--where end`: less the
 trial folders whose names sort last, so the new rows all come after the old). Both are built into dataset
@@ -131,7 +131,7 @@ def data_pages(path: Path) -> Iterator[tuple[int, int]]:
 def make_runs(work: Path, trials: int, growth: float, where: str) -> tuple[Path, Path, str]:
     """(traces root of the old version, of the new, run id). `where` the new trials sort: `spread`
     (a random share), or `end` (the trial folders whose names sort last)."""
-    from benchmarks.generate_traces import generate_run
+    from trace_assets_tests.support.generate_traces import generate_run
 
     run_id = f"grow-{trials}"
     new_root, old_root = work / "new", work / "old"
@@ -161,22 +161,17 @@ def build_shards(traces_root: Path, run_id: str, out: Path) -> list[Path]:
     """The run's published shards, as `published_shards` lays them out (local steps, default options)."""
     from trace_assets.core.defaults import DEFAULT_ROWS_PER_SHARD
     from trace_assets.core.scope import RunScope
-    from trace_assets.harbor.options import ExportOptions
     from trace_assets.publishing.dataset_folder import build_run_folder
     from trace_assets.secret_scan.scanner import ScanOptions
-    from trace_assets.steps.listing import build_listing
-    from trace_assets.steps.rows import export_rows
     from trace_assets.steps.scan import scan_run
-    from trace_assets.steps.scoring import score_trials
     from trace_assets.steps.staging import RunStaging
     from trace_assets.store.trace_store import TraceStore
+    from trace_assets_tests.support.helpers import stage_rows
 
     shutil.rmtree(out, ignore_errors=True)
     store = TraceStore(str(traces_root))
     staging = RunStaging(out / "staging", RunScope(run_id))
-    build_listing(store, staging)
-    score_trials(store, staging, 256, lambda _: None)
-    coverage, _ = export_rows(store, staging, ExportOptions(), 256, lambda _: None, DEFAULT_ROWS_PER_SHARD)
+    coverage, _ = stage_rows(store, staging, batch_size=256)["last_episode_rows"]
     report = scan_run(staging.require_rows(), run_id, ScanOptions())
     shards = build_run_folder(
         out / "build", staging.require_rows(), staging.statuses, coverage, report, DEFAULT_ROWS_PER_SHARD

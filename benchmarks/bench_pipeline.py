@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/bench_pipeline.py --whole-process [--trials 400] (start-up: the CLI against Harbor)
 
 Every local measurement is a whole child process (start-up included, so it cancels out of the
-marginal cost) on a tree from benchmarks/generate_traces.py, with a fresh staging folder so no
+marginal cost) on a tree from trace_assets_tests/support/generate_traces.py, with a fresh staging folder so no
 step reuses an earlier materialization. Ours runs listing -> scored -> rows -> secret scan ->
 shards; Harbor runs `export_traces(episodes="last", ...)` in its own interpreter on the same
 trace_jobs/ folder. Sizes come in pairs (small, big): the marginal cost per trial is
@@ -248,7 +248,7 @@ def run_id_for(trials: int, shape: TreeShape, seed: int = SEED) -> str:
 
 def ensure_tree(traces_root: Path, trials: int, shape: TreeShape, seed: int = SEED) -> dict[str, Any]:
     """A generated run of `trials` trials under traces_root, reused when an earlier one matches."""
-    from benchmarks.generate_traces import generate_run
+    from trace_assets_tests.support.generate_traces import generate_run
 
     run_id = run_id_for(trials, shape, seed)
     manifest_path = traces_root / run_id / "manifest.json"
@@ -960,7 +960,7 @@ LARGE_RSS_TARGET_MIB = 1024  # with the default batch_bytes
 def large_trajectories(args: argparse.Namespace) -> int:
     """Peak RSS of our steps on trials whose trajectories are very large: memory follows bytes in
     flight (TraceStore.batch_bytes), not trials per batch."""
-    from benchmarks.generate_traces import generate_run, inflate_trajectories
+    from trace_assets_tests.support.generate_traces import generate_run, inflate_trajectories
 
     trials, megabytes = (float(part) for part in args.large_trajectories.split(":"))
     run_id = f"large-{int(trials)}x{megabytes:g}mb"
@@ -1003,7 +1003,7 @@ def benchmark(args: argparse.Namespace) -> int:
         f"load average {info['load_average_1min']} at start, {load_at_end} at end",
         f"Python {info['python']} (ours), "
         + (f"{harbor_version} (Harbor, {harbor_python})" if harbor_version else "Harbor not run"),
-        f"Trees: benchmarks/generate_traces.py seed={SEED}, "
+        f"Trees: trace_assets_tests/support/generate_traces.py seed={SEED}, "
         + (
             f"prompt_scale={args.prompt_scale} (shrinks episode prompts only; trajectories full size)"
             if shape.episode_prompts

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.generate_traces import generate_run  # noqa: E402
 from benchmarks.secret_peers import PEER_COMMANDS, peer_command  # noqa: E402
+from trace_assets_tests.support.generate_traces import generate_run  # noqa: E402
 
 RUN = "bench-raw-run"
 CHILD = """

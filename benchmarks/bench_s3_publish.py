@@ -47,25 +47,19 @@ BUCKET = "bench-publish"
 def build_folder(traces_root: Path, run_id: str, work: Path) -> Path:
     """The run's dataset folder as `published_shards` lays it out (local steps, session files on)."""
     from trace_assets.core.scope import RunScope
-    from trace_assets.harbor.options import ExportOptions
     from trace_assets.publishing.dataset_folder import build_run_folder
     from trace_assets.secret_scan.scanner import ScanOptions
-    from trace_assets.steps.listing import build_listing
-    from trace_assets.steps.rows import export_rows
     from trace_assets.steps.scan import scan_run
-    from trace_assets.steps.scoring import score_trials
-    from trace_assets.steps.sessions import SessionWriter, staged_sessions
+    from trace_assets.steps.sessions import staged_sessions
     from trace_assets.steps.staging import RunStaging
     from trace_assets.store.trace_store import TraceStore
+    from trace_assets_tests.support.helpers import stage_rows
 
     store = TraceStore(str(traces_root))
     staging = RunStaging(work / "staging", RunScope(run_id))
-    build_listing(store, staging)
-    score_trials(store, staging, 256, lambda _: None)
+    staged = stage_rows(store, staging, batch_size=256, sessions=True, rows_per_part=MAX_ROWS_PER_SHARD)
+    coverage, _ = staged["last_episode_rows"]
     sessions = staged_sessions(staging)
-    coverage, _ = export_rows(
-        store, staging, ExportOptions(), 256, lambda _: None, MAX_ROWS_PER_SHARD, SessionWriter(sessions)
-    )
     report = scan_run(staging.require_rows(), run_id, ScanOptions(), sessions)
     build = work / "build-a"
     build_run_folder(

@@ -66,7 +66,7 @@ def run_ids(runs: int, steps: int) -> list[str]:
 
 
 def generate(traces: Path, runs: int, steps: int) -> None:
-    from benchmarks.generate_traces import generate_run
+    from trace_assets_tests.support.generate_traces import generate_run
 
     for n, run_id in enumerate(run_ids(runs, steps)):
         if not (traces / run_id / "manifest.json").exists():
@@ -243,12 +243,12 @@ def per_scope(work: Path) -> dict[str, float]:
 
 def one_scope(work: Path) -> Path:
     """A one-trial scope's dataset folder, built once."""
-    from benchmarks.generate_traces import generate_run
     from trace_assets.core.accounting import Coverage
     from trace_assets.core.scope import RunScope
     from trace_assets.publishing.dataset_folder import build_run_folder
     from trace_assets.steps.staging import RunStaging
     from trace_assets.store.trace_store import TraceStore
+    from trace_assets_tests.support.generate_traces import generate_run
     from trace_assets_tests.support.helpers import run_steps
 
     folder = work / "one"

@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import argparse
 import base64
-import binascii
 import json
 import random
-import re
 import string
 import sys
 from collections import Counter, defaultdict
@@ -42,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.secret_peers import PEER_COMMANDS  # noqa: E402
 from benchmarks.secret_recall import CORPUS, _acted, ours, peer  # noqa: E402
+from trace_assets_tests.support.documented_samples import documented_sample  # noqa: E402
 from trace_assets_tests.support.secret_framings import rsa_pem, tokens  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "trace_assets_tests" / "data" / "secrets"
@@ -57,59 +56,10 @@ VENDORS = ["github", "gitlab", "slack", "npm", "vault", "wandb", "vercel", "netl
 PREFIXES = ["ghp_", "gho_", "glpat-", "xoxb-", "xoxp-", "npm_", "hvs.", "pypi-", "sk-", "hf_", "SG.", "AKIA", "dop_v1_"]
 
 
-# A documented sample: a positive of the peers' tests that the issue asks us to keep (AWS's
-# `...EXAMPLE...`, `xxxx`, jwt.io's sample). Decided by these tells alone, in the long words where a
-# value sits (and a JWT's decoded header and claims), never by asking the scanner; fixed on the tuned
-# split before the held-out split was scored with it.
-SAMPLE_WORD = re.compile(r"example|sample|dummy|fake|placeholder|redacted|changeme|your[_-]", re.I)
-ONE_CHARACTER_RUN = re.compile(r"([A-Za-z0-9])\1{5,}")
-LONG_WORD = re.compile(r"[A-Za-z0-9_./+=~:@-]{16,}")  # where a value is: tells in its context do not count
-JWT_PART = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}")
-PEM_BODY = re.compile(r"-----BEGIN [A-Z ]*-----.*?-----END [A-Z ]*-----", re.S)
-PROSE_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----\s*[A-Za-z]+ [A-Za-z]+")
-WORDS_FOR_VALUES = re.compile(r"\busername:password\b|\buser:pass\b", re.I)
-
-
 def _kept_as(found: dict[str, set[str]]) -> str:
     """Why ours kept a positive: its strongest verdict, or `not found`."""
     verdicts = set().union(*found.values()) if found else set()
     return next((v for v in ("near_miss", "placeholder") if v in verdicts), "not found")
-
-
-def _counting_run(text: str, length: int = 8) -> bool:
-    """`length` characters counting up (`12345678`, `klmnopqr`)."""
-    run, lowered = 1, text.lower()
-    for before, char in zip(lowered, lowered[1:]):
-        run = run + 1 if char.isalnum() and ord(char) == ord(before) + 1 else 1
-        if run >= length:
-            return True
-    return False
-
-
-def _decoded_jwt_parts(text: str) -> str:
-    parts = []
-    for part in JWT_PART.findall(text):
-        try:
-            parts.append(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).decode("utf-8", "replace"))
-        except (binascii.Error, ValueError):
-            continue
-    return " ".join(parts)
-
-
-def documented_sample(text: str) -> str | None:
-    """The tell that makes a positive a documented sample, or None for a value that should be removed.
-    A PEM block's body is left out: a real key's base64 spells `fAkE` or `000000` by chance (about one
-    generated 1,024-bit key in a hundred), and a body in words is the last tell's."""
-    seen = " ".join([*LONG_WORD.findall(PEM_BODY.sub(" ", text)), _decoded_jwt_parts(text)])
-    if SAMPLE_WORD.search(seen):
-        return "a sample word"
-    if ONE_CHARACTER_RUN.search(seen):
-        return "a run of one character"
-    if _counting_run(seen):
-        return "a counting run"
-    if PROSE_PEM.search(text) or WORDS_FOR_VALUES.search(text):
-        return "words in place of the value"
-    return None
 
 
 def _rand(rng: random.Random, alphabet: str, n: int) -> str:

@@ -1,4 +1,4 @@
-"""`--dry-run`: the same staged steps as the assets (`pipeline.STAGED_STEPS`) into the scope's
+"""`--dry-run`: the same staged steps as the assets (`pipeline.run_staged_steps`) into the scope's
 staging folder, with a target that writes nothing, then what a publish would do (where, how many
 rows, blocked or refused)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.scope import RunScope
 from trace_assets.orchestration.context import ScopeContext
-from trace_assets.orchestration.pipeline import STAGED_STEPS
+from trace_assets.orchestration.pipeline import run_staged_steps
 from trace_assets.publishing.shards import shard_count
 from trace_assets.publishing.shrink_guard import ShrinkRefused, refuse_worse_version
 from trace_assets.publishing.targets import PublishTarget
@@ -54,7 +54,7 @@ def dry_run(ctx: ScopeContext, raw_tree: bool = False) -> dict[str, Any]:
     the raw-tree scan's summary (its report in staging, as the check writes it)."""
     target = ReadOnlyTarget(ctx.target)
     ctx = replace(ctx, make_target=lambda: target)
-    results = {step.name: step.run(ctx) for step in STAGED_STEPS}
+    results = run_staged_steps(ctx)
     coverage: Coverage = results["last_episode_rows"][0]
     report: dict[str, Any] = results["secret_scan_report"].report
     where = target.location(ctx.scope)

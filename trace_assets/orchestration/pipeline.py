@@ -1,6 +1,6 @@
 """The pipeline's order, written once: the staged steps, each a function of the scope's context,
-then publishing. The assets' chain (`upstream_of`) and `--dry-run` both read `STAGED_STEPS`, so a
-new step is one entry here (and its asset)."""
+then publishing. The assets' chain (`upstream_of`) and `--dry-run` (`run_staged_steps`) both read
+`STAGED_STEPS`, so a new step is one entry here (and its asset)."""
 
 from __future__ import annotations
 
@@ -181,6 +181,12 @@ STAGED_STEPS = (
     Step("secret_scan_report", scan),
 )
 ORDER = (*(step.name for step in STAGED_STEPS), PUBLISH_STEP)
+
+
+def run_staged_steps(ctx: ScopeContext, through: str = STAGED_STEPS[-1].name) -> dict[str, Any]:
+    """The staged steps in order, up to and including `through`, each one's result by its name:
+    one sequence for `--dry-run` and for whatever stages a scope without Dagster."""
+    return {step.name: step.run(ctx) for step in STAGED_STEPS[: ORDER.index(through) + 1]}
 
 
 def upstream_of(name: str) -> list[str]:

@@ -3,7 +3,7 @@ folder's and the publish root's file systems have room for the run, before the r
 
 Staging and publishing scale with the bytes of the files rows are made from (result.json,
 trajectories, verifier logs), not with the listing's total, most of which (episode prompts) is
-never read. Measured on the bundled sample and on the benchmark tree (benchmarks/generate_traces.py,
+never read. Measured on the bundled sample and on the benchmark tree (trace_assets_tests/support/generate_traces.py,
 2,000 trials): staging holds 0.32 and 0.43 times those bytes, a published version 1.03 and 1.11
 times. The estimates below sit above both. A staging file system with less room refuses the run
 (the dataset folder is built there too); a publish root with less gets a warning, as a

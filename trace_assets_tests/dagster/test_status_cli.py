@@ -9,7 +9,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from benchmarks.generate_traces import generate_run
 from trace_assets.core.run_tags import FAILURE_TAG, PARTITION_TAG
 from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.assets import published_shards, raw_trial_listing
@@ -22,6 +21,7 @@ from trace_assets.defs.sweep import (
     sweep_coverage_after_export,
 )
 from trace_assets_tests.support.cli_processes import cli_env, run_cli
+from trace_assets_tests.support.generate_traces import generate_run
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
 

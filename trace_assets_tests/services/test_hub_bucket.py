@@ -17,8 +17,6 @@ import pytest
 from huggingface_hub import HfApi
 from huggingface_hub import constants as hf_constants
 
-from benchmarks.generate_traces import generate_run
-from trace_assets.core.defaults import DEFAULT_ROWS_PER_SHARD
 from trace_assets.core.scope import RunScope
 from trace_assets.defs.resources import ObjectStorage
 from trace_assets.harbor.options import ExportOptions
@@ -32,12 +30,13 @@ from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run
 from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.sessions import SessionWriter, staged_sessions
+from trace_assets.steps.sessions import staged_sessions
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.hub_bucket import BucketNotReadable
 from trace_assets.store.trace_store import FetchError, TraceStore
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, run_steps
+from trace_assets_tests.support.generate_traces import generate_run
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, run_steps, stage_rows
 from trace_assets_tests.support.hub_server import BucketFault, HubStandIn
 from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
 
@@ -68,13 +67,9 @@ def publish(store: TraceStore, folder: Path) -> dict[str, bytes]:
     """Listing, scoring, rows with session files, scan, and the dataset folder (as `published_shards`
     builds it, less date and location): the published files' bytes by path."""
     staging = RunStaging(folder / "staging", RunScope(SAMPLE_RUN))
-    build_listing(store, staging)
-    score_trials(store, staging, 100, lambda _: None)
-    sessions = staged_sessions(staging)
     options = ExportOptions(subagents="merged")
-    coverage, _ = export_rows(
-        store, staging, options, 100, lambda _: None, DEFAULT_ROWS_PER_SHARD, SessionWriter(sessions)
-    )
+    coverage, _ = stage_rows(store, staging, options, 100, sessions=True)["last_episode_rows"]
+    sessions = staged_sessions(staging)
     rows = staging.require_rows()
     report = scan_run(rows, SAMPLE_RUN, ScanOptions(), sessions)
     out = folder / "published"

@@ -13,10 +13,14 @@ import pyarrow.parquet as pq
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.steps.listing import build_listing
-from trace_assets.steps.rows import export_rows
-from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.sessions import SessionWriter, staged_sessions
+from trace_assets.orchestration.context import ScopeContext
+from trace_assets.orchestration.pipeline import run_staged_steps
+from trace_assets.publishing.card import CardSettings
+from trace_assets.publishing.targets import PublishTarget
+from trace_assets.runtime.progress import quiet
+from trace_assets.secret_scan.policy import ScanPolicy
+from trace_assets.secret_scan.scanner import ScanOptions
+from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
@@ -41,6 +45,41 @@ def link_tree(source: Path, destination: Path) -> None:
     shutil.copytree(source, destination, copy_function=link_or_copy)
 
 
+def _no_publish_target() -> PublishTarget:
+    raise AssertionError("the steps through the rows publish nothing")
+
+
+def stage_rows(
+    store: TraceStore,
+    staging: RunStaging,
+    options: ExportOptions | None = None,
+    batch_size: int = 7,
+    sessions: bool = False,
+    rows_per_part: int = DEFAULT_ROWS_PER_SHARD,
+) -> dict[str, Any]:
+    """Listing -> scored -> rows as the assets run them (`run_staged_steps`), with the steps' default
+    options and no Dagster: each step's result by its name. With `sessions` the rows step also writes
+    session files (`staged_sessions(staging)`); rows go into parts of `rows_per_part` rows."""
+    ctx = ScopeContext(
+        staging=staging,
+        store=store,
+        make_target=_no_publish_target,
+        options=options or ExportOptions(),
+        scan_options=ScanOptions(),
+        policy=ScanPolicy(),
+        card=CardSettings(),
+        card_plots=False,
+        batch_size=batch_size,
+        max_rows_per_shard=rows_per_part,
+        sessions=sessions,
+        session_harness="",
+        shrink_threshold=None,
+        shrink_override="",
+        progress=quiet,
+    )
+    return run_staged_steps(ctx, through="last_episode_rows")
+
+
 def run_steps(
     store: TraceStore,
     run_id: str,
@@ -55,11 +94,8 @@ def run_steps(
     `options` defaults to ours, with subagent rows merged when `include_subagents`; with `sessions`
     the rows step also writes session files (`staged_sessions(staging)`)."""
     staging = RunStaging(staging_root, RunScope.from_key(run_id))
-    build_listing(store, staging)
-    score_trials(store, staging, batch_size, lambda _: None)
     options = options or ExportOptions(subagents="merged" if include_subagents else "none")
-    writer = SessionWriter(staged_sessions(staging)) if sessions else None
-    coverage, _ = export_rows(store, staging, options, batch_size, lambda _: None, sessions=writer)
+    coverage, _ = stage_rows(store, staging, options, batch_size, sessions)["last_episode_rows"]
     rows = [row for table in iter_rows(staging.require_rows()) for row in table.to_pylist()]
     statuses = pq.read_table(staging.statuses).to_pylist()
     return rows, coverage, statuses

@@ -6,7 +6,6 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.generate_traces import generate_run
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
@@ -15,6 +14,7 @@ from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.steps.sessions import staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.generate_traces import generate_run
 from trace_assets_tests.support.helpers import run_steps
 
 # A sweep card as the seeds' would read: every provenance field set.

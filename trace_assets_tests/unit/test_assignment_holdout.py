@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from benchmarks.assignment_holdout import (
+from trace_assets_tests.support.assignment_names import MIN_REPOSITORIES, classify, load, problems, words
+from trace_assets_tests.support.assignment_records import (
     FRAMINGS,
     NEGATIVE_CLASSES,
     TUNED_SEED,
@@ -21,7 +22,6 @@ from benchmarks.assignment_holdout import (
     records,
     tuned_names,
 )
-from benchmarks.build_assignment_holdout import MIN_REPOSITORIES, classify, load, problems, words
 
 OTHER_SEED = 7  # real names with a seed that is not the held-out one: the generator's shape, no held-out value
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchmarks.secret_holdout import documented_sample
+from trace_assets_tests.support.documented_samples import documented_sample
 
 
 def _jwt(claims: dict) -> str:

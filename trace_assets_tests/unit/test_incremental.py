@@ -9,20 +9,16 @@ import pyarrow.parquet as pq
 
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
-from trace_assets.steps.listing import build_listing
-from trace_assets.steps.rows import export_rows
-from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, stage_rows
 
 
 def _steps(store: TraceStore, staging: RunStaging):
-    build_listing(store, staging)
-    scored = score_trials(store, staging, 5, lambda _: None)
-    coverage, exported = export_rows(store, staging, ExportOptions(subagents="merged"), 5, lambda _: None)
-    return scored, coverage, exported
+    steps = stage_rows(store, staging, ExportOptions(subagents="merged"), batch_size=5)
+    coverage, exported = steps["last_episode_rows"]
+    return steps["scored_trials"], coverage, exported
 
 
 def _rows(staging: RunStaging) -> list[dict]:

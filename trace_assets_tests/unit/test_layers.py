@@ -1,8 +1,10 @@
 """The layer line is the folder line: each package imports only the layers below it, no module
 imports itself back through others, and only `defs/`, `definitions.py` and the CLI import Dagster.
+Beside the package, one direction: benchmarks may import test support, tests never import benchmarks.
 
 Every import counts, those inside functions too: an import moved into a function still ties the
-two modules together, it only hides the tie from a reader.
+two modules together, it only hides the tie from a reader. Imports are absolute: the checks read
+module names, so a relative import would pass them unseen.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import pytest
 import trace_assets
 
 PACKAGE = Path(trace_assets.__file__).resolve().parent
+TESTS = PACKAGE.parent / "trace_assets_tests"
+BENCHMARKS = PACKAGE.parent / "benchmarks"
 # Bottom to top, as docs/architecture.md draws them: a module imports only from its own layer and
 # the layers before it. A top-level module (`settings.py`) is a layer of its own.
 LAYERS = (
@@ -37,15 +41,23 @@ LAYERS = (
     "cli",
 )
 DAGSTER_LAYER = {"defs", "definitions", "cli"}
-# Imports inside functions that are not the CLI's, each kept for start-up time.
+# Imports inside functions that are not the CLI's, each kept for start-up time, counted per import:
+# (file, what it loads: a third party's package or one of ours) -> (how many imports, why).
+HUB = "huggingface_hub loads only when a run publishes to the Hub"
 DEFERRED_IMPORTS = {
-    "publishing/hub/base.py": "huggingface_hub loads only when a run publishes to the Hub",
-    "publishing/hub/batched.py": "huggingface_hub loads only when a run publishes to the Hub",
-    "publishing/hub/commit.py": "huggingface_hub loads only when a run publishes to the Hub",
-    "publishing/hub/reads.py": "huggingface_hub loads only when a run publishes to the Hub",
-    "publishing/hub/naming.py": "huggingface_hub loads only when a run publishes to the Hub",
-    "defs/sensors.py": "boto3 loads only when the sensor reads an SQS queue, not with the code location",
-    "store/trace_store.py": "botocore and s3fs load only for an S3 root, huggingface_hub only for a bucket root",
+    ("publishing/hub/base.py", "huggingface_hub"): (2, HUB),
+    ("publishing/hub/batched.py", "huggingface_hub"): (4, HUB),
+    ("publishing/hub/batched.py", "httpx2"): (1, "the Hub client's transport loads with it, only to publish"),
+    ("publishing/hub/commit.py", "huggingface_hub"): (3, HUB),
+    ("publishing/hub/reads.py", "huggingface_hub"): (4, HUB),
+    ("publishing/hub/naming.py", "huggingface_hub"): (2, HUB),
+    ("defs/sensors.py", "trace_assets.store.event_queue"): (
+        1,
+        "boto3 loads only when the sensor reads an SQS queue, not with the code location",
+    ),
+    ("store/trace_store.py", "botocore"): (1, "only for an S3 root"),
+    ("store/trace_store.py", "s3fs"): (1, "only for an S3 root"),
+    ("store/trace_store.py", "trace_assets.store.hub_bucket"): (1, "huggingface_hub only for a bucket root"),
 }
 # Listing workers start with only these: they must import nothing heavy.
 STDLIB_ONLY = {"store/local_walk.py", "runtime/process_pool.py", "store/__init__.py"}
@@ -75,6 +87,40 @@ def _imports(path: Path) -> list[Import]:
             visit(child, inner)
 
     visit(ast.parse(path.read_text()), False)
+    return found
+
+
+def relative_imports(root: Path) -> list[str]:
+    """`file:line` of every relative import under `root` (`_imports` reads absolute ones only)."""
+    return [
+        f"{path.relative_to(root.parent)}:{node.lineno}"
+        for path in sorted(root.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.level
+    ]
+
+
+def imports_of(root: Path, package: str) -> list[str]:
+    """`file:line -> module` for every import under `root` of `package` or a module inside it."""
+    return [
+        f"{path.relative_to(root.parent)}:{imported.line} -> {imported.module}"
+        for path in sorted(root.rglob("*.py"))
+        for imported in _imports(path)
+        if imported.module.split(".")[0] == package
+    ]
+
+
+def deferred_imports(package: Path) -> dict[tuple[str, str], int]:
+    """(file, what it loads) -> how many imports inside its functions load it, the CLI's left out:
+    a third party's module is counted under its package, one of ours under its own name."""
+    found: dict[tuple[str, str], int] = {}
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        for imported in _imports(path):
+            if imported.in_function and not relative.startswith("cli/"):
+                top = imported.module.split(".")[0]
+                key = (relative, imported.module if top == package.name else top)
+                found[key] = found.get(key, 0) + 1
     return found
 
 
@@ -185,6 +231,17 @@ def test_no_import_cycle():
     assert cycles(PACKAGE) == []
 
 
+def test_tests_never_import_benchmarks():
+    """Benchmarks build on test support (the trace generator, the stand-in servers); were tests to
+    import benchmarks too, the two would move as one."""
+    assert imports_of(TESTS, "benchmarks") == []
+
+
+@pytest.mark.parametrize("root", [PACKAGE, TESTS, BENCHMARKS], ids=lambda root: root.name)
+def test_no_relative_imports(root):
+    assert relative_imports(root) == []
+
+
 def _fake_package(root: Path, files: dict[str, str]) -> Path:
     package = root / "trace_assets"
     for relative, text in {"__init__.py": "", **files}.items():
@@ -216,18 +273,28 @@ def test_the_checks_catch_a_new_cycle_and_an_edge_up(tmp_path):
     assert unplaced(package) == ["loose"]
 
 
+def test_the_checks_catch_a_relative_import_a_benchmark_and_one_more_deferred_import(tmp_path):
+    """The direction, relative-import and per-import checks fail on what they guard against."""
+    package = _fake_package(
+        tmp_path,
+        {
+            "store/trace_store.py": "def f():\n    import s3fs\n    import s3fs.core\n",
+            "store/hub_bucket.py": "from .trace_store import f\n",
+        },
+    )
+    tests = tmp_path / "trace_assets_tests"
+    tests.mkdir()
+    (tests / "test_x.py").write_text("def test():\n    from benchmarks.generate_traces import generate_run\n")
+    assert relative_imports(package) == ["trace_assets/store/hub_bucket.py:1"]
+    assert imports_of(tests, "benchmarks") == ["trace_assets_tests/test_x.py:2 -> benchmarks.generate_traces"]
+    assert deferred_imports(package) == {("store/trace_store.py", "s3fs"): 2}
+
+
 def test_imports_inside_functions_only_for_start_up_time():
     """An import inside a function hides a tie between modules; the CLI's keep `--help` and
-    argument errors free of Dagster, and the others are listed above with their reason."""
-    deferred = sorted(
-        {
-            path.relative_to(PACKAGE).as_posix()
-            for path in PACKAGE.rglob("*.py")
-            if any(imported.in_function for imported in _imports(path))
-        }
-    )
-    assert [name for name in deferred if not name.startswith("cli/") and name not in DEFERRED_IMPORTS] == []
-    assert all(name in deferred for name in DEFERRED_IMPORTS), "a listed file no longer defers an import"
+    argument errors free of Dagster, and the others are listed above, each counted, with their reason:
+    a second deferred import in a listed file is a new tie too."""
+    assert deferred_imports(PACKAGE) == {key: count for key, (count, _) in DEFERRED_IMPORTS.items()}
 
 
 def test_no_domain_module_imports_dagster():

@@ -14,19 +14,15 @@ import pyarrow.parquet as pq
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.defaults import DEFAULT_ROWS_PER_SHARD
 from trace_assets.core.scope import RunScope
-from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.card_facts import gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.secret_scan.scanner import ScanOptions
-from trace_assets.steps.listing import build_listing
-from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run
-from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.sessions import SessionWriter, staged_sessions
+from trace_assets.steps.sessions import staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
-from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, stage_rows
 
 GOLDEN = DATA / "published_sample"
 # The per-trial fingerprints hash each object's modification time, which a fresh clone resets.
@@ -57,12 +53,8 @@ def publish_sample(out, staging, coverage, report, sessions):
 def test_sample_publishes_the_same_bytes_as_before(tmp_path):
     store = TraceStore(str(SAMPLE_TRACES))
     staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
-    build_listing(store, staging)
-    score_trials(store, staging, 256, lambda _: None)
+    coverage, _ = stage_rows(store, staging, batch_size=256, sessions=True)["last_episode_rows"]
     sessions = staged_sessions(staging)
-    coverage, _ = export_rows(
-        store, staging, ExportOptions(), 256, lambda _: None, DEFAULT_ROWS_PER_SHARD, SessionWriter(sessions)
-    )
     report = scan_run(staging.require_rows(), SAMPLE_RUN, ScanOptions(), sessions)
     out = tmp_path / "published"
     publish_sample(out, staging, coverage, report, sessions)

@@ -13,22 +13,19 @@ from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.secret_scan.scanner import ScanOptions
-from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import scan_run
-from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, stage_rows
 
 
 def _stage(tmp_path, rows_per_part: int, traces=SAMPLE_TRACES) -> tuple[RunStaging, Coverage]:
     store = TraceStore(str(traces))
     staging = RunStaging(tmp_path / "staging", RunScope(SAMPLE_RUN))
-    build_listing(store, staging)
-    score_trials(store, staging, 8, lambda _: None)
-    coverage, _ = export_rows(store, staging, ExportOptions(subagents="merged"), 8, lambda _: None, rows_per_part)
+    options = ExportOptions(subagents="merged")
+    coverage, _ = stage_rows(store, staging, options, 8, rows_per_part=rows_per_part)["last_episode_rows"]
     return staging, coverage
 
 

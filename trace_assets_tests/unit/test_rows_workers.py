@@ -13,7 +13,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.generate_traces import generate_run
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.runtime.process_pool import ordered_map
@@ -24,6 +23,7 @@ from trace_assets.steps.sessions import SessionWriter, staged_sessions
 from trace_assets.steps.staging import RunStaging, open_parquet
 from trace_assets.steps.trial_rows import SliceJob
 from trace_assets.store.trace_store import FetchError, TraceStore
+from trace_assets_tests.support.generate_traces import generate_run
 from trace_assets_tests.support.golden_trials import make_golden_trials
 from trace_assets_tests.support.worker_jobs import exit_at_once, export_slice_failing_for
 

@@ -11,20 +11,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.generate_traces import generate_run
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.secret_scan.kinds import parse_pattern_specs
 from trace_assets.secret_scan.scanner import ScanOptions, SecretScanner
 from trace_assets.steps import sessions as staged
-from trace_assets.steps.listing import build_listing
-from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import CandidateRecorder, scan_run
-from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.sessions import SessionWriter, scan_sessions, staged_sessions
+from trace_assets.steps.sessions import scan_sessions, staged_sessions
 from trace_assets.steps.staged_rows import RowParts, iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.generate_traces import generate_run
+from trace_assets_tests.support.helpers import stage_rows
 
 PEM_BEGIN = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA" + "q" * 40
 PEM_END = "Zm9vYmFy" * 5 + "\n-----END RSA PRIVATE KEY-----"
@@ -46,10 +44,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> RunStaging:
     generate_run(root, "gen-run", trials=80, seed=0, prompt_scale=0.05, episode_prompts=False)
     store = TraceStore(str(root))
     staging = RunStaging(tmp_path_factory.mktemp("staging"), RunScope("gen-run"))
-    build_listing(store, staging)
-    score_trials(store, staging, 7, lambda _: None)
-    writer = SessionWriter(staged_sessions(staging))
-    export_rows(store, staging, ExportOptions(subagents="merged"), 7, lambda _: None, sessions=writer)
+    stage_rows(store, staging, ExportOptions(subagents="merged"), sessions=True)
     return staging
 
 

@@ -11,10 +11,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.generate_traces import generate_run
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.scope import RunScope
-from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card import CardContext
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
@@ -22,13 +20,12 @@ from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.privacy import PrivacyOptions
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps import scan
-from trace_assets.steps.listing import build_listing
-from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import ScannedMatches, scan_run, secret_redactor
-from trace_assets.steps.scoring import score_trials
-from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, SessionWriter, staged_sessions
+from trace_assets.steps.sessions import SCAN_BATCH_SESSIONS, staged_sessions
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.generate_traces import generate_run
+from trace_assets_tests.support.helpers import stage_rows
 
 OPTIONS = ScanOptions(privacy=PrivacyOptions(literals=("ubuntu",)))
 POLICY = ScanPolicy("redact", "redact", "redact")
@@ -42,11 +39,7 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunStaging, Covera
     generate_run(root, "gen-run", trials=200, seed=3, prompt_scale=0.02, episode_prompts=False)
     store = TraceStore(str(root))
     staging = RunStaging(tmp_path_factory.mktemp("staging"), RunScope("gen-run"))
-    build_listing(store, staging)
-    score_trials(store, staging, 7, lambda _: None)
-    coverage, _ = export_rows(
-        store, staging, ExportOptions(), 7, lambda _: None, 1000, SessionWriter(staged_sessions(staging))
-    )
+    coverage, _ = stage_rows(store, staging, sessions=True, rows_per_part=1000)["last_episode_rows"]
     return staging, coverage
 
 

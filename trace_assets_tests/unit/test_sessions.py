@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.generate_traces import generate_run
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
@@ -40,10 +39,7 @@ from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps import trial_rows
-from trace_assets.steps.listing import build_listing
-from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scan import ScannedMatches, scan_run, secret_redactor
-from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.sessions import (
     SessionWriter,
     copy_sessions,
@@ -56,9 +52,10 @@ from trace_assets.steps.sessions import (
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.generate_traces import generate_run
 from trace_assets_tests.support.golden_trials import DATA as GOLDEN
 from trace_assets_tests.support.golden_trials import make_golden_trials
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, stage_rows
 
 ROLES = {role.value for role in Role}
 
@@ -132,10 +129,7 @@ def assert_in_order(row: dict[str, Any], session_messages: list[dict[str, Any]])
 def export(traces_root: Path, run_id: str, staging_root: Path, include_subagents: bool = False) -> RunStaging:
     store = TraceStore(str(traces_root))
     staging = RunStaging(staging_root, RunScope(run_id))
-    build_listing(store, staging)
-    score_trials(store, staging, 7, lambda _: None)
-    options = ExportOptions(subagents="merged" if include_subagents else "none")
-    export_rows(store, staging, options, 7, lambda _: None, sessions=SessionWriter(staged_sessions(staging)))
+    stage_rows(store, staging, ExportOptions(subagents="merged" if include_subagents else "none"), sessions=True)
     return staging
 
 

@@ -7,7 +7,6 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.generate_traces import generate_run
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.scope import InvalidScopeKey, RunScope, ScopeUnit, refuse_nesting, run_scopes
 from trace_assets.publishing.card import CardContext
@@ -15,6 +14,7 @@ from trace_assets.publishing.card_facts import gather_facts
 from trace_assets.publishing.dataset_folder import build_run_folder
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
+from trace_assets_tests.support.generate_traces import generate_run
 from trace_assets_tests.support.helpers import run_steps
 
 

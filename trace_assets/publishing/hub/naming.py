@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import unquote
 
+from trace_assets.core.scope import RunScope
+
 DEFAULT_REVISION = "main"
 PUBLISH_ROOT_PREFIX = "hf://datasets/"
 
@@ -154,8 +156,6 @@ def _date_stamp(run_id: str) -> str | None:
 def _values(scope_key: str, org: str, fields: Mapping[str, str], names: set[str]) -> dict[str, str]:
     """Each placeholder the template names, sanitised into a repo name part ({org} kept as given:
     a rewritten namespace would publish into someone else's)."""
-    from trace_assets.core.scope import RunScope
-
     scope = RunScope.from_key(scope_key)
     raw: dict[str, str | None] = {
         "run": scope.run_id,

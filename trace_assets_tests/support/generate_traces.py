@@ -8,7 +8,7 @@ conversation so far. This writes the same tree shape, file names, JSON layouts
 trials, deterministically for a seed, so listing, fetching and export code can be
 measured at scale:
 
-    python benchmarks/generate_traces.py OUT_DIR --run-id RUN --trials 10000 --prompt-scale 0.05
+    python trace_assets_tests/support/generate_traces.py OUT_DIR --run-id RUN --trials 10000 --prompt-scale 0.05
 
 The tree goes to OUT_DIR/RUN/trace_jobs/; OUT_DIR/RUN/manifest.json says what was
 written: counts by kind and secret, bytes, and one entry per trial with the same
