@@ -69,20 +69,44 @@ LEGEND_ROWS = 14  # series named in a legend; the rest counted under them
 LEGEND_CHARS = 26  # of a series' name in the legend
 
 
-def line_chart_svg(title: str, series: Sequence[tuple[str, Sequence[tuple[float, float]]]], x_name: str) -> str:
-    """A line per series (a run's steps), of a fixed size however many points: a sweep of thousands
-    of scopes reads as its runs' curves, not as a bar per scope. A series of one point is a dot; a
-    legend names the first `LEGEND_ROWS` series in their colours. Deterministic text for the same input."""
-    points = [point for _, line in series for point in line]
-    xs, ys = [x for x, _ in points] or [0.0], [y for _, y in points] or [0.0]
-    x_low, x_high = min(xs), max(xs)
-    y_low, y_high = min(0.0, min(ys)), max(ys)
-    x_high, y_high = (x_high if x_high > x_low else x_low + 1), (y_high if y_high > y_low else y_low + 1)
+Extent = tuple[float, float, float, float]  # a chart's (or a line's) x low, x high, y low, y high
+
+
+def points_extent(line: Sequence[tuple[float, float]]) -> Extent | None:
+    """The least and greatest x and y of a line's points, None for no points."""
+    if not line:
+        return None
+    xs, ys = [x for x, _ in line], [y for _, y in line]
+    return min(xs), max(xs), min(ys), max(ys)
+
+
+def chart_extent(lines: Sequence[Extent | None]) -> Extent:
+    """The axes' ends over the lines' extents (`points_extent`, in series order): y from 0 or below,
+    a span of 1 where every point has one value."""
+    known = [extent for extent in lines if extent is not None]
+    x_low, x_high = min((e[0] for e in known), default=0.0), max((e[1] for e in known), default=0.0)
+    y_low, y_high = min(0.0, min((e[2] for e in known), default=0.0)), max((e[3] for e in known), default=0.0)
+    return x_low, (x_high if x_high > x_low else x_low + 1), y_low, (y_high if y_high > y_low else y_low + 1)
+
+
+def line_path(line: Sequence[tuple[float, float]], extent: Extent) -> str:
+    """A line's points on a chart of `extent` (`x,y` pairs, a space between): a polyline's, or a dot's
+    centre for one point."""
+    x_low, x_high, y_low, y_high = extent
     left, right, top, bottom = 2 * MARGIN, LINES_WIDTH - LEGEND_WIDTH, MARGIN, LINES_HEIGHT - MARGIN
+    return " ".join(
+        f"{left + _share(x, x_low, x_high) * (right - left):.1f},{bottom - _share(y, y_low, y_high) * (bottom - top):.1f}"
+        for x, y in line
+    )
 
-    def at(x: float, y: float) -> str:
-        return f"{left + _share(x, x_low, x_high) * (right - left):.1f},{bottom - _share(y, y_low, y_high) * (bottom - top):.1f}"
 
+def line_chart_svg(title: str, series: Sequence[tuple[str, str]], extent: Extent, x_name: str) -> str:
+    """A line per series (a run's steps: its name and `line_path` on `extent`), of a fixed size however
+    many points: a sweep of thousands of scopes reads as its runs' curves, not as a bar per scope. A
+    series of one point is a dot; a legend names the first `LEGEND_ROWS` series in their colours.
+    Deterministic text for the same input."""
+    x_low, x_high, y_low, y_high = extent
+    left, right, top, bottom = 2 * MARGIN, LINES_WIDTH - LEGEND_WIDTH, MARGIN, LINES_HEIGHT - MARGIN
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{LINES_WIDTH}" height="{LINES_HEIGHT}" '
         f'viewBox="0 0 {LINES_WIDTH} {LINES_HEIGHT}" font-family="sans-serif" font-size="10">',
@@ -95,14 +119,13 @@ def line_chart_svg(title: str, series: Sequence[tuple[str, Sequence[tuple[float,
         f'<text x="{right}" y="{bottom + 14}" text-anchor="middle">{_tick(x_high)}</text>',
         f'<text x="{(left + right) / 2:.0f}" y="{bottom + 14}" text-anchor="middle">{escape(x_name)}</text>',
     ]
-    for index, (name, line) in enumerate(series):
+    for index, (name, path) in enumerate(series):
         colour = PALETTE[index % len(PALETTE)]
-        if len(line) == 1:
-            cx, cy = at(*line[0]).split(",")
-            parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}"/>')
-        elif line:
-            path = " ".join(at(x, y) for x, y in line)
+        if " " in path:
             parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        elif path:
+            cx, cy = path.split(",")
+            parts.append(f'<circle cx="{cx}" cy="{cy}" r="2.5" fill="{colour}"/>')
         if index < LEGEND_ROWS:
             row = top + 12 * index
             label = name if len(name) <= LEGEND_CHARS else name[: LEGEND_CHARS - 1] + "…"
@@ -123,19 +146,27 @@ def _tick(value: float) -> str:
     return f"{value:.3g}"
 
 
+REWARD_TITLE, RATIO_TITLE = "mean reward of exported trials, by step", "export ratio (% of scored), by step"
+
+
 def sweep_progress_svg(runs: Sequence[tuple[str, Sequence[tuple[int, float | None, float | None]]]]) -> str:
     """A sweep's picture: per run, the mean reward and the export ratio (% of scored) of each of
     its steps (step, mean reward, ratio; None where unknown), a line per run, one chart above the
     other. A run published whole is its one point at step 0."""
     reward = [(run, [(step, value) for step, value, _ in points if value is not None]) for run, points in runs]
     ratio = [(run, [(step, 100 * value) for step, _, value in points if value is not None]) for run, points in runs]
-    charts = (
-        line_chart_svg("mean reward of exported trials, by step", reward, "step"),
-        line_chart_svg("export ratio (% of scored), by step", ratio, "step"),
-    )
+    charts = []
+    for title, series in ((REWARD_TITLE, reward), (RATIO_TITLE, ratio)):
+        extent = chart_extent([points_extent(line) for _, line in series])
+        charts.append(line_chart_svg(title, [(run, line_path(line, extent)) for run, line in series], extent, "step"))
+    return stacked_svg(charts[0], charts[1])
+
+
+def stacked_svg(upper: str, lower: str) -> str:
+    """Two charts of `line_chart_svg`'s size, one above the other."""
     height = 2 * LINES_HEIGHT
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{LINES_WIDTH}" height="{height}" '
         f'viewBox="0 0 {LINES_WIDTH} {height}">\n'
-        f'<g>{charts[0]}</g>\n<g transform="translate(0,{LINES_HEIGHT})">{charts[1]}</g>\n</svg>\n'
+        f'<g>{upper}</g>\n<g transform="translate(0,{LINES_HEIGHT})">{lower}</g>\n</svg>\n'
     )

@@ -3,9 +3,12 @@ scopes: a dataset card of the whole sweep, which is what the Hub shows on the re
 
 It is written from the root's index (`sweep_index.json`): an entry per scope (`ScopeEntry`) made from
 the files that scope published (its card's configs, `coverage.json`, `versions.json`,
-`secret_scan.json`), never from a run's memory. A publish reads the index and the card, puts its own
-scope's entry in from its new files, and writes both: its cost does not grow with the scopes already
-there. With no index (a root published before it, or an index deleted so it is built again), every
+`secret_scan.json`), never from a run's memory. The index keeps, beside each run's entries, that
+run's summary (`RunSummary`: its table row, its configs' header lines, its counts, its plot lines): a
+publish reads the index and the card, puts its own scope's entry in from its new files, makes its own
+run's summary again (and those of runs whose config names could meet its own, `_clusters`), joins
+them with the others' and writes both: its cost follows its run, not the scopes already there. With
+no index (a root published before it, or an index deleted so it is built again), every
 scope folder under the root is read once to build it. A scope folder is one holding
 `secret_scan.json`; one holding nothing else is a scope the secret scan blocked, listed with its
 verdict and no config.
@@ -44,10 +47,10 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from glob import has_magic
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import fsspec
 import yaml
@@ -56,7 +59,16 @@ from fsspec.implementations.local import LocalFileSystem
 from trace_assets.core.scope import CONFIG_SEPARATOR, InvalidScopeKey, RunScope
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.card_facts import size_category
-from trace_assets.publishing.plots import sweep_progress_svg
+from trace_assets.publishing.plots import (
+    RATIO_TITLE,
+    REWARD_TITLE,
+    Extent,
+    chart_extent,
+    line_chart_svg,
+    line_path,
+    points_extent,
+    stacked_svg,
+)
 from trace_assets.runtime.atomic_files import replaced_atomically
 from trace_assets.runtime.file_lock import hold_lock
 
@@ -88,8 +100,35 @@ class ConfigNameClash(ValueError):
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-# huggingface_hub's `repocard.REGEX_YAML_BLOCK` (2.x): where a card's YAML header is found
-_YAML_HEADER = re.compile(r"^(\s*---(?:\r\n|\r|\n))([\S\s]*?)((?:\r\n|\r|\n)---[ \t]*(\r\n|\n|$))")
+# huggingface_hub's `repocard.REGEX_YAML_BLOCK` (2.x), `^(\s*---(?:\r\n|\r|\n))([\S\s]*?)((?:\r\n|\r|\n)---[ \t]*(\r\n|\n|$))`,
+# finds a card's YAML header: its opening line, then the header up to the first line of `---`.
+_HEADER_OPENING = re.compile(r"\s*---(?:\r\n|\r|\n)")
+
+
+def yaml_header(text: str) -> str | None:
+    """The header `REGEX_YAML_BLOCK` finds in a card (its second group), None for none: its closing
+    line found by `str.find`, as the regex's lazy group took 10 ms to reach it in a root card of
+    thousands of scopes (a test holds the two equal)."""
+    opening = _HEADER_OPENING.match(text)
+    if opening is None:
+        return None
+    start = dashes = opening.end()
+    while (dashes := text.find("---", dashes)) >= 0:
+        line_break = dashes - 2 if text.startswith("\r\n", dashes - 2) else dashes - 1
+        if line_break >= start and text[dashes - 1] in "\r\n" and _closes(text, dashes + 3):
+            return text[start:line_break]
+        dashes += 1
+    # the regex's last try: the opening line's `\r\n` read as `\r`, its `\n` the closing line's break
+    if opening.group().endswith("\r\n") and text.startswith("---", start) and _closes(text, start + 3):
+        return ""
+    return None
+
+
+def _closes(text: str, end: int) -> bool:
+    """`text` past a line's `---` (at `end`) ends that line: spaces or tabs, then a line break or the end."""
+    while text.startswith((" ", "\t"), end):
+        end += 1
+    return end == len(text) or text.startswith(("\n", "\r\n"), end)
 
 
 def card_header(text: str | None) -> dict[str, Any]:
@@ -99,10 +138,10 @@ def card_header(text: str | None) -> dict[str, Any]:
     which some editors write, is dropped first: the Hub's reader would take the header for text.
     Raises ValueError (or yaml.YAMLError) for a header `RepoCard` refuses: not a mapping, or a key
     that is not a string (YAML's `on:` or `yes:` read as true, a number)."""
-    match = _YAML_HEADER.search((text or "").removeprefix("\ufeff"))
-    if match is None:
+    header = yaml_header((text or "").removeprefix("\ufeff"))
+    if header is None:
         return {}
-    data = yaml.load(match.group(2), Loader=_SAFE_LOADER)
+    data = yaml.load(header, Loader=_SAFE_LOADER)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -168,11 +207,10 @@ def owner_header(card: str | None) -> dict[str, Any]:
     """`readable_header` of the root card now there, but for its `configs` (which the card writes
     again, and which is most of its header at thousands of scopes): their lines are cut before the
     rest is read. A header whose rest is unreadable once they are cut is read whole."""
-    match = _YAML_HEADER.search((card or "").removeprefix("\ufeff"))
-    configs = _CONFIGS_KEY.search(match.group(2)) if match else None
-    if match is None or configs is None:
+    text = yaml_header((card or "").removeprefix("\ufeff"))
+    configs = _CONFIGS_KEY.search(text) if text is not None else None
+    if text is None or configs is None:
         return readable_header(card)
-    text = match.group(2)
     rest = text[: configs.start()] + text[configs.end() :]
     try:
         return card_header(f"---\n{rest}\n---\n")
@@ -190,7 +228,7 @@ def readable_header(text: str | None) -> dict[str, Any]:
 
 
 FIGURES = ("trial_dirs", "scored", "exported", "rows")  # coverage.json's counts the card shows
-INDEX_FORMAT = 2  # 2: compact entries (figures a list, defaults and a scope's usual configs left out)
+INDEX_FORMAT = 3  # 3: entries grouped by run, each run's summary beside them (2: compact entries, no summaries)
 
 
 @dataclass(frozen=True)
@@ -329,39 +367,6 @@ _ENTRY_DEFAULTS: dict[str, Any] = {
 }  # fmt: skip
 
 
-def index_entries(text: str | bytes | None) -> list[ScopeEntry] | None:
-    """The entries of an index file, None when there is none or it cannot be read (then it is
-    built again from the scope folders); an entry that cannot be read is left out."""
-    if text is None:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or not isinstance(data.get("scopes"), list):
-        return None
-    scopes = data["scopes"]
-    decoded = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-    lines = decoded.split("\n")[1:-2] if decoded.count("\n") == len(scopes) + 2 else []  # as `index_text` wrote it
-    entries = []
-    for n, value in enumerate(scopes):
-        try:
-            line = lines[n].removesuffix(",") if lines else ""
-            entry = ScopeEntry.from_json(value, line)
-            entries.append(entry if line.startswith(f'{{"scope":"{entry.scope.key}",') else replace(entry, line=""))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return entries
-
-
-def index_text(entries: Iterable[ScopeEntry]) -> str:
-    """The index file: one entry per scope, in the card's order, one line each (a diff per scope);
-    an entry read from the index keeps its line, so a publish encodes its own entry only."""
-    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    lines = [e.line or encode(e.as_json()) for e in sorted(entries, key=_entry_order)]
-    return f'{{"format": {INDEX_FORMAT}, "scopes": [\n' + ",\n".join(lines) + "\n]}\n"
-
-
 def with_entry(entries: Iterable[ScopeEntry], this: ScopeEntry) -> list[ScopeEntry]:
     """The index's entries with `this` scope's replaced (or added)."""
     return [*(e for e in entries if e.scope != this.scope), this]
@@ -369,6 +374,367 @@ def with_entry(entries: Iterable[ScopeEntry], this: ScopeEntry) -> list[ScopeEnt
 
 def _entry_order(entry: ScopeEntry) -> tuple[str, int, str]:
     return _order(entry.scope)
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_INDEX_START = f'{{"format": {INDEX_FORMAT}, "runs": [\n'
+_INDEX_END = "\n]}\n"
+_RUN_START = '\n{"run":'  # a run's line in the index: its id, its summary, then its entries a line each
+
+
+class Figures(NamedTuple):
+    """A table row's sums over a run's published scopes, or the total's over every run's."""
+
+    scopes: int = 0
+    steps: int = 0
+    trial_dirs: int = 0
+    scored: int = 0
+    exported: int = 0
+    rewards: int = 0  # trials with a reward, of the scopes that have a mean reward
+    reward_sum: float = 0.0  # their rewards' sum (each scope's mean reward times its rewarded trials)
+
+    @classmethod
+    def of(cls, entries: list[ScopeEntry]) -> Figures:
+        rewarded = [e for e in entries if e.mean_reward is not None and e.rewards]
+        return cls(
+            len(entries),
+            sum(1 for e in entries if e.scope.step),
+            sum(e.figures.get("trial_dirs", 0) for e in entries),
+            sum(e.figures.get("scored", 0) for e in entries),
+            sum(e.figures.get("exported", 0) for e in entries),
+            sum(e.rewards for e in rewarded),
+            sum(e.mean_reward * e.rewards for e in rewarded if e.mean_reward is not None),
+        )
+
+    @classmethod
+    def summed(cls, figures: Iterable[Figures]) -> Figures:
+        """The total of runs' figures (its reward sum the runs' sums added up)."""
+        totals = list(zip(*figures))
+        return cls(*map(sum, totals)) if totals else cls()
+
+
+# A run's two lines on the plot (mean reward, export ratio in %), as (step, value) points.
+PlotLines = tuple[list[tuple[int, float]], list[tuple[int, float]]]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the root card and its plot say of one run, made from its entries and kept beside them in
+    the index, so that a publish makes again only its own run's (and those of runs whose config names
+    could be its own, see `_clusters`) and joins the rest: its cost follows its run, not the root.
+    `configs` (each with its header lines) and `step_runs` are a cluster's, kept on its first run."""
+
+    scopes: int  # its entries in the index
+    listed: int
+    blocked: int  # listed and blocked
+    published: int  # listed, not blocked, config names not another's: its row's scopes
+    rows: int  # the published scopes' rows
+    row: str  # its table row, "" when none is published
+    blocked_rows: list[str]
+    figures: Figures
+    configs: list[tuple[str, str]]  # (config name, its lines in the header)
+    step_runs: list[str]  # the run configs the card's prose names
+    plotted: bool  # a line on the plot (a listed scope not blocked)
+    extents: tuple[Extent | None, Extent | None]  # of its plot lines' points
+    drawn: tuple[tuple[Extent, str] | None, tuple[Extent, str] | None]  # its lines' paths, on the axes named
+    lines: PlotLines | None = field(default=None, compare=False)  # its points, when made from its entries
+
+    @classmethod
+    def of(
+        cls,
+        entries: list[ScopeEntry],
+        published: list[ScopeEntry],
+        configs: list[tuple[str, str]],
+        step_runs: list[str],
+    ) -> RunSummary:
+        listed = [e for e in entries if e.listed]
+        plotted = [e for e in listed if not e.blocked]
+        lines = _plot_lines(plotted)
+        return cls(
+            len(entries),
+            len(listed),
+            sum(e.blocked for e in listed),
+            len(published),
+            sum(e.figures.get("rows", 0) for e in published),
+            _run_row(
+                f"`{published[-1].scope.run_id}`",
+                Figures.of(published),
+                _verdicts(published),
+                f"[card]({published[-1].scope.key}/{SCOPE_CARD})",
+            )
+            if published
+            else "",
+            [_blocked_row(e) for e in entries if e.blocked],
+            Figures.of(published),
+            configs,
+            step_runs,
+            bool(plotted),
+            (points_extent(lines[0]), points_extent(lines[1])),
+            (None, None),
+            lines,
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _SUMMARY_FIELDS}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RunSummary:
+        """Raises KeyError, TypeError or ValueError for a summary it cannot be."""
+        extents = tuple(None if e is None else _extent(e) for e in value["extents"])
+        drawn = tuple(None if d is None else (_extent(d[0]), str(d[1])) for d in value["drawn"])
+        if len(extents) != 2 or len(drawn) != 2:
+            raise ValueError("a run summary has two plot lines")
+        return cls(
+            int(value["scopes"]),
+            int(value["listed"]),
+            int(value["blocked"]),
+            int(value["published"]),
+            int(value["rows"]),
+            str(value["row"]),
+            [str(row) for row in value["blocked_rows"]],
+            Figures(*value["figures"]),
+            [(str(name), str(text)) for name, text in value["configs"]],
+            [str(name) for name in value["step_runs"]],
+            value["plotted"] is True,
+            (extents[0], extents[1]),
+            (drawn[0], drawn[1]),
+        )
+
+
+_SUMMARY_FIELDS = [f.name for f in fields(RunSummary) if f.name != "lines"]
+
+
+def _extent(value: Any) -> Extent:
+    low_x, high_x, low_y, high_y = (float(v) for v in value)
+    return low_x, high_x, low_y, high_y
+
+
+def _plot_lines(entries: list[ScopeEntry]) -> PlotLines:
+    """Each entry's point on the plot's two lines (a run published whole at step 0)."""
+    reward, ratio = [], []
+    for entry in entries:
+        step = max(_order(entry.scope)[1], 0)
+        if entry.mean_reward is not None:
+            reward.append((step, entry.mean_reward))
+        scored, exported = entry.figures.get("scored", 0), entry.figures.get("exported", 0)
+        if scored:
+            ratio.append((step, 100 * (exported / scored)))
+    return reward, ratio
+
+
+@dataclass
+class SweepIndex:
+    """The root's index (`INDEX`) as read or made: per run, its summary and its entries' lines, each
+    parsed only when a publish changes that run. The file: `{"format": 3, "runs": [...]}`, a run a
+    line (`{"run": <id>, "summary": {...}, "scopes": [`), then its entries a line each (a diff per
+    scope); a run read from the file keeps its text there, so a publish encodes its own run's alone."""
+
+    summaries: dict[str, RunSummary]
+    entry_lines: dict[str, str]  # a run's entries' lines, as the file holds them
+    heads: dict[str, str] = field(default_factory=dict)  # a run's line, for runs whose summary is as read
+
+    @classmethod
+    def read(cls, text: str | bytes | None) -> SweepIndex | None:
+        """None when there is no index or it is not one this code wrote (then it is built again from
+        the scope folders); an entry is read when its run is (`entries`)."""
+        if text is None:
+            return None
+        text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        if not text.startswith(_INDEX_START) or not text.endswith(_INDEX_END):
+            return None
+        index = cls({}, {})
+        for chunk in text[len(_INDEX_START) - 1 : -len(_INDEX_END)].split(_RUN_START)[1:]:
+            head, _, lines = chunk.partition("\n")
+            lines = lines.removesuffix(",").removesuffix("\n]}")
+            try:
+                value = json.loads(f'{{"run":{head}]}}')
+                run, summary = str(value["run"]), RunSummary.from_json(value["summary"])
+            except (ValueError, KeyError, TypeError):
+                return None
+            if lines.count("\n") + 1 != summary.scopes or run in index.summaries:
+                return None
+            index.summaries[run], index.entry_lines[run], index.heads[run] = summary, lines, head
+        return index if index.summaries else None
+
+    @classmethod
+    def of(cls, entries: Iterable[ScopeEntry], this: str = "") -> SweepIndex:
+        """The index of `entries` (`this`: the scope being published, see `_summaries`)."""
+        ordered = sorted(entries, key=_entry_order)
+        by_run: dict[str, list[ScopeEntry]] = {}
+        for entry in ordered:
+            by_run.setdefault(entry.scope.run_id, []).append(entry)
+        index = cls({}, {})
+        for cluster in _clusters(by_run):
+            index._put([e for run in sorted(cluster) for e in by_run[run]], this)
+        return index
+
+    def _put(self, entries: list[ScopeEntry], this: str) -> None:
+        """One cluster's entries (in the card's order) and summaries in place of any it had."""
+        for run, summary in _summaries(entries, this).items():
+            self.summaries[run] = summary
+            self.heads.pop(run, None)
+        encode, by_run = _ENCODE, dict[str, list[str]]()
+        for entry in entries:
+            by_run.setdefault(entry.scope.run_id, []).append(entry.line or encode(entry.as_json()))
+        self.entry_lines.update((run, ",\n".join(lines)) for run, lines in by_run.items())
+
+    def entries(self, runs: Iterable[str] | None = None) -> list[ScopeEntry] | None:
+        """The entries of `runs` (of every run by default), in the card's order; None when a run's
+        lines do not parse (an entry that cannot be one is left out)."""
+        entries = []
+        for run in sorted(self.summaries if runs is None else runs):
+            lines = self.entry_lines[run]
+            try:
+                values = json.loads(f"[{lines}]")
+            except ValueError:
+                return None
+            for line, value in zip(lines.split("\n"), values):
+                try:
+                    entry = ScopeEntry.from_json(value, line.removesuffix(","))
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue
+                entries.append(
+                    entry if entry.line.startswith(f'{{"scope":"{entry.scope.key}",') else replace(entry, line="")
+                )
+        return entries
+
+    def with_entry(self, this: ScopeEntry) -> SweepIndex | None:
+        """The index with `this` scope's entry put in: its run's cluster (`_clusters`) read and summed
+        up again, the other runs as they are. None when that cluster's lines do not parse. Raises
+        ConfigNameClash when this scope's config names are another's."""
+        run = this.scope.run_id
+        [cluster] = [c for c in _clusters([*self.summaries, run]) if run in c]
+        entries = self.entries([r for r in cluster if r in self.summaries])
+        if entries is None:
+            return None
+        updated = SweepIndex(dict(self.summaries), dict(self.entry_lines), dict(self.heads))
+        updated._put(sorted(with_entry(entries, this), key=_entry_order), this.scope.key)
+        return updated
+
+    def text(self) -> str:
+        """The index file (see the class's docstring)."""
+        runs = []
+        for run in sorted(self.summaries):
+            head = (
+                self.heads.get(run) or f'{_ENCODE(run)},"summary":{_ENCODE(self.summaries[run].as_json())},"scopes":['
+            )
+            runs.append(f'{{"run":{head}\n{self.entry_lines[run]}\n]}}')
+        return _INDEX_START + ",\n".join(runs) + _INDEX_END
+
+    def card(self, settings: CardSettings | None = None, existing: str | None = None) -> str:
+        """The root card (see the module's docstring); `existing`: the card now there, whose other
+        header keys and tags are kept."""
+        settings = settings or CardSettings()
+        summaries = [self.summaries[run] for run in sorted(self.summaries)]
+        configs = sorted((c for s in summaries for c in s.configs), key=lambda c: c[0])
+        header = owner_header(existing)
+        ours: dict[str, Any] = {
+            "license": settings.license,
+            "pretty_name": _title(settings),
+            "language": list(settings.language),
+            "task_categories": list(settings.task_categories),
+            "size_categories": [size_category(sum(s.rows for s in summaries))],
+            "configs": [lines for _, lines in configs],
+            "tags": _tags(header),
+        }
+        theirs = {key: value for key, value in header.items() if key not in OUR_KEYS}
+        return (
+            f"---\n{_dumped({**ours, **theirs})}---\n\n# {_title(settings)}\n\n"
+            + (f"{settings.intro.strip()}\n\n" if settings.intro.strip() else "")
+            + _description(summaries)
+            + _provenance(settings)
+            + _table(summaries)
+            + _progress(summaries)
+            + _configs_prose([name for name, _ in configs], [name for s in summaries for name in s.step_runs])
+        )
+
+    def plot(self) -> str:
+        """The card's picture (`ROOT_PLOT`): per run, each published step's mean reward and export
+        ratio. A run's lines drawn on other axes (the first publish past the sweep's last step, say)
+        are drawn again, from its entries, and kept in its summary."""
+        runs = [run for run in sorted(self.summaries) if self.summaries[run].plotted]
+        charts = []
+        for chart, title in enumerate((REWARD_TITLE, RATIO_TITLE)):
+            extent = chart_extent([self.summaries[run].extents[chart] for run in runs])
+            series = []
+            for run in runs:
+                summary = self.summaries[run]
+                drawn = summary.drawn[chart]
+                if drawn is None or drawn[0] != extent:
+                    lines = summary.lines or _plot_lines(
+                        [e for e in self.entries([run]) or [] if e.listed and not e.blocked]
+                    )
+                    drawn = (extent, line_path(lines[chart], extent))
+                    both = (drawn, summary.drawn[1]) if chart == 0 else (summary.drawn[0], drawn)
+                    self.summaries[run] = replace(summary, drawn=both, lines=lines)
+                    self.heads.pop(run, None)
+                series.append((run, drawn[1]))
+            charts.append(line_chart_svg(title, series, extent, "step"))
+        return stacked_svg(charts[0], charts[1])
+
+
+def _clusters(runs: Iterable[str]) -> list[list[str]]:
+    """The runs in groups no config name crosses: every config name of a run's scopes and of the run
+    is its config name (the run id, `/` as `--`), or that and `--` and more; two runs whose names
+    could meet have config names one of which is the other's, the other's and `-`, or starts with
+    the other's and `--`. Sorted by config name, such runs follow the shortest of them."""
+    clusters: list[list[str]] = []
+    first = None
+    for name, run in sorted((RunScope(run).config_name, run) for run in set(runs)):
+        if first is not None and (name in (first, f"{first}-") or name.startswith(first + CONFIG_SEPARATOR)):
+            clusters[-1].append(run)
+        else:
+            first = name
+            clusters.append([run])
+    return clusters
+
+
+def _summaries(files: list[ScopeEntry], this: str) -> dict[str, RunSummary]:
+    """A cluster's runs' summaries from its entries (in the card's order). `this`: the scope being
+    published, whose config names must not clash with another scope's (another pair that clashes
+    keeps the first); raises ConfigNameClash."""
+    accepted: set[RunScope] = set()
+    owner: dict[str, str] = {}
+    for entry in sorted(files, key=lambda e: e.scope.key != this):  # this scope claims its names first
+        if entry.blocked or not entry.listed:
+            continue
+        names = entry.config_names
+        taken = {name: owner[name] for name in names if name in owner}
+        if taken and this in taken.values():
+            raise ConfigNameClash(
+                f"scope {this!r}: config name(s) {', '.join(sorted(taken))} already name scope"
+                f" {entry.scope.key!r}'s data in the root card (config names are scope keys with '/' as '--')"
+            )
+        if taken:
+            continue
+        owner.update(dict.fromkeys(names, entry.scope.key))
+        accepted.add(entry.scope)
+    by_scope = {e.scope: e for e in files if e.scope in accepted}
+    spans = [c for c in run_configs(by_scope) if c["config_name"] not in owner]  # a scope's name wins
+    whole_runs = [c for scope, e in by_scope.items() if scope.step is None for c in e.named_configs]
+    configs = [(c["config_name"], _config_lines(c)) for c in [*whole_runs, *spans]]  # a step's are its run's
+    step_runs = [c["config_name"] for c in spans if CONFIG_SEPARATOR not in c["config_name"]]
+    runs: dict[str, list[ScopeEntry]] = {}
+    for entry in files:
+        runs.setdefault(entry.scope.run_id, []).append(entry)
+    return {
+        run: RunSummary.of(
+            entries, [e for e in entries if e.scope in by_scope], *((configs, step_runs) if n == 0 else ([], []))
+        )
+        for n, (run, entries) in enumerate(runs.items())
+    }
+
+
+def index_entries(text: str | bytes | None) -> list[ScopeEntry] | None:
+    """The entries of an index file, None when there is none or it cannot be read (then it is
+    built again from the scope folders); an entry that cannot be read is left out."""
+    index = SweepIndex.read(text)
+    return index.entries() if index is not None else None
+
+
+def index_text(entries: Iterable[ScopeEntry]) -> str:
+    """The index file of `entries` (an entry read from an index keeps its line)."""
+    return SweepIndex.of(entries).text()
 
 
 def scope_configs(scope: RunScope, scope_card: str) -> list[dict[str, Any]]:
@@ -482,85 +848,53 @@ def root_card(
     """The root card of a root holding `entries`' scopes (see the module's docstring). `existing`: the
     card now there, whose other header keys and tags are kept; `this`: the scope being published, whose
     config names must not clash with another scope's (another pair that clashes keeps the first)."""
-    settings = settings or CardSettings()
-    files = sorted(entries, key=_entry_order)
-    accepted: set[RunScope] = set()
-    owner: dict[str, str] = {}
-    for entry in sorted(files, key=lambda e: e.scope.key != this):  # this scope claims its names first
-        if entry.blocked or not entry.listed:
-            continue
-        names = entry.config_names
-        taken = {name: owner[name] for name in names if name in owner}
-        if taken and this in taken.values():
-            raise ConfigNameClash(
-                f"scope {this!r}: config name(s) {', '.join(sorted(taken))} already name scope"
-                f" {entry.scope.key!r}'s data in the root card (config names are scope keys with '/' as '--')"
-            )
-        if taken:
-            continue
-        owner.update(dict.fromkeys(names, entry.scope.key))
-        accepted.add(entry.scope)
-    by_scope = {e.scope: e for e in files if e.scope in accepted}
-    spans = [c for c in run_configs(by_scope) if c["config_name"] not in owner]  # a scope's name wins
-    whole_runs = (
-        c for scope, e in by_scope.items() if scope.step is None for c in e.named_configs
-    )  # a step's are its run's
-    configs = sorted([*whole_runs, *spans], key=lambda c: c["config_name"])
-    header = owner_header(existing)
-    rows = sum(e.figures.get("rows", 0) for e in files if e.scope in by_scope)
-    ours: dict[str, Any] = {
-        "license": settings.license,
-        "pretty_name": _title(settings),
-        "language": list(settings.language),
-        "task_categories": list(settings.task_categories),
-        "size_categories": [size_category(rows)],
-        "configs": configs,
-        "tags": _tags(header),
-    }
-    theirs = {key: value for key, value in header.items() if key not in OUR_KEYS}
-    yaml_header = _dumped({**ours, **theirs})
-    return (
-        f"---\n{yaml_header}---\n\n# {_title(settings)}\n\n"
-        + (f"{settings.intro.strip()}\n\n" if settings.intro.strip() else "")
-        + _description(files, by_scope)
-        + _provenance(settings)
-        + _table(files, by_scope)
-        + _progress(by_scope)
-        + _configs_prose(configs, spans)
-    )
+    return SweepIndex.of(entries, this).card(settings, existing)
 
 
 # A data file path yaml.dump writes as it is, alone on its line: segments of letters, digits and `._*-`,
 # at least two (the `/` keeps it from reading as a number, a date or a boolean).
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._*-]*(?:/[A-Za-z0-9._*-]+)+")
 _PATHS_MARKER = "trace-assets-paths/5f0c9d4e7a1b/"  # stands for a list of paths while the rest is dumped
+_CONFIG_MARKER = "trace-assets-config/5f0c9d4e7a1b/"  # stands for a config's lines while the header is dumped
 
 
-def _dumped(header: dict[str, Any]) -> str:
-    """`yaml.dump(header)` (libyaml's), its configs' lists of plain paths written line by line here:
-    a run's config names every step's files, and yaml.dump's pure-Python representer took most of a
-    publish's time at thousands of steps (a test holds the two equal)."""
+def _config_lines(config: dict[str, Any]) -> str:
+    """A config's lines in the header's `configs` (`- config_name: ...`), as yaml.dump (libyaml's)
+    writes them, its lists of plain paths written line by line here: a run's config names every
+    step's files, and yaml.dump's pure-Python representer took most of a publish's time at thousands
+    of steps (a test holds the two equal). Made when a run's summary is, kept in it."""
     lists: list[list[str]] = []
-    configs = []
-    for config in header.get("configs", []):
-        files = []
-        for entry in _data_files(config):
-            path = entry.get("path") if isinstance(entry, dict) else None
-            if (
-                isinstance(path, list)
-                and len(path) > 1
-                and all(isinstance(p, str) and _PLAIN_PATH.fullmatch(p) for p in path)
-            ):
-                entry = {**entry, "path": [f"{_PATHS_MARKER}{len(lists)}"]}
-                lists.append(path)
-            files.append(entry)
-        configs.append({**config, "data_files": files})
-    text = yaml.dump({**header, "configs": configs}, Dumper=_SAFE_DUMPER, sort_keys=False, allow_unicode=True)
+    files = []
+    for entry in _data_files(config):
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if (
+            isinstance(path, list)
+            and len(path) > 1
+            and all(isinstance(p, str) and _PLAIN_PATH.fullmatch(p) for p in path)
+        ):
+            entry = {**entry, "path": [f"{_PATHS_MARKER}{len(lists)}"]}
+            lists.append(path)
+        files.append(entry)
+    text = yaml.dump([{**config, "data_files": files}], Dumper=_SAFE_DUMPER, sort_keys=False, allow_unicode=True)
     return re.sub(
         rf"^( *- ){re.escape(_PATHS_MARKER)}([0-9]+)\n",
         lambda match: "".join(f"{match[1]}{path}\n" for path in lists[int(match[2])]),
         text,
         count=len(lists),
+        flags=re.M,
+    )
+
+
+def _dumped(header: dict[str, Any]) -> str:
+    """`yaml.dump(header)` (libyaml's), its `configs` given as each config's lines (`_config_lines`)."""
+    configs = header["configs"]
+    markers = [f"{_CONFIG_MARKER}{n}" for n in range(len(configs))]
+    text = yaml.dump({**header, "configs": markers}, Dumper=_SAFE_DUMPER, sort_keys=False, allow_unicode=True)
+    return re.sub(
+        rf"^- {re.escape(_CONFIG_MARKER)}([0-9]+)\n",
+        lambda match: configs[int(match[1])],
+        text,
+        count=len(configs),
         flags=re.M,
     )
 
@@ -586,12 +920,13 @@ def _plural(n: int, word: str, words: str = "") -> str:
     return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 
-def _description(files: list[ScopeEntry], by_scope: Mapping[RunScope, Any]) -> str:
-    files = [f for f in files if f.listed]
-    runs = {f.scope.run_id for f in files}
-    blocked = sum(f.blocked for f in files)
-    told = f"{_plural(len(files), 'scope')} of {_plural(len(runs), 'run')}"
-    states = f"{len(by_scope):,} published" + (f", {blocked:,} blocked by the secret scan" if blocked else "")
+def _description(summaries: list[RunSummary]) -> str:
+    listed = sum(s.listed for s in summaries)
+    runs = sum(1 for s in summaries if s.listed)
+    blocked = sum(s.blocked for s in summaries)
+    told = f"{_plural(listed, 'scope')} of {_plural(runs, 'run')}"
+    published = sum(s.published for s in summaries)
+    states = f"{published:,} published" + (f", {blocked:,} blocked by the secret scan" if blocked else "")
     return (
         "Agent traces of reinforcement-learning runs, exported from Harbor's trial folders by trace_assets: one "
         "row per scored trial, its last episode as an OpenAI-style `conversations` list, with the task, the "
@@ -627,51 +962,47 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")[:80] or UNKNOWN
 
 
-def _table(files: list[ScopeEntry], by_scope: Mapping[RunScope, Any]) -> str:
+def _table(summaries: list[RunSummary]) -> str:
     """A row per run (its published steps' figures summed, its mean reward weighed by rewarded
     trials) and per blocked scope, then the total: the card's size follows the runs, not the steps."""
     header = (
         "| run | steps | trial folders | scored | exported | ratio | mean reward | verdicts | card |\n"
         "|---|--:|--:|--:|--:|--:|--:|---|---|\n"
     )
-    runs: dict[str, list[ScopeEntry]] = {}
-    lines = []
-    for f in files:
-        if f.blocked:
-            lines.append(
-                f"| `{f.scope.key}` | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | "
-                f"blocked: {_cell(f.verdict)} | [scan report]({f.scope.key}/{SCAN_REPORT}) |"
-            )
-        elif f.scope in by_scope:  # else a folder without a card nor scan report, or a clashing one: no row
-            runs.setdefault(f.scope.run_id, []).append(f)
-    rows = [_run_row(run, entries) for run, entries in runs.items()]
-    total = _run_row("**total**", [e for entries in runs.values() for e in entries], card=False)
+    rows = [s.row for s in summaries if s.row]
+    blocked = [row for s in summaries for row in s.blocked_rows]
+    figures = Figures.summed(s.figures for s in summaries)
+    total = _run_row("**total**", figures, _plural(figures.scopes, "scope"), "")
     return (
         "## Runs\n\nEach run's figures summed over its published steps, from each step's own `coverage.json`, "
         "`versions.json` and `secret_scan.json` (ratio: exported of scored; mean reward: of exported trials with a "
         "finite, valid reward, weighed by those trials); every step's figures are in `sweep_index.json`. A blocked "
-        "scope's folder holds its scan report only.\n\n" + header + "\n".join([*rows, *lines, total]) + "\n\n"
+        "scope's folder holds its scan report only.\n\n" + header + "\n".join([*rows, *blocked, total]) + "\n\n"
     )
 
 
-def _run_row(label: str, entries: list[ScopeEntry], card: bool = True) -> str:
-    totals = {key: sum(e.figures.get(key, 0) for e in entries) for key in ("trial_dirs", "scored", "exported")}
-    rewarded = [e for e in entries if e.mean_reward is not None and e.rewards]
-    count = sum(e.rewards for e in rewarded)
-    mean = sum(e.mean_reward * e.rewards for e in rewarded if e.mean_reward is not None) / count if count else None
-    steps = [e for e in entries if e.scope.step]
-    verdicts = ", ".join(sorted({_cell(e.verdict) for e in entries}))
-    link = f"[card]({entries[-1].scope.key}/{SCOPE_CARD})" if card else ""  # the total (no link) may have none
-    name = label if not card else f"`{label}`"
+def _blocked_row(entry: ScopeEntry) -> str:
+    key = entry.scope.key
     return (
-        f"| {name} | {len(steps) or UNKNOWN} | {totals['trial_dirs']:,} | {totals['scored']:,} | "
-        f"{totals['exported']:,} | {_ratio(totals['exported'], totals['scored'])} | {_reward(mean)} | "
-        f"{verdicts if card else _plural(len(entries), 'scope')} | {link} |"
+        f"| `{key}` | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | {UNKNOWN} | "
+        f"blocked: {_cell(entry.verdict)} | [scan report]({key}/{SCAN_REPORT}) |"
     )
 
 
-def _progress(by_scope: Mapping[RunScope, ScopeEntry]) -> str:
-    if not by_scope:
+def _verdicts(entries: list[ScopeEntry]) -> str:
+    return ", ".join(sorted({_cell(e.verdict) for e in entries}))
+
+
+def _run_row(name: str, figures: Figures, verdicts: str, link: str) -> str:
+    mean = figures.reward_sum / figures.rewards if figures.rewards else None
+    return (
+        f"| {name} | {figures.steps or UNKNOWN} | {figures.trial_dirs:,} | {figures.scored:,} | "
+        f"{figures.exported:,} | {_ratio(figures.exported, figures.scored)} | {_reward(mean)} | {verdicts} | {link} |"
+    )
+
+
+def _progress(summaries: list[RunSummary]) -> str:
+    if not any(s.published for s in summaries):
         return ""
     return (
         "## Progress\n\n"
@@ -683,23 +1014,14 @@ def _progress(by_scope: Mapping[RunScope, ScopeEntry]) -> str:
 
 def root_plot(entries: Iterable[ScopeEntry]) -> str:
     """The card's picture (`ROOT_PLOT`): per run, each published step's mean reward and export ratio."""
-    runs: dict[str, list[tuple[int, float | None, float | None]]] = {}
-    for entry in sorted(entries, key=_entry_order):
-        if entry.blocked or not entry.listed:
-            continue
-        scored, exported = entry.figures.get("scored", 0), entry.figures.get("exported", 0)
-        step = _order(entry.scope)[1]
-        runs.setdefault(entry.scope.run_id, []).append(
-            (max(step, 0), entry.mean_reward, exported / scored if scored else None)
-        )
-    return sweep_progress_svg(list(runs.items()))
+    return SweepIndex.of(entries).plot()
 
 
-def _configs_prose(configs: list[dict[str, Any]], spans: list[dict[str, Any]]) -> str:
+def _configs_prose(configs: list[str], step_runs: list[str]) -> str:
     if not configs:
         return "## Configs\n\nNo scope is published yet.\n"
-    run_names = ", ".join(f"`{c['config_name']}`" for c in spans if CONFIG_SEPARATOR not in c["config_name"])
-    first = configs[0]["config_name"]
+    run_names = ", ".join(f"`{name}`" for name in step_runs)
+    first = configs[0]
     return (
         "## Configs\n\n"
         "One config per run (its name the run id), its `train` split every published step's rows, and "
@@ -747,13 +1069,17 @@ def updated_root(
     every_scope: Callable[[], list[ScopeEntry]],
 ) -> tuple[str, str, str]:
     """(index, card, plot) once `this` scope's entry is in: the index as read (`every_scope()`, the
-    scope folders read once, when there is none), the card and its plot written from it. Raises
-    ConfigNameClash before anything is written when this scope's config names are another's."""
-    entries = index_entries(index)
-    if entries is None:
-        entries = [e for e in every_scope() if e.scope != this.scope]
-    entries = with_entry(entries, ScopeEntry.of(this))
-    return index_text(entries), root_card(entries, settings, card, this.scope.key), root_plot(entries)
+    scope folders read once, when there is none or its run's lines do not parse), the card and its
+    plot written from it. Raises ConfigNameClash before anything is written when this scope's config
+    names are another's."""
+    entry = ScopeEntry.of(this)
+    read = SweepIndex.read(index)
+    updated = read.with_entry(entry) if read is not None else None
+    if updated is None:
+        others = [e for e in every_scope() if e.scope != this.scope]
+        updated = SweepIndex.of(with_entry(others, entry), this.scope.key)
+    plot = updated.plot()  # before the index's text, which keeps the lines it draws
+    return updated.text(), updated.card(settings, card), plot
 
 
 def update_folder_root_card(
@@ -786,14 +1112,14 @@ def update_folder_root_card(
     # card write that loses to another's is made again from the newer index, so the last card
     # written holds every entry.
     _compare_and_swap(fs, index_path, lambda index: updated_root(index, None, this, settings, every_scope)[0].encode())
-    read: list[ScopeEntry] = []
+    read = [SweepIndex({}, {})]
 
     def card_merge(card: str | None) -> bytes:
-        read[:] = index_entries(_read_or_none(fs, index_path)) or []
-        return root_card(read, settings, card, this.scope.key).encode()
+        read[0] = SweepIndex.read(_read_or_none(fs, index_path)) or SweepIndex({}, {})
+        return read[0].card(settings, card).encode()
 
     _compare_and_swap(fs, card_path, card_merge)
-    fs.pipe_file(plot_path, root_plot(read).encode())  # of the index the card was written from
+    fs.pipe_file(plot_path, read[0].plot().encode())  # of the index the card was written from
 
 
 def _read_or_none(fs: Any, path: str) -> bytes | None:

@@ -5,6 +5,7 @@ run, loaded per scope and per run."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import shutil
 import threading
@@ -27,7 +28,9 @@ from trace_assets.publishing.root_card import (
     index_entries,
     index_text,
     root_card,
+    root_plot,
     scope_keys,
+    updated_root,
     usual_configs,
 )
 from trace_assets.publishing.targets import FolderTarget, replace_folder
@@ -398,7 +401,9 @@ def test_an_index_entry_leaves_out_the_usual_configs_and_defaults_and_reads_back
     odd = ScopeEntry.of(_scope("r/step-2", "data/other/train-*"))  # its card names another folder
     blocked = ScopeEntry.of(ScopeFiles(RunScope("b"), None, None, None, {"verdict": "live"}))
     text = index_text([usual, odd, blocked])
-    assert json.loads(text)["scopes"][1] == {
+    runs = json.loads(text)["runs"]
+    assert [run["run"] for run in runs] == ["b", "r"] and runs[1]["summary"]["scopes"] == 2
+    assert runs[1]["scopes"][0] == {
         "scope": "r/step-1",
         "figures": [0, 3, 0, 2],
         "verdict": "clean",
@@ -409,6 +414,50 @@ def test_an_index_entry_leaves_out_the_usual_configs_and_defaults_and_reads_back
     read = index_entries(text)
     assert read == [blocked, usual, odd] and read[1].named_configs == usual_configs(usual.scope, "abc")
     assert index_text(read) == text  # each line written back as it was read
+
+
+def test_a_publish_reads_its_own_runs_entries_and_writes_the_card_of_every_entry(monkeypatch):
+    """The index keeps a summary per run: a publish sums up again its own run and those whose config
+    names could meet its own (`a`, `a-`, `a--b` and `a/b`; not `b-1` and `b-10`), and writes the card
+    and plot that every entry read again makes."""
+    clusters = [{"a", "a-", "a--b", "a/b"}, {"b"}, {"b-1"}, {"b-10"}]
+    read: list[set[str]] = []
+    summaries = root_card_module._summaries
+    monkeypatch.setattr(
+        root_card_module,
+        "_summaries",
+        lambda files, this: read.append({e.scope.run_id for e in files}) or summaries(files, this),
+    )
+    index = card = None
+    runs = sorted(set().union(*clusters))
+    for n in range(70):
+        run = runs[n % len(runs)]
+        key = run if n % 6 == 0 else f"{run}/step-{n // len(runs) + 1}"
+        files = (
+            _usual(key, f"v{n % 3}", mean_reward=n / 7 - 3, rewards=n % 3) if n % 5 else _scope(key, "data/x/train-*")
+        )
+        read.clear()
+        try:
+            index, card, plot = updated_root(index, card, files, SWEEP_CARD, list)
+        except ConfigNameClash:  # a--b (whole) and a/b (whole)
+            continue
+        assert all(runs <= next(c for c in clusters if files.scope.run_id in c) for runs in read), (key, read)
+        entries = index_entries(index)
+        assert card == root_card(entries, SWEEP_CARD) and plot == root_plot(entries)
+
+
+def test_a_cards_header_is_where_the_hubs_pattern_finds_it():
+    """`yaml_header` finds what `huggingface_hub`'s `REGEX_YAML_BLOCK` does: line endings of every
+    kind, a closing line with trailing blanks or dashes, an opening `\\r\\n` whose `\\n` closes."""
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
+    pieces = ["-", "---", "\n", "\r", "\r\n", " ", "\t", "a", ": ", "x\n---\n"]
+    texts = ["---\r\n---", "\r\r\t---\r\n---\na", "---\na: 1\n--- \t\nrest", "---\na\n----\n---", "no header"]
+    rng = random.Random(47)
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(20_000)]
+    for text in texts:
+        match = REGEX_YAML_BLOCK.search(text)
+        assert root_card_module.yaml_header(text) == (match.group(2) if match else None), repr(text)
 
 
 def test_the_header_of_thousands_of_steps_is_yaml_dumps(tmp_path):
