@@ -81,14 +81,13 @@ def run_steps_child(args: argparse.Namespace) -> None:
     from trace_assets.steps.staging import RunStaging
     from trace_assets.store.trace_store import TraceStore
 
-    storage_options: dict[str, Any] = {}
+    options: dict[str, Any] = {}
     if args.endpoint:
         from trace_assets.defs.resources import ObjectStorage
+        from trace_assets.store.s3_options import storage_options
 
-        storage_options = ObjectStorage(endpoint_url=args.endpoint, region_name=S3_REGION).storage_options(
-            args.traces_root
-        )
-    store = TraceStore(args.traces_root, storage_options, MAX_CONCURRENCY, fetch_ahead=args.fetch_ahead)
+        options = storage_options(ObjectStorage(endpoint_url=args.endpoint, region_name=S3_REGION), args.traces_root)
+    store = TraceStore(args.traces_root, options, MAX_CONCURRENCY, fetch_ahead=args.fetch_ahead)
     staging = RunStaging(Path(args.staging_root), RunScope(args.run_id))
     seconds: dict[str, float] = {}
     peak_rss_after: dict[str, float] = {}  # says which step sets the process's peak

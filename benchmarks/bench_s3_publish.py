@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from trace_assets.core.scope import RunScope
     from trace_assets.defs.resources import ObjectStorage
     from trace_assets.publishing.targets import FolderTarget
+    from trace_assets.store.s3_options import storage_options
     from trace_assets_tests.support.fault_proxy import FaultProxy
 
     for leaked in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE"):
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         boto3.client("s3", endpoint_url=url, region_name=S3_REGION).create_bucket(Bucket=BUCKET)
         with FaultProxy(url) as proxy:
-            options = ObjectStorage(endpoint_url=proxy.url, region_name=S3_REGION).storage_options("s3://")
+            options = storage_options(ObjectStorage(endpoint_url=proxy.url, region_name=S3_REGION), "s3://")
             turn = 0
             FolderTarget(f"s3://{BUCKET}/published", options).publish(builds[turn], scope)  # the old version
             for _ in range(args.repeats):  # interleaved, so drifting load hits every setting alike

@@ -179,14 +179,14 @@ def sensor_ticks(defs: Any, instance: Any, first_repeats: int, repeats: int) -> 
         setattr(cls, name, counted)
 
     def tick(cursor: str | None) -> Any:
-        context = dg.build_sensor_context(
+        with dg.build_sensor_context(
             instance=instance,
             instance_ref=instance.get_ref(),
             cursor=cursor,
             definitions=defs,
             resources=defs.resources,
-        )
-        return sensor.evaluate_tick(context)
+        ) as context:
+            return sensor.evaluate_tick(context)
 
     figures["first_tick_s"], first = timed(lambda: tick(None), first_repeats)
     figures["first_tick_listings"] = {k: v / first_repeats for k, v in listings.items()}
@@ -287,13 +287,14 @@ def on_s3(root: Path, name: str, url: str) -> Any:
     from trace_assets.defs.resources import ObjectStorage
     from trace_assets.publishing import root_card
     from trace_assets.publishing.targets import FolderTarget
+    from trace_assets.store.s3_options import storage_options
     from trace_assets_tests.support.s3_fixtures import REGION
 
     client = boto3.client("s3", endpoint_url=url, region_name=REGION)
     for file in (root_card.INDEX, root_card.ROOT_CARD):
         client.put_object(Bucket=S3_BUCKET, Key=f"{name}/{file}", Body=(root / file).read_bytes())
     return FolderTarget(
-        f"s3://{S3_BUCKET}/{name}", ObjectStorage(endpoint_url=url, region_name=REGION).storage_options("s3://")
+        f"s3://{S3_BUCKET}/{name}", storage_options(ObjectStorage(endpoint_url=url, region_name=REGION), "s3://")
     )
 
 

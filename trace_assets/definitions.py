@@ -16,7 +16,7 @@ from trace_assets.defs.checks import (
 from trace_assets.defs.jobs import EXPORT_ASSETS, RUN_EXECUTOR, export_trace_run
 from trace_assets.defs.partitions import trace_runs
 from trace_assets.defs.recheck import recheck_scopes
-from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
+from trace_assets.defs.resources import TraceAssetsConfig, config_from_env, resources_of
 from trace_assets.defs.sensors import new_trace_runs_sensor
 from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 from trace_assets.settings import ConfigError, ProcessSettings, load
@@ -27,15 +27,12 @@ __all__ = ["build_definitions", "defs", "export_trace_run", "trace_runs"]
 
 def build_definitions(
     trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage | None = None,
-    hub: HuggingFaceHub | None = None,
     loggers: dict[str, dg.LoggerDefinition] | None = None,
     process: ProcessSettings | None = None,
 ) -> dg.Definitions:
     """The code location; `loggers` lets the CLI print one line per message instead of Dagster's.
     Publishing takes the `hub_commits` pool only when the configured target is the Hub."""
-    hub = hub or hub_from_env()
-    publish = published_shards_asset(trace_config.publishes_to_hub(hub))
+    publish = published_shards_asset(trace_config.parts().publishes_to_hub())
     return dg.Definitions(
         assets=[*EXPORT_ASSETS, publish, sweep_coverage],
         asset_checks=CHECKS,
@@ -44,11 +41,7 @@ def build_definitions(
             new_trace_runs_sensor((process or ProcessSettings()).sensor_interval_seconds),
             sweep_coverage_after_export,
         ],
-        resources={
-            "trace_config": trace_config,
-            "object_storage": object_storage or ObjectStorage(),
-            "hub": hub,
-        },
+        resources=resources_of(trace_config),
         loggers=loggers,
         executor=RUN_EXECUTOR,
     )

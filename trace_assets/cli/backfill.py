@@ -15,7 +15,7 @@ from trace_assets.cli.instance import finished_statuses, get_instance
 from trace_assets.cli.scopes import expand_scopes, listed_scopes, why_missing, why_no_runs
 from trace_assets.core.run_tags import PARTITION_TAG, SWEEP_TAG
 from trace_assets.core.scope import RunScope, validate_scope_keys
-from trace_assets.settings import ProcessSettings, load
+from trace_assets.settings import PipelineSettings, ProcessSettings, load
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -48,9 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _as_run_config(trace_config: TraceAssetsConfig) -> dict[str, Any]:
     """The CLI's configuration (environment plus options) as the backfill runs' resource config."""
-    from trace_assets.defs.resources import TraceAssetsConfig
-
-    config = {name: getattr(trace_config, name) for name in TraceAssetsConfig.model_fields}
+    config = {name: getattr(trace_config, name) for name in PipelineSettings.model_fields}
     return {"resources": {"trace_config": {"config": config}}}
 
 

@@ -8,20 +8,19 @@ from typing import TYPE_CHECKING
 
 from trace_assets.cli.console import say
 from trace_assets.cli.report import coverage_sentence, unblocking
-from trace_assets.cli.scopes import resolved, why_missing
+from trace_assets.cli.scopes import why_missing
 from trace_assets.core.scope import RunScope
 
 if TYPE_CHECKING:
-    from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
+    from trace_assets.defs.resources import TraceAssetsConfig
 
 
-def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub | None = None) -> int:
-    from trace_assets.defs.resources import ObjectStorage, hub_from_env
+def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
     from trace_assets.orchestration.dry_run import dry_run
+    from trace_assets.orchestration.options import scan_policy
 
-    hub = resolved(hub or hub_from_env())
-    storage = ObjectStorage()
-    target = trace_config.publish_target(storage, hub)  # built once, for every scope
+    parts = trace_config.parts()
+    target = parts.publish_target()  # built once, for every scope
     failures = 0
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)  # a run, or a step of one
@@ -31,11 +30,12 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig, hub: Huggi
             say(f"{run_id}: {reason}")
             print(json.dumps({"run_id": run_id, "status": "failed", "reason": reason}), flush=True)
             continue
-        staging = trace_config.staging(scope)
+        ctx = parts.scope_context(scope, say, target)
+        staging = ctx.staging
         with staging.locked(say, holder=f"trace-assets materialize --dry-run {run_id}"):
-            line = dry_run(trace_config.scope_context(staging, storage, hub, say, target), trace_config.raw_scan)
+            line = dry_run(ctx, trace_config.raw_scan)
         plan = line["would_publish"]
-        lifts = unblocking(trace_config.scan_policy(), staging.scan_report)
+        lifts = unblocking(scan_policy(trace_config), staging.scan_report)
         if plan.get("blocked") and lifts:
             plan["blocked"] += f"; {lifts}"
         outcome = plan.get("blocked") or plan.get("refused") or f"{plan['rows']} rows in {plan['shards']} shard(s)"

@@ -41,7 +41,7 @@ def forget_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
             say(reason)
             print(json.dumps({"run_id": run_id, "status": "kept", "reason": reason}), flush=True)
             continue
-        staging = trace_config.staging(scope)
+        staging = trace_config.parts().staging(scope)
         with staging.locked(say, holder=f"trace-assets forget {run_id}"):
             staging.remove()
             if run_id in known:

@@ -19,7 +19,7 @@ from trace_assets.cli.console import one_line_console, say
 from trace_assets.cli.dry_run import dry_run_runs
 from trace_assets.cli.instance import HOST_TAG, PID_TAG, free_slots_of_dead_runs, get_instance
 from trace_assets.cli.report import coverage_sentence, unblocking
-from trace_assets.cli.scopes import expand_scopes, preflight, resolved
+from trace_assets.cli.scopes import expand_scopes, preflight
 from trace_assets.core.run_tags import REPOSITORY_LABEL, REPOSITORY_TAG, SWEEP_TAG, failure_line
 from trace_assets.core.scope import RunScope, validate_scope_keys
 from trace_assets.runtime.machine_faults import INSTANCE, fault_detail, fault_line
@@ -29,7 +29,7 @@ from trace_assets.settings import dagster_home
 if TYPE_CHECKING:
     import dagster as dg
 
-    from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
+    from trace_assets.defs.resources import TraceAssetsConfig
 
 SLOT_WAIT_LOG_SECONDS = 10.0
 
@@ -42,17 +42,15 @@ def run(args: argparse.Namespace) -> int:
     return materialize_runs(scopes, trace_config, args.verbose)
 
 
-def materialize_runs(
-    run_ids: list[str], trace_config: TraceAssetsConfig, verbose: bool = False, hub: HuggingFaceHub | None = None
-) -> int:
+def materialize_runs(run_ids: list[str], trace_config: TraceAssetsConfig, verbose: bool = False) -> int:
     from trace_assets.definitions import build_definitions, export_trace_run
     from trace_assets.defs.partitions import register_scopes
-    from trace_assets.defs.resources import ObjectStorage, hub_from_env
+    from trace_assets.orchestration.options import scan_policy
     from trace_assets.publishing.targets import Unread, kept_after_fault
 
-    hub = hub or hub_from_env()
-    problems = preflight(run_ids, trace_config, hub)
-    target = trace_config.publish_target(ObjectStorage(), resolved(hub))
+    parts = trace_config.parts()
+    target = parts.publish_target()
+    problems = preflight(run_ids, trace_config, target)
     found = [run_id for run_id in run_ids if run_id not in problems]
     dagster_instance = get_instance()
     if found:
@@ -60,7 +58,7 @@ def materialize_runs(
     for run_id in free_slots_of_dead_runs(dagster_instance):
         say(f"freed the pool slots of run {run_id}, whose process is gone")
     loggers = {"console": one_line_console(verbose)}
-    job = build_definitions(trace_config, hub=hub, loggers=loggers).resolve_job_def(export_trace_run.name)
+    job = build_definitions(trace_config, loggers=loggers).resolve_job_def(export_trace_run.name)
     failures = 0
     for run_id in run_ids:
         if run_id in problems:
@@ -69,7 +67,7 @@ def materialize_runs(
             print(json.dumps({"run_id": run_id, "status": "failed", "reason": problems[run_id]}), flush=True)
             continue
         scope = RunScope.from_key(run_id)
-        staging = trace_config.staging(scope)
+        staging = parts.staging(scope)
         say(f"materializing {run_id} from {trace_config.traces_root}")
         dagster_run_id = str(uuid.uuid4())  # Dagster's own run ids are uuid4s too
         try:
@@ -90,7 +88,7 @@ def materialize_runs(
                     },
                     run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
                 )
-                lifts = unblocking(trace_config.scan_policy(), staging.scan_report)
+                lifts = unblocking(scan_policy(trace_config), staging.scan_report)
                 line = _result_line(run_id, result, staging.coverage, lifts)
         except Exception as error:  # the instance's database or the staging folder failed under the run
             # A fault in a step is the step's failure, which says what is kept: no read before each scope

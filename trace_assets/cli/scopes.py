@@ -10,7 +10,8 @@ from trace_assets.core.scope import InvalidScopeKey, RunScope, validate_scope_ke
 from trace_assets.settings import PipelineSettings, env_name, flag_of
 
 if TYPE_CHECKING:
-    from trace_assets.defs.resources import HuggingFaceHub, TraceAssetsConfig
+    from trace_assets.defs.resources import TraceAssetsConfig
+    from trace_assets.publishing.targets import PublishTarget
 
 # where the operator sets the traces root, named when it is missing or empty
 ROOT_SOURCE = f"{env_name(PipelineSettings, 'traces_root')}, {flag_of(PipelineSettings, 'traces_root')}"
@@ -18,10 +19,9 @@ ROOT_SOURCE = f"{env_name(PipelineSettings, 'traces_root')}, {flag_of(PipelineSe
 
 def listed_scopes(trace_config: TraceAssetsConfig) -> list[str]:
     """Scope keys under the traces root; folders whose names cannot be run ids are named and skipped."""
-    from trace_assets.defs.resources import ObjectStorage
     from trace_assets.store.missing import root_problem
 
-    store = trace_config.store(ObjectStorage())
+    store = trace_config.parts().store()
     if not store.fs.isdir(store.root):  # an empty root lists nothing, and is no error
         raise ValueError(root_problem(store, ROOT_SOURCE))
     found = []
@@ -36,13 +36,11 @@ def listed_scopes(trace_config: TraceAssetsConfig) -> list[str]:
 def expand_scopes(keys: list[str], trace_config: TraceAssetsConfig) -> list[str]:
     """Each run id given as the keys of its scopes (its steps, under `--scope step`); step keys,
     and runs not found (preflight names them), as they are."""
-    from trace_assets.defs.resources import ObjectStorage
-
     expanded = []
     for key in keys:
         scope = RunScope.from_key(key)
         if scope.step is None and run_exists(trace_config, scope):
-            expanded += [s.key for s in trace_config.run_scopes(ObjectStorage(), key)]
+            expanded += [s.key for s in trace_config.parts().scopes(key)]
         else:
             expanded.append(key)
     return list(dict.fromkeys(expanded))
@@ -51,41 +49,30 @@ def expand_scopes(keys: list[str], trace_config: TraceAssetsConfig) -> list[str]
 def run_exists(trace_config: TraceAssetsConfig, scope: RunScope) -> bool:
     import fsspec
 
-    from trace_assets.defs.resources import ObjectStorage
+    from trace_assets.store.s3_options import storage_options
 
-    options = ObjectStorage().storage_options(trace_config.traces_root)
+    options = storage_options(trace_config.object_storage, trace_config.traces_root)
     fs, root = fsspec.core.url_to_fs(trace_config.traces_root, **options)
     return fs.isdir(f"{root.rstrip('/')}/{scope.source_prefix}")
 
 
 def why_missing(trace_config: TraceAssetsConfig, scope: RunScope) -> str | None:
     """None when the scope is under the traces root; else what is missing, and what is there instead."""
-    from trace_assets.defs.resources import ObjectStorage
     from trace_assets.store.missing import why_missing as missing_from
 
-    return missing_from(trace_config.store(ObjectStorage()), scope, ROOT_SOURCE)
+    return missing_from(trace_config.parts().store(), scope, ROOT_SOURCE)
 
 
 def why_no_runs(trace_config: TraceAssetsConfig) -> str:
     """Why `--all` found nothing: the root is missing or empty, or none of its folders is a run."""
-    from trace_assets.defs.resources import ObjectStorage
     from trace_assets.store.missing import root_problem
 
-    problem = root_problem(trace_config.store(ObjectStorage()), ROOT_SOURCE)
+    problem = root_problem(trace_config.parts().store(), ROOT_SOURCE)
     return problem or f"no runs under {trace_config.traces_root}: no folder there holds a trace_jobs/ folder"
 
 
-def resolved(hub: HuggingFaceHub) -> HuggingFaceHub:
-    """The hub with its `EnvVar("HF_TOKEN")` read, for the CLI's own Hub calls; the definitions keep
-    the EnvVar, so the token is never part of a job's config or snapshot."""
-    return hub.process_config_and_initialize()
-
-
-def preflight(run_ids: list[str], trace_config: TraceAssetsConfig, hub: HuggingFaceHub) -> dict[str, str]:
-    """Runs that cannot be materialized, with why: not under the traces root, or not publishable."""
-    from trace_assets.defs.resources import ObjectStorage
-
-    target = trace_config.publish_target(ObjectStorage(), resolved(hub))
+def preflight(run_ids: list[str], trace_config: TraceAssetsConfig, target: PublishTarget) -> dict[str, str]:
+    """Runs that cannot be materialized, with why: not under the traces root, or not publishable to `target`."""
     problems = {}
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)

@@ -25,6 +25,5 @@ def run(args: argparse.Namespace) -> int:
 def _store(args: argparse.Namespace) -> TraceStore:
     """The traces root's store, to tell which scopes' traces are gone (a listing of it, one a run)."""
     from trace_assets.cli.config import config_from_args
-    from trace_assets.defs.resources import ObjectStorage
 
-    return config_from_args(args).store(ObjectStorage())
+    return config_from_args(args).parts().store()

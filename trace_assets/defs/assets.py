@@ -7,7 +7,6 @@ data lives as Parquet in the staging folder.
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 
@@ -24,11 +23,16 @@ from trace_assets.defs.metadata import (
     size_text,
 )
 from trace_assets.defs.partitions import scope_of, trace_runs
-from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.defs.resources import TraceAssetsConfig
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
-from trace_assets.publishing.targets import Unread, kept_after_fault, read_published_versions
-from trace_assets.runtime.machine_faults import fault_detail, fault_line, published_version
+from trace_assets.publishing.targets import (
+    Unread,
+    kept_after_fault,
+    published_version,
+    read_published_versions,
+)
+from trace_assets.runtime.machine_faults import fault_detail, fault_line
 from trace_assets.secret_scan.verdicts import found_by_category
 from trace_assets.settings import PipelineSettings, env_name
 from trace_assets.steps.free_space import NotEnoughSpace
@@ -39,68 +43,53 @@ HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits o
 
 
 @contextmanager
-def scope_context(
-    context: dg.AssetExecutionContext,
-    trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
-) -> Iterator[ScopeContext]:
-    """The partition's steps context, its staging locked for the step (see `_step_context`)."""
-    with _step_context(context, trace_config, object_storage, hub, publishes=False) as (ctx, _):
-        yield ctx
-
-
-@contextmanager
-def _step_context(
-    context: dg.AssetExecutionContext,
-    trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
-    publishes: bool,
-) -> Iterator[tuple[ScopeContext, Any]]:
-    """The partition's steps context, its staging locked for the step, and for a step that
-    `publishes` the scope's published `versions.json`, read first (None for the other steps).
+def partition_context(context: dg.AssetExecutionContext, trace_config: TraceAssetsConfig) -> Iterator[ScopeContext]:
+    """The partition's steps context, its staging locked for the step.
 
     A fault of the machine (a full disk, a removed folder, see `runtime.machine_faults`) fails the
-    step with one line naming it, where it struck and what is left as it was: the published
-    version, which the publish step reads first to tell whether it changed (the same read gives
-    the card its history). The exception chain (and a copy's every file) goes to the run's debug log."""
-    scope = scope_of(context)
-    staging = trace_config.staging(scope, object_storage)
-    ctx: ScopeContext | None = None
-    before: str | None | Unread = Unread.NOT_PUBLISHING  # until the publish step has read it
+    step with one line naming it, where it struck and what is left as it was: the published version,
+    unchanged by any step before the publish (which says its own, see `_publish_scope`). The
+    exception chain (and a copy's every file) goes to the run's debug log."""
+    ctx = trace_config.parts().scope_context(scope_of(context), context.log.info)
     try:
-        with staging.locked(context.log.info) as locked:
-            ctx = trace_config.scope_context(locked, object_storage, hub, context.log.info)
-            versions = None
-            if publishes:
-                versions = read_published_versions(ctx.target, scope)
-                before = published_version(versions)
-            yield ctx, versions
+        with ctx.staging.locked(context.log.info):
+            yield ctx
     except NotEnoughSpace as error:
         raise dg.Failure(description=str(error), allow_retries=False) from None
+    except dg.Failure:
+        raise
     except Exception as error:
-        places: dict[str, str | Path] = {
-            "the staging folder": staging.folder,
-            "the publish root": trace_config.publish_root,
-        }
-        line = fault_line(error, places, "")
-        if line is None:
+        failure = _fault_failure(context, error, ctx, trace_config.publish_root, Unread.NOT_PUBLISHING)
+        if failure is None:
             raise
-        context.log.debug(fault_detail(error))
-        kept = kept_after_fault(ctx.target, scope, before, context.log.debug) if ctx else ""
-        raise dg.Failure(description=f"{line}; {kept}" if kept else line, allow_retries=False) from error
+        raise failure from error
+
+
+def _fault_failure(
+    context: dg.AssetExecutionContext,
+    error: Exception,
+    ctx: ScopeContext,
+    publish_root: str,
+    before: str | None | Unread,
+) -> dg.Failure | None:
+    """A machine fault in `error`'s chain as the step's failure, saying what the scope's target
+    holds now against the version read `before` the step (None: not a machine fault)."""
+    places: dict[str, str | Path] = {"the staging folder": ctx.staging.folder, "the publish root": publish_root}
+    line = fault_line(error, places, "")
+    if line is None:
+        return None
+    context.log.debug(fault_detail(error))
+    kept = kept_after_fault(ctx.target, ctx.scope, before, context.log.debug)
+    return dg.Failure(description=f"{line}; {kept}" if kept else line, allow_retries=False)
 
 
 @dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=upstream_of("raw_trial_listing"))
 def raw_trial_listing(
     context: dg.AssetExecutionContext,
     trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
-    with scope_context(context, trace_config, object_storage, hub) as ctx:
+    with partition_context(context, trace_config) as ctx:
         try:
             stats = list_trials(ctx)
         except FileNotFoundError:
@@ -128,11 +117,9 @@ def raw_trial_listing(
 def scored_trials(
     context: dg.AssetExecutionContext,
     trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Each folder's result.json read as a TrialResult: task, reward, exception, agent, model."""
-    with scope_context(context, trace_config, object_storage, hub) as ctx:
+    with partition_context(context, trace_config) as ctx:
         stats = score(ctx)
     for key, problem in sorted(stats.passed_over.items()):
         context.log.warning(f"job-level {key} passed over: {problem}")
@@ -151,11 +138,9 @@ def scored_trials(
 def last_episode_rows(
     context: dg.AssetExecutionContext,
     trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Harbor's `export --episodes last` row for every scored trial, and a status for every folder."""
-    with scope_context(context, trace_config, object_storage, hub) as ctx:
+    with partition_context(context, trace_config) as ctx:
         coverage, stats = export(ctx)
         excluded = excluded_trials_metadata(ctx.staging.statuses)
     return dg.MaterializeResult(
@@ -177,11 +162,9 @@ def last_episode_rows(
 def secret_scan_report(
     context: dg.AssetExecutionContext,
     trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
-    with scope_context(context, trace_config, object_storage, hub) as ctx:
+    with partition_context(context, trace_config) as ctx:
         scanned = scan(ctx)
     context.log.info(f"secret scan verdict: {scanned.report['verdict']}")
     metadata = scan_metadata(scanned.report, ctx.staging.scan_report)
@@ -207,15 +190,13 @@ def published_shards_asset(to_hub: bool) -> dg.AssetsDefinition:
     def published_shards(
         context: dg.AssetExecutionContext,
         trace_config: TraceAssetsConfig,
-        object_storage: ObjectStorage,
-        hub: HuggingFaceHub,
     ) -> dg.MaterializeResult:
         """The run as a Hugging Face dataset folder: shards, card, coverage.json, trials.parquet.
 
         Refused when it would replace the published version with a worse one (no rows, or fewer trial
         folders or rows past `shrink_threshold`), unless `allow_shrink`.
         """
-        return _publish_scope(context, trace_config, object_storage, hub)
+        return _publish_scope(context, trace_config)
 
     return published_shards
 
@@ -226,11 +207,18 @@ published_shards = published_shards_asset(to_hub=True)  # its key, and the defin
 def _publish_scope(
     context: dg.AssetExecutionContext,
     trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
-    with _step_context(context, trace_config, object_storage, hub, publishes=True) as (ctx, versions):
-        done = publish(ctx, versions)
+    with partition_context(context, trace_config) as ctx:
+        # read first: the card's history, and the version a fault in the publish leaves or replaces
+        versions = read_published_versions(ctx.target, ctx.scope)
+        try:
+            done = publish(ctx, versions)
+        except Exception as error:
+            before = published_version(versions)
+            failure = _fault_failure(context, error, ctx, trace_config.publish_root, before)
+            if failure is None:
+                raise
+            raise failure from error
     shards, redactor, to = done.shards, done.redactor, done.published_to
     context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {to}")
     return dg.MaterializeResult(

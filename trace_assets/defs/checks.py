@@ -10,7 +10,8 @@ from trace_assets.core.accounting import Coverage
 from trace_assets.defs.assets import last_episode_rows, raw_trial_listing, secret_scan_report
 from trace_assets.defs.metadata import counts_text, percent_text, size_text
 from trace_assets.defs.partitions import scope_of, trace_runs
-from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
+from trace_assets.defs.resources import TraceAssetsConfig
+from trace_assets.orchestration.options import scan_options, scan_policy
 from trace_assets.publishing.blocked_version import BlockDecision, PreviousVersion
 from trace_assets.secret_scan.verdicts import Verdict
 from trace_assets.settings import PipelineSettings, env_name
@@ -24,7 +25,7 @@ warnings.filterwarnings(
 
 
 def _coverage(trace_config: TraceAssetsConfig, context: dg.AssetCheckExecutionContext) -> Coverage:
-    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:  # pulls mirrored staging
+    with trace_config.parts().staging(scope_of(context)).locked(context.log.info) as staging:  # pulls mirrored staging
         return Coverage.from_dict(staging.read_json(staging.coverage, "last_episode_rows"))
 
 
@@ -102,10 +103,10 @@ def no_live_secrets(
     on_secret=block (the default), unverified ones under on_unverified=block. Blocking, it fails its
     step with the reason as a `Failure`'s description, so the run's page shows that line first
     rather than Dagster's "1 blocking asset check failed" and a stack trace."""
-    with trace_config.staging(scope_of(context)).locked(context.log.info) as staging:  # pulls mirrored staging
+    with trace_config.parts().staging(scope_of(context)).locked(context.log.info) as staging:  # pulls mirrored staging
         report = staging.read_json(staging.scan_report, "secret_scan_report")
         report_path = staging.scan_report
-    policy = trace_config.scan_policy()
+    policy = scan_policy(trace_config)
     blocking = policy.blocking(report)
     live = {kind: v["live"] for kind, v in report.get("kinds", {}).items() if v.get("live")}
     metadata = {
@@ -155,7 +156,7 @@ RAW_TREE_SECRETS = dg.AssetCheckSpec(
 
 @dg.multi_asset_check(specs=[RAW_TREE_SECRETS], name=RAW_TREE_SECRETS.get_python_identifier(), can_subset=True)
 def raw_tree_secrets(
-    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
+    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
 ) -> Iterator[dg.AssetCheckResult]:
     """Off, it records no result, which Dagster shows as "Skipped" once the run succeeds (in a run
     the secret scan blocked, "Execution failed", as for every check of a failed run left without a
@@ -166,18 +167,16 @@ def raw_tree_secrets(
         )
         context.log.info(f"raw_tree_secrets {skipped}")
         return
-    yield _raw_tree_result(context, trace_config, object_storage)
+    yield _raw_tree_result(context, trace_config)
 
 
-def _raw_tree_result(
-    context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
-) -> dg.AssetCheckResult:
-    scope = scope_of(context)
-    report = raw_scan(trace_config.store(object_storage), scope, trace_config.scan_options(), context.log.info)
-    with trace_config.staging(scope, object_storage).locked(context.log.info) as staging:  # only to write
+def _raw_tree_result(context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig) -> dg.AssetCheckResult:
+    scope, parts = scope_of(context), trace_config.parts()
+    report = raw_scan(parts.store(), scope, scan_options(trace_config), context.log.info)
+    with parts.staging(scope).locked(context.log.info) as staging:  # only to write
         path = staging.folder / RAW_SCAN_REPORT
         write_json_atomically(path, report)
-    flagged = trace_config.scan_policy().acted_on(report)
+    flagged = scan_policy(trace_config).acted_on(report)
     found = {kind: counts for kind, counts in report["kinds"].items() if counts["matches"]}
     return dg.AssetCheckResult(
         asset_key=RAW_TREE_SECRETS.asset_key,

@@ -20,9 +20,10 @@ from trace_assets.core.scope import RunScope, is_scope_key
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import recheck_requests
-from trace_assets.defs.resources import ObjectStorage, TraceAssetsConfig
+from trace_assets.defs.resources import TraceAssetsConfig
 from trace_assets.defs.sweep import ScopeFactsReader
 from trace_assets.store.queue_events import bucket_and_prefix, read_messages
+from trace_assets.store.s3_options import aws_session_options
 from trace_assets.sweep.discovery import (
     TickSources,
     cursor_extra,
@@ -48,10 +49,8 @@ def new_trace_runs_sensor(interval_seconds: int) -> dg.SensorDefinition:
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Adds a partition for each new run or step; exports it once its listing settles",
     )
-    def sensor(
-        context: dg.SensorEvaluationContext, trace_config: TraceAssetsConfig, object_storage: ObjectStorage
-    ) -> dg.SensorResult:
-        return _tick(context, trace_config, object_storage, visibility_seconds)
+    def sensor(context: dg.SensorEvaluationContext, trace_config: TraceAssetsConfig) -> dg.SensorResult:
+        return _tick(context, trace_config, visibility_seconds)
 
     return sensor
 
@@ -59,15 +58,15 @@ def new_trace_runs_sensor(interval_seconds: int) -> dg.SensorDefinition:
 def _tick(
     context: dg.SensorEvaluationContext,
     trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
     visibility_seconds: int,
 ) -> dg.SensorResult:
-    store = trace_config.store(object_storage)
+    parts = trace_config.parts()
+    store = parts.store()
     instance = context.instance
 
     def run_scopes(run_id: str) -> list[str]:
         try:
-            return [scope.key for scope in trace_config.run_scopes(object_storage, run_id)]
+            return [scope.key for scope in parts.scopes(run_id)]
         except FileNotFoundError:  # no trace_jobs/ folder: not a run (yet)
             return []
 
@@ -89,7 +88,8 @@ def _tick(
     if queue_url and is_current(context.cursor):  # after one full tick, even over an empty root
         from trace_assets.store.event_queue import EventQueue  # boto3 loads only for a queue
 
-        queue = EventQueue(queue_url, *object_storage.aws_session_options(), max_attempts=object_storage.max_attempts)
+        storage = trace_config.object_storage
+        queue = EventQueue(queue_url, *aws_session_options(storage), max_attempts=storage.max_attempts)
         for failure in queue.delete(extra.get("acks", [])):
             context.log.warning(failure)
         bodies, handles = queue.receive(visibility_seconds)

@@ -22,7 +22,7 @@ from trace_assets.defs.checks import blocked_by
 from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.metadata import PREVIOUS_VERSION, PUBLISHED_VERSION_REMOVED, TRACES_ROOT
 from trace_assets.defs.partitions import TRACE_RUNS
-from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.defs.resources import TraceAssetsConfig
 from trace_assets.publishing.blocked_version import PreviousVersion
 from trace_assets.publishing.shrink_guard import ShrinkRefused
 from trace_assets.secret_scan.verdicts import RunVerdict
@@ -313,8 +313,6 @@ COLUMN_NOTES = {
 def sweep_coverage(
     context: dg.AssetExecutionContext,
     trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
 ) -> dg.MaterializeResult:
     """Every scope of the configured traces root tried, with its state and why (`status`, a table the
     UI wraps, with totals per run and for the sweep; `other_roots_hidden`, the scopes of other roots
@@ -322,10 +320,10 @@ def sweep_coverage(
     rows, when and where; a Parquet file and an SVG plot of those beside the datasets (folder
     targets; a Hub target keeps neither)."""
     statuses, hidden, unlisted = scope_statuses(
-        context.instance, trace_config.traces_root, trace_config.store(object_storage)
+        context.instance, trace_config.traces_root, trace_config.parts().store()
     )
     records = [status.published for status in statuses if status.published is not None]
-    target = trace_config.publish_target(object_storage, hub)
+    target = trace_config.parts().publish_target()
     with tempfile.TemporaryDirectory() as folder:
         parquet, plot = Path(folder, SWEEP_FILE), Path(folder, SWEEP_PLOT)
         write_parquet(records, parquet)

@@ -74,7 +74,7 @@ from trace_assets.runtime.atomic_files import (
     sync_tree,
     temp_sibling,
 )
-from trace_assets.runtime.machine_faults import published_now, published_state, published_version
+from trace_assets.runtime.machine_faults import short_path
 from trace_assets.runtime.progress import FileTransfer, Progress, quiet, terminal
 
 # Folders whose files are named by their content version (shards, session files): uploaded first,
@@ -154,6 +154,33 @@ def kept_after_fault(
     if before is Unread.OUTSIDE_THE_STEPS:
         return published_now(target.location(scope), now)
     return published_state(target.location(scope), now if before is Unread.NOT_PUBLISHING else before, now)
+
+
+def published_version(versions_json: object) -> str | None:
+    """The version a published `versions.json` names last (its shards' content version)."""
+    versions = versions_json.get("versions") if isinstance(versions_json, dict) else None
+    last = versions[-1] if isinstance(versions, list) and versions else None
+    version = last.get("version") if isinstance(last, dict) else None
+    return str(version) if version else None
+
+
+def published_state(location: str, before: str | None, now: str | None) -> str:
+    """What a failed run left at `location`, from the version its card named before the run and now."""
+    if now == before:
+        return f"the published version {now} is unchanged" if now else f"nothing is published at {short_path(location)}"
+    if now is None:
+        return f"no version is published at {short_path(location)} now"
+    return f"version {now} is published; the next publish removes what this one left"
+
+
+def published_now(location: str, now: str | None) -> str:
+    """What is published at `location` after a fault that may have struck before or after a publish
+    (the CLI's, outside the steps): the version now, with no claim that it changed or not."""
+    return (
+        f"version {now} is published at {short_path(location)}"
+        if now
+        else f"nothing is published at {short_path(location)}"
+    )
 
 
 @dataclass(frozen=True)

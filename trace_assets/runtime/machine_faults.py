@@ -90,11 +90,11 @@ def fault_line(error: BaseException, places: Mapping[str, str | Path], kept: str
     if fault.cause in _IO_CAUSES and folder and _nearly_full(folder):
         fault = Fault(f"no space left ({fault.cause})", fault.path, fault.database)
     if fault.database:
-        line = f"{fault.cause}: the Dagster instance's database in {_short(folder)}" if folder else fault.cause
+        line = f"{fault.cause}: the Dagster instance's database in {short_path(folder)}" if folder else fault.cause
     elif name:
-        line = f"{fault.cause} under {name} {_short(folder)}"
+        line = f"{fault.cause} under {name} {short_path(folder)}"
     else:
-        line = f"{fault.cause} at {_short(folder)}"
+        line = f"{fault.cause} at {short_path(folder)}"
     line += _free_space(folder) if folder else ""
     line += f"; {kept}" if kept else ""
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
@@ -172,7 +172,7 @@ def _free_space(folder: str) -> str:
         mount = mount_point(existing)
     except OSError:
         return ""
-    where = "its file system" if mount == existing else f"file system {_short(str(mount))}"
+    where = "its file system" if mount == existing else f"file system {short_path(str(mount))}"
     return f" ({where}: {size(usage.free)} of {size(usage.total)} free)"
 
 
@@ -209,29 +209,7 @@ def size(count: float) -> str:
     return f"{count:.1f} TiB"
 
 
-def _short(path: str | None) -> str:
+def short_path(path: str | None) -> str:
+    """`path` as a message shows it: a long one by its end, which names the folder."""
     text = str(path or "")
     return text if len(text) <= MAX_PATH else "…" + text[-(MAX_PATH - 1) :]
-
-
-def published_version(versions_json: object) -> str | None:
-    """The version a published `versions.json` names last (its shards' content version)."""
-    versions = versions_json.get("versions") if isinstance(versions_json, dict) else None
-    last = versions[-1] if isinstance(versions, list) and versions else None
-    version = last.get("version") if isinstance(last, dict) else None
-    return str(version) if version else None
-
-
-def published_state(location: str, before: str | None, now: str | None) -> str:
-    """What a failed run left at `location`, from the version its card named before the run and now."""
-    if now == before:
-        return f"the published version {now} is unchanged" if now else f"nothing is published at {_short(location)}"
-    if now is None:
-        return f"no version is published at {_short(location)} now"
-    return f"version {now} is published; the next publish removes what this one left"
-
-
-def published_now(location: str, now: str | None) -> str:
-    """What is published at `location` after a fault that may have struck before or after a publish
-    (the CLI's, outside the steps): the version now, with no claim that it changed or not."""
-    return f"version {now} is published at {_short(location)}" if now else f"nothing is published at {_short(location)}"

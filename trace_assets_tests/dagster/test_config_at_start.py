@@ -129,7 +129,7 @@ def test_a_run_and_a_sensor_tick_without_a_root_fail_naming_it(tmp_path):
             defs.resolve_job_def(export_trace_run.name).execute_in_process(instance=instance, partition_key=SAMPLE_RUN)
         assert not instance.fetch_materializations(dg.AssetKey("raw_trial_listing"), limit=1).records
         context = dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources)
-        with pytest.raises(dg.DagsterInvalidConfigError, match=unset):
+        with pytest.raises(dg.DagsterInvalidConfigError, match=unset), context:
             defs.resolve_sensor_def("new_trace_runs_sensor").evaluate_tick(context)
     assert not Path(config.staging_root).exists()
 

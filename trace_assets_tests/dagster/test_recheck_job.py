@@ -23,6 +23,7 @@ from trace_assets.core.scope import RunScope
 from trace_assets.definitions import build_definitions
 from trace_assets.defs.recheck import recheck_requests
 from trace_assets.defs.resources import config_from_env
+from trace_assets.steps.staging import RunStaging
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.sensor_ticks import sensor_tick
 from trace_assets_tests.support.service_processes import (
@@ -104,7 +105,7 @@ def test_a_recheck_from_the_launchpad_lists_the_scope_at_the_next_tick(services)
         waiting = sensor_tick(services.defs, instance, first.cursor)
         assert f"'{SCOPE}': export requested, not published yet" in waiting.skip_reason.skip_message
 
-        staging = services.defs.resources["trace_config"].staging(RunScope.from_key(SCOPE))  # type: ignore[index]
+        staging = _staging(services)
         with staging.locked(print, holder="the test"):  # an export of the scope runs, waiting for this lock
             export = services.launch("export_trace_run", tags={"dagster/partition": SCOPE})
             assert wait_for_run(services.client, export, services.daemon, until=(dg.DagsterRunStatus.STARTED,))
@@ -143,7 +144,7 @@ def test_a_bad_scope_fails_the_run_naming_it(services):
 def test_a_killed_run_worker_fails_its_run_naming_it(services):
     """The run's process, killed (as the OOM killer kills one): the code server that started it fails
     the run, naming the signal in its event log."""
-    staging = services.defs.resources["trace_config"].staging(RunScope.from_key(SCOPE))  # type: ignore[index]
+    staging = _staging(services)
     with staging.locked(print, holder="the test"):  # the export waits for this lock, in its run worker
         export = services.launch("export_trace_run", tags={"dagster/partition": SCOPE})
         assert wait_for_run(services.client, export, services.daemon, until=(dg.DagsterRunStatus.STARTED,))
@@ -152,3 +153,9 @@ def test_a_killed_run_worker_fails_its_run_naming_it(services):
     messages = [event.get("message", "") for event in run_events(services.webserver.url, export)]
     killed = f"Run execution process for {export} was terminated by signal 9 (SIGKILL)."
     assert any(killed in message for message in messages), messages[-3:]  # "[DagsterApiServer] Run ..."
+
+
+def _staging(services: Services) -> RunStaging:
+    """The scope's staging as the code location's runs have it."""
+    trace_config = services.defs.resources["trace_config"]  # type: ignore[index]
+    return RunStaging(Path(trace_config.staging_root), RunScope.from_key(SCOPE))

@@ -41,14 +41,14 @@ def _defs(traces_root, settle_seconds: float) -> dg.Definitions:
 def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None):
     sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
     # With instance_ref, run requests are checked against the partitions the same tick adds, as in the daemon.
-    context = dg.build_sensor_context(
+    with dg.build_sensor_context(
         instance=instance,
         instance_ref=instance.get_ref(),
         cursor=cursor,
         definitions=defs,
         resources=defs.resources,
-    )
-    result = sensor.evaluate_tick(context)
+    ) as context:  # as the daemon does: trace_config's object_storage and hub are set up from their keys
+        result = sensor.evaluate_tick(context)
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     return result

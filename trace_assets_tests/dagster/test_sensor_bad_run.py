@@ -28,15 +28,16 @@ def test_a_run_whose_listing_fails_beside_a_good_one(tmp_path, s3_endpoint, s3_a
         upload_tree(tmp_path / "run", make_s3fs(s3_endpoint), f"{root}/{run}")
     # The run's recursive listing (no delimiter) fails every time; the root's listing does not.
     rule = fault_proxy.add_fault(Fault.INTERNAL_ERROR, query_contains="run-bad%2Ftrace_jobs%2F&encoding-type")
+    storage = ObjectStorage(endpoint_url=fault_proxy.url, region_name="us-east-1", max_attempts=1)
     config = config_from_env(
         {},
         traces_root=root,
         publish_root=str(tmp_path / "published"),
         staging_root=str(tmp_path / "staging"),
         settle_seconds=0,
+        object_storage=storage,
     )
-    storage = ObjectStorage(endpoint_url=fault_proxy.url, region_name="us-east-1", max_attempts=1)
-    defs = build_definitions(config, storage)
+    defs = build_definitions(config)
 
     with dg.instance_for_test() as instance:
         first = sensor_tick(defs, instance, None)

@@ -62,6 +62,7 @@ def test_queue_ticks_list_only_touched_runs(tmp_path, s3_endpoint, s3_admin_clie
     fs = make_s3fs(s3_endpoint)
     for run in ("run-a", "run-b"):
         _write_trial(fs, root, run, "task__1")
+    storage = ObjectStorage(endpoint_url=fault_proxy.url, region_name=REGION, max_attempts=1)
     config = config_from_env(
         {},
         traces_root=root,
@@ -69,9 +70,9 @@ def test_queue_ticks_list_only_touched_runs(tmp_path, s3_endpoint, s3_admin_clie
         staging_root=str(tmp_path / "staging"),
         settle_seconds=0,
         event_queue_url=queue_url,
+        object_storage=storage,
     )
-    storage = ObjectStorage(endpoint_url=fault_proxy.url, region_name=REGION, max_attempts=1)
-    defs = build_definitions(config, storage)
+    defs = build_definitions(config)
 
     with dg.instance_for_test() as instance:
         first = sensor_tick(defs, instance, None)  # no cursor: the whole root, as without a queue

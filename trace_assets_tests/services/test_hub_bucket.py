@@ -34,6 +34,7 @@ from trace_assets.steps.sessions import staged_sessions
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.hub_bucket import BucketNotReadable
+from trace_assets.store.s3_options import storage_options
 from trace_assets.store.trace_store import FetchError, TraceStore
 from trace_assets_tests.support.generate_traces import generate_run
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, run_steps, stage_rows
@@ -103,7 +104,7 @@ def test_a_bucket_folder_and_s3_publish_the_same_dataset(tmp_path, sample_bucket
 
     folder = publish(TraceStore(str(SAMPLE_TRACES)), tmp_path / "folder")
     bucket = publish(TraceStore(ROOT), tmp_path / "bucket")
-    s3 = publish(TraceStore(s3_root, storage.storage_options(s3_root)), tmp_path / "s3")
+    s3 = publish(TraceStore(s3_root, storage_options(storage, s3_root)), tmp_path / "s3")
     assert any(name.startswith("sessions/") for name in bucket) and "README.md" in bucket
     same_publish(bucket, folder, tmp_path)
     same_publish(bucket, s3, tmp_path)

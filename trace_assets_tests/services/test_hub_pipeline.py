@@ -24,11 +24,11 @@ def _materialize(instance, tmp_path, hub_url: str, rows_per_shard: int) -> dg.Ex
         staging_root=str(tmp_path / "staging"),
         on_secret="allow",
         max_rows_per_shard=rows_per_shard,
+        hub=hub_from_env({"HF_TOKEN": "set", "HF_ENDPOINT": hub_url}),  # the token itself comes through EnvVar
     )
-    hub = hub_from_env({"HF_TOKEN": "set", "HF_ENDPOINT": hub_url})  # the token itself comes through EnvVar
     if SAMPLE_RUN not in instance.get_dynamic_partitions(trace_runs.name):
         instance.add_dynamic_partitions(trace_runs.name, [SAMPLE_RUN])
-    job = build_definitions(trace_config, hub=hub).resolve_job_def(export_trace_run.name)
+    job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
     return job.execute_in_process(instance=instance, partition_key=SAMPLE_RUN, raise_on_error=False)
 
 
@@ -80,11 +80,11 @@ def test_a_blocked_run_leaves_its_scan_report_and_a_row_in_the_sweeps_repo(hub_s
         publish_root=f"hf://datasets/{REPO}",
         staging_root=str(tmp_path / "staging"),
         on_secret="block",
+        hub=hub_from_env({"HF_TOKEN": "set", "HF_ENDPOINT": hub_server.url}),
     )
-    hub = hub_from_env({"HF_TOKEN": "set", "HF_ENDPOINT": hub_server.url})
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(trace_runs.name, [SAMPLE_RUN])
-        job = build_definitions(trace_config, hub=hub).resolve_job_def(export_trace_run.name)
+        job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
         result = job.execute_in_process(instance=instance, partition_key=SAMPLE_RUN, raise_on_error=False)
     assert not result.success
     files = hub_server.files(REPO)

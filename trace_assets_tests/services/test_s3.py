@@ -22,6 +22,7 @@ from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scoring import score_trials
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
+from trace_assets.store.s3_options import storage_options
 from trace_assets.store.trace_store import FetchError, TraceStore
 from trace_assets_tests.support.fault_proxy import Fault
 from trace_assets_tests.support.golden_trials import make_job_trials
@@ -41,7 +42,7 @@ def s3_traces(s3_endpoint, s3_admin_client) -> str:
 
 def _s3_store(root: str, endpoint: str, max_attempts: int = 10) -> TraceStore:
     storage = ObjectStorage(endpoint_url=endpoint, region_name="us-east-1", max_attempts=max_attempts)
-    return TraceStore(root, storage.storage_options(root), max_concurrency=16)
+    return TraceStore(root, storage_options(storage, root), max_concurrency=16)
 
 
 def _without_fingerprints(statuses: list[dict]) -> list[dict]:
@@ -151,8 +152,9 @@ def test_publishing_to_s3_replaces_the_runs_files(tmp_path, s3_traces, s3_endpoi
                 staging_root=str(tmp_path / "staging"),
                 on_secret="allow",
                 max_rows_per_shard=rows_per_shard,
+                object_storage=storage,
             )
-            job = build_definitions(trace_config, storage).resolve_job_def(export_trace_run.name)
+            job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
             assert job.execute_in_process(instance=instance, partition_key=SAMPLE_RUN).success
             found = s3fs_filesystem.find(f"{publish_root}/{SAMPLE_RUN}")
             published = sorted(p.rsplit("/", 1)[-1] for p in found if "/sessions/" not in p)

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 from trace_assets.defs.resources import ObjectStorage
+from trace_assets.store.s3_options import storage_options
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import run_steps
 from trace_assets_tests.support.hostile_tree import RUN_ID, expected_statuses, write_hostile_run
@@ -29,7 +30,7 @@ def test_hostile_tree_on_s3_gets_the_statuses_it_gets_on_disk(tmp_path, s3_endpo
             fs.pipe_file(f"{root}/{os.path.relpath(local, traces)}", Path(local).read_bytes())
 
     storage = ObjectStorage(endpoint_url=s3_endpoint, region_name="us-east-1")
-    _, coverage, statuses = run_steps(TraceStore(root, storage.storage_options(root)), RUN_ID, tmp_path / "s3")
+    _, coverage, statuses = run_steps(TraceStore(root, storage_options(storage, root)), RUN_ID, tmp_path / "s3")
     got = {s["trial_dir"]: (s["reason"], s["skipped"]) for s in statuses}
     on_disk = {folder: (reason, 0) for folder, (reason, _) in expected_statuses(outside).items() if folder in got}
     assert got == on_disk

@@ -14,6 +14,7 @@ import s3fs
 
 from trace_assets.defs.resources import ObjectStorage
 from trace_assets.publishing.targets import replace_folder
+from trace_assets.store.s3_options import storage_options
 from trace_assets_tests.support.s3_fixtures import make_s3fs
 
 
@@ -101,7 +102,7 @@ def test_s3_publish_equals_a_local_publish(tmp_path, s3_endpoint, s3_bucket, mon
     events = _record_operations(monkeypatch)
     fs = make_s3fs(s3_endpoint)
     prefix = f"{s3_bucket}/published/scope"
-    options = ObjectStorage(endpoint_url=s3_endpoint, region_name="us-east-1").storage_options("s3://")
+    options = storage_options(ObjectStorage(endpoint_url=s3_endpoint, region_name="us-east-1"), "s3://")
     local_root = tmp_path / "local" / "scope"
     progress: list[str] = []
     builds = [  # a first version; a new one (every file changes); the same again; one without sessions

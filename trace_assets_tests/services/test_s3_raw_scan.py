@@ -9,6 +9,7 @@ from trace_assets.core.scope import RunScope
 from trace_assets.defs.resources import ObjectStorage
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.raw_scan import RawTreeScan
+from trace_assets.store.s3_options import storage_options
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
@@ -33,7 +34,7 @@ def test_s3_raw_scan_finds_prompt_and_chunk_straddling_secrets_like_a_local_one(
 
     reports = [
         RawTreeScan(store, RunScope(SAMPLE_RUN), ScanOptions(), chunk_bytes=CHUNK, overlap_chars=1024).run()
-        for store in (TraceStore(root, storage.storage_options(root), max_concurrency=16), TraceStore(str(local)))
+        for store in (TraceStore(root, storage_options(storage, root), max_concurrency=16), TraceStore(str(local)))
     ]
     s3, on_disk = reports
     assert s3 == on_disk  # same objects, bytes, chunks, findings
@@ -84,7 +85,7 @@ def test_s3_objects_of_exactly_n_chunks_and_objects_deleted_after_the_listing_sc
         return RawTreeScan(store, RunScope(SAMPLE_RUN), ScanOptions(), chunk_bytes=CHUNK, overlap_chars=1024).run()
 
     s3 = scan(
-        TraceStore(root, storage.storage_options(root), max_concurrency=16),
+        TraceStore(root, storage_options(storage, root), max_concurrency=16),
         lambda key: fs.rm_file(f"{root}/{SAMPLE_RUN}/trace_jobs/{key}"),
         lambda key: fs.pipe_file(f"{root}/{SAMPLE_RUN}/trace_jobs/{key}", b""),
     )

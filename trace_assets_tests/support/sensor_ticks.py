@@ -8,8 +8,10 @@ import dagster as dg
 
 def sensor_tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
     sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
-    resources = {name: defs.resources[name] for name in ("trace_config", "object_storage")}  # type: ignore[index]
-    result = sensor(dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources))
+    resources = {name: defs.resources[name] for name in ("trace_config", "object_storage", "hub")}  # type: ignore[index]
+    # a context manager: trace_config's object_storage and hub are set up from their own keys
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources) as context:
+        result = sensor(context)
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     return result

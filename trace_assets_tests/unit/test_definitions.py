@@ -35,8 +35,8 @@ def test_publishing_waits_for_the_hub_commit_pool_only_when_it_publishes_to_the_
 ):
     """A sweep's scopes publish to folders side by side; Hub commits go one at a time. The asset's
     kinds name the target: `huggingface` only for the Hub."""
-    config = config_from_env({}, traces_root="/data/traces", publish_root=publish_root)
-    located = build_definitions(config, hub=HuggingFaceHub(repo_id_template=repo_id_template, org="org"))
+    hub = HuggingFaceHub(repo_id_template=repo_id_template, org="org")
+    located = build_definitions(config_from_env({}, traces_root="/data/traces", publish_root=publish_root, hub=hub))
     published = located.resolve_assets_def("published_shards")
     assert published.op.pool == pool
     [spec] = published.specs

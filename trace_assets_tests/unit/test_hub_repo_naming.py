@@ -121,14 +121,16 @@ def test_every_placeholder_is_documented():
 
 def test_the_settings_refuse_it_at_start_naming_the_variable():
     """What `dagster dev`, `dg check defs` and the CLI build first: the definitions' Hub target."""
-    config = config_from_env({}, traces_root="/data/traces", publish_root="/data/published")
+
+    def publishes_to_hub(template: str, env: dict[str, str] | None = None) -> bool:
+        hub = HuggingFaceHub(repo_id_template=template, org="acme")
+        return config_from_env(env or {}, traces_root="/t", publish_root="/p", hub=hub).parts().publishes_to_hub()
+
     with pytest.raises(
         ConfigError, match=r"^TRACE_ASSETS_HUB_REPO_ID='\{org\}/\{nope\}': unknown placeholder \{nope\}; known"
     ):
-        config.publishes_to_hub(HuggingFaceHub(repo_id_template="{org}/{nope}", org="acme"))
+        publishes_to_hub("{org}/{nope}")
     with pytest.raises(ConfigError, match=r"TRACE_ASSETS_CARD_MODEL is empty"):
-        config.publishes_to_hub(HuggingFaceHub(repo_id_template="{org}/{model}-{run_id}", org="acme"))
-    modelled = config_from_env({"TRACE_ASSETS_CARD_MODEL": "Qwen/Qwen3-8B"}, traces_root="/t", publish_root="/p")
-    assert modelled.publishes_to_hub(HuggingFaceHub(repo_id_template="{org}/{model}-{run_id}", org="acme"))
-    whole_runs = config_from_env({"TRACE_ASSETS_SCOPE": "run"}, traces_root="/t", publish_root="/p")
-    assert whole_runs.publishes_to_hub(HuggingFaceHub(repo_id_template="{org}/{run}", org="acme"))
+        publishes_to_hub("{org}/{model}-{run_id}")
+    assert publishes_to_hub("{org}/{model}-{run_id}", {"TRACE_ASSETS_CARD_MODEL": "Qwen/Qwen3-8B"})
+    assert publishes_to_hub("{org}/{run}", {"TRACE_ASSETS_SCOPE": "run"})

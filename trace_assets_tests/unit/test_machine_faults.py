@@ -14,17 +14,15 @@ import pytest
 import sqlalchemy
 
 from trace_assets.core.scope import RunScope
-from trace_assets.publishing.targets import FolderTarget, Unread, kept_after_fault, read_published_versions
-from trace_assets.runtime.machine_faults import (
-    INSTANCE,
-    MAX_LINE,
-    VANISHED,
-    fault_detail,
-    fault_line,
-    machine_fault,
+from trace_assets.publishing.targets import (
+    FolderTarget,
+    Unread,
+    kept_after_fault,
     published_state,
     published_version,
+    read_published_versions,
 )
+from trace_assets.runtime.machine_faults import INSTANCE, MAX_LINE, VANISHED, fault_detail, fault_line, machine_fault
 from trace_assets.steps.free_space import NotEnoughSpace, check_free_space, space_needed
 
 KEPT = "the published version 9cc7b0fea95f87e7 is unchanged"

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from trace_assets.defs.resources import ConfigError, config_from_env
+from trace_assets.orchestration.options import scan_options, scan_policy
 from trace_assets.secret_scan import privacy
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.privacy import (
@@ -135,8 +136,8 @@ def test_operator_literals_and_config(monkeypatch):
     assert "alice" in operator_literals(None, "", "localhost", "alice", [])
     env = {"TRACE_ASSETS_ON_PRIVATE": "redact", "TRACE_ASSETS_SCRUB_LITERALS": "acme-lab, bench-9"}
     config = config_from_env(env, ())
-    assert config.scan_policy().on_private == "redact"
-    assert {"acme-lab", "bench-9"} <= set(config.scan_options().privacy.literals)
+    assert scan_policy(config).on_private == "redact"
+    assert {"acme-lab", "bench-9"} <= set(scan_options(config).privacy.literals)
     with pytest.raises(ConfigError, match="TRACE_ASSETS_ON_PRIVATE"):
         config_from_env({"TRACE_ASSETS_ON_PRIVATE": "scrub"}, ())
     with pytest.raises(ConfigError):

@@ -47,7 +47,8 @@ def test_each_variable_is_named_once_in_the_package():
 
 
 def test_the_resource_is_the_declared_settings():
-    assert list(TraceAssetsConfig.model_fields) == list(PipelineSettings.model_fields)
+    """Its fields are the settings', and the two resources it reaches storage and the Hub through."""
+    assert list(TraceAssetsConfig.model_fields) == [*PipelineSettings.model_fields, "object_storage", "hub"]
 
 
 def test_the_hub_resource_is_the_declared_hub_settings():
