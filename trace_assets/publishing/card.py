@@ -18,6 +18,7 @@ from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card_facts import CardFacts, Distribution, count, size_category, size_text
 from trace_assets.publishing.sessions_card import sessions_prose
 from trace_assets.publishing.shards import ShardSet
+from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.steps.sessions import SessionCounts
 
 TRIALS_CONFIG = "trials"
@@ -618,8 +619,14 @@ def _decision(report: dict[str, Any]) -> str:
     redacted = sum((report.get("redacted") or {}).values())
     if redacted:
         return f"published with the {count(redacted, 'acted-on match', 'acted-on matches')} redacted."
-    if report.get("verdict") in ("clean", "placeholder", None):
+    verdict = report.get("verdict")
+    if verdict in (RunVerdict.CLEAN, RunVerdict.PLACEHOLDERS_ONLY, None):
         return "published as read; nothing to act on."
+    if verdict == RunVerdict.NEAR_MISSES:
+        return (
+            "published as read; the near misses (a vendor's prefix on a body that fails its exact format) are "
+            "kept, as every policy keeps them; check them before sharing."
+        )
     return (
         "published as read, unredacted: the policy in force (`on_secret`/`on_unverified`) kept these "
         "matches; check them before sharing."
