@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
+from trace_assets.runtime.progress import Progress
 from trace_assets.steps.listing import build_listing
 from trace_assets.steps.rows import export_rows
 from trace_assets.steps.scoring import score_trials
@@ -18,10 +19,10 @@ from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
 
 
-def _steps(store: TraceStore, staging: RunStaging):
+def _steps(store: TraceStore, staging: RunStaging, rows_progress: Progress = lambda _: None):
     build_listing(store, staging)
     scored = score_trials(store, staging, 5, lambda _: None)
-    coverage, exported = export_rows(store, staging, ExportOptions(subagents="merged"), 5, lambda _: None)
+    coverage, exported = export_rows(store, staging, ExportOptions(subagents="merged"), 5, rows_progress)
     return scored, coverage, exported
 
 
@@ -49,9 +50,16 @@ def test_only_changed_trials_are_reread_and_results_equal_a_full_read(tmp_path):
         trace_jobs / "pymethods2test-2559__RwyxITh" / "result.json",
     )
 
-    scored, second, exported = _steps(store, incremental)
+    lines: list[str] = []
+    scored, second, exported = _steps(store, incremental, lines.append)
     assert scored.reread == 2 and scored.cached == 34  # only the new trial's and the newly scored one's result.json
     assert exported.reread == 3 and exported.cached == 32
+    # More unchanged than exported: excluded trials are taken from the last run too, as the line says.
+    excluded = second.trial_dirs - second.exported
+    assert second.exported < exported.cached < second.exported + excluded
+    assert lines[-1].endswith(
+        f"; {second.exported} exported, {excluded} excluded, of which 32 unchanged since the last run"
+    )
 
     full = RunStaging(tmp_path / "full", RunScope(SAMPLE_RUN))
     _, from_scratch, _ = _steps(store, full)
