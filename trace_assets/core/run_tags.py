@@ -14,9 +14,13 @@ FAILURE_TAG = "trace_assets/failure"  # set by sweep_coverage_after_export once 
 PARTITION_TAG = "dagster/partition"  # Dagster sets it on every partitioned run (its public name is private)
 # The code location's name, as pyproject.toml (`dg dev`, `dagster dev`), workspace.yaml and the CLI's
 # private webserver name it. Dagster tags every run it launches from the location with
-# `.dagster/repository`, and a job's page lists only runs so tagged: the CLI's runs, executed in its
-# own process, carry the tag too, so that they are listed on the job's page beside the UI's.
+# `.dagster/repository` (a job's page lists only runs so tagged) and `dagster/code_location` (the
+# Runs page's filter by location, tag concurrency limits): the CLI's runs, executed in its own
+# process, carry both, so that they are listed and counted beside the UI's. What they cannot carry
+# is the launch's origin in the location, which Dagster's API gives no in-process run: the Overview
+# timeline draws only runs with one (docs/operations.md says where the CLI's runs are).
 CODE_LOCATION = "trace_assets"
+CODE_LOCATION_TAG = "dagster/code_location"
 REPOSITORY_TAG = ".dagster/repository"
 REPOSITORY_LABEL = f"__repository__@{CODE_LOCATION}"  # a Definitions object's repository, in that location
 # Kept to a Kubernetes label value's syntax (at most 63 characters of letters, digits, '-', '_'

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from trace_assets.core.accounting import REASON_DESCRIPTIONS, Coverage, Reason, TrialStatus
-from trace_assets.publishing.card import COLUMN_MEANINGS, type_name
+from trace_assets.publishing.card import COLUMN_MEANINGS, found_kinds, kinds_scanned, type_name
 from trace_assets.publishing.card_facts import CardFacts
 
 SCAN_COUNTS = ("patterns", "matches", "rows", "trials", "tasks", "live", "unverified", "near_miss", "placeholder")
@@ -139,12 +139,13 @@ def reward_metadata(facts: CardFacts) -> dict[str, dg.MetadataValue]:
 
 
 def scan_metadata(report: dict[str, Any], path: Path) -> dict[str, dg.MetadataValue]:
-    """The scan's verdict, counts for every kind scanned, live and unverified findings per trial, and
-    PEM blocks; fingerprints, never the strings."""
-    kinds = report.get("kinds", {})
+    """The scan's verdict, what it searched for in one line, counts for each kind it found, live and
+    unverified findings per trial, and PEM blocks; fingerprints, never the strings."""
+    kinds = found_kinds(report)
     findings = [f for f in report.get("findings", []) if f.get("verdict") in ("live", "unverified")]
     return {
         "verdict": dg.MetadataValue.text(report["verdict"]),
+        "searched": dg.MetadataValue.text(f"{kinds_scanned(report)}; {len(kinds):,} with a match"),
         "kinds": dg.MetadataValue.table(
             records=[
                 dg.TableRecord({"kind": kind, **{k: int(v.get(k, 0)) for k in SCAN_COUNTS}})

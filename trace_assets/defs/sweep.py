@@ -300,11 +300,10 @@ def _published_verdict(values: dict[str, Any]) -> str:
     return str(values.get("secret_verdict", ""))
 
 
-TABLE_COLUMNS = {
-    name: "int" if name in {"trial_dirs", "scored", "exported", "rows"} else "string" for name in DISPLAY_COLUMNS
-}
+TABLE_COLUMNS = {name: "int" if name == "exported" else "string" for name in DISPLAY_COLUMNS}
 COLUMN_NOTES = {
-    "secret_verdict": "of what was published: redacted once anything was replaced",
+    "exported": "trials in the published version (- when none is published)",
+    "verdict": "of what was published: redacted once anything was replaced",
     "published_at": "UTC, to the minute (the Parquet file has the second)",
 }
 
@@ -318,9 +317,9 @@ def sweep_coverage(
 ) -> dg.MaterializeResult:
     """Every scope of the configured traces root tried, with its state and why (`status`, a table the
     UI wraps, with totals per run and for the sweep; `other_roots_hidden`, the scopes of other roots
-    on the instance left out); one row per published scope (`scopes`): coverage, exclusions, verdict,
-    rows, when and where; a Parquet file and an SVG plot of those beside the datasets (folder
-    targets; a Hub target keeps neither)."""
+    on the instance left out); the same scopes, each with its state and what is published of it
+    (`scopes`); one row per published scope, coverage, exclusions, verdict, rows, when and where, in
+    a Parquet file and an SVG plot beside the datasets (folder targets; a Hub target keeps neither)."""
     statuses, hidden, unlisted = scope_statuses(
         context.instance, trace_config.traces_root, trace_config.store(object_storage)
     )
@@ -336,7 +335,7 @@ def sweep_coverage(
     return dg.MaterializeResult(
         metadata={
             "scopes": dg.MetadataValue.table(
-                records=[dg.TableRecord(row) for row in display_rows(records)],
+                records=[dg.TableRecord(row) for row in display_rows(statuses)],
                 schema=dg.TableSchema(
                     columns=[
                         dg.TableColumn(name, kind, description=COLUMN_NOTES.get(name))

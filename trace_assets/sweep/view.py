@@ -138,27 +138,31 @@ def exclusions_text(excluded: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in sorted(excluded.items(), key=lambda i: (-i[1], i[0])))
 
 
-DISPLAY_COLUMNS = ("scope", "trial_dirs", "scored", "exported", "rows", "secret_verdict", "published_at")
+DISPLAY_COLUMNS = ("scope", "state", "exported", "verdict", "published_at")
 UTC_SUFFIX, DISPLAY_TIME = " UTC", len("2026-01-31 23:59")  # the page's published_at: to the minute
 
 
-def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int]]:
-    """`as_rows` for the UI's page, in `DISPLAY_COLUMNS`: the counts to read back, the verdict and
-    when. Ratio, mean reward and exclusions are in the Markdown table beside it (formatted, with
-    bars; see `markdown_table`), run and step in the scope key, where it went (a long path) in the
-    Parquet file, the time to the minute: so both tables fit the page."""
-    return [
-        {
-            "scope": r.scope,
-            "trial_dirs": r.trial_dirs,
-            "scored": r.scored,
-            "exported": r.exported,
-            "rows": r.rows,
-            "secret_verdict": r.secret_verdict,
-            "published_at": r.published_at.removesuffix(UTC_SUFFIX)[:DISPLAY_TIME],  # UTC: the column says so
-        }
-        for r in sorted_records(records)
-    ]
+def display_rows(statuses: list[ScopeStatus]) -> list[dict[str, str | int]]:
+    """Every scope tried, for the UI's page, in `grouped`'s order and `DISPLAY_COLUMNS`: its state,
+    then what is published of it (`UNKNOWN` when nothing is): trials exported, the verdict and when,
+    to the minute. Five short columns fit the asset's Overview tab (where it opens, beside its
+    definition) in a 1,600 px window; scored, ratio, mean reward, rows and exclusions are in the
+    Markdown table, where it went (a long path) in the Parquet file."""
+    rows: list[dict[str, str | int]] = []
+    for scopes, _ in grouped(statuses):
+        for status in scopes:
+            r = status.published
+            rows.append(
+                {
+                    "scope": status.scope,
+                    "state": str(status.state),
+                    "exported": UNKNOWN if r is None else r.exported,
+                    "verdict": UNKNOWN if r is None else r.secret_verdict,
+                    # UTC: the column says so
+                    "published_at": UNKNOWN if r is None else r.published_at.removesuffix(UTC_SUFFIX)[:DISPLAY_TIME],
+                }
+            )
+    return rows
 
 
 @dataclass(frozen=True)
