@@ -26,8 +26,8 @@ def get_instance() -> dg.DagsterInstance:
     would otherwise both create the SQLite schemas (two alembic heads, every later command fails)."""
     import dagster as dg
 
+    from trace_assets.runtime.file_locks import hold_lock
     from trace_assets.settings import dagster_home
-    from trace_assets.steps.staging import hold_lock
 
     home = dagster_home(os.environ)
     chosen = bool(os.environ.get("DAGSTER_HOME"))

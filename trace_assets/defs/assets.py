@@ -12,8 +12,6 @@ from typing import Any
 import dagster as dg
 
 from trace_assets.defs.metadata import (
-    PUBLISHED_VERSION_REMOVED,
-    TRACES_ROOT,
     counts_text,
     coverage_metadata,
     dataset_metadata,
@@ -24,6 +22,7 @@ from trace_assets.defs.metadata import (
 )
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.defs.sweep import PUBLISHED_VERSION_REMOVED, TRACES_ROOT
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
 from trace_assets.publishing.targets import Unread, kept_after_fault, read_published_versions

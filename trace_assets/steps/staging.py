@@ -10,12 +10,7 @@ later run or being published.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import socket
-import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -27,12 +22,11 @@ import pyarrow.parquet as pq
 
 from trace_assets.core.scope import RunScope
 from trace_assets.runtime.atomic_files import remove_leftovers, remove_path, replaced_atomically
+from trace_assets.runtime.file_locks import held_here, hold_lock, holder_line
 from trace_assets.steps.staged_rows import RowParts, read_row_parts
 from trace_assets.steps.staging_mirror import LOCAL_RECORDS, StagingMirror
 
 LOCKS_DIR = ".locks"  # under the staging root; hidden, so never a scope's folder
-LOCK_WAIT_LOG_SECONDS = 60
-_held_locks: dict[Path, int] = {}  # lock files this process holds, with their nesting depth
 
 
 @dataclass(frozen=True)
@@ -105,10 +99,10 @@ class RunStaging:
         the scope's files before and pushes them after a successful block (a step boundary).
         """
         with ExitStack() as held:
-            outermost = self.lock_file.absolute() not in _held_locks
+            outermost = not held_here(self.lock_file)
             held.enter_context(hold_lock(self.lock_file, self.scope.key, log, holder))
             if self.mirror is not None and outermost:
-                held.enter_context(self.mirror.leased(self.scope.key, _holder_line(holder).strip(), log))
+                held.enter_context(self.mirror.leased(self.scope.key, holder_line(holder).strip(), log))
             if self.mirror is not None:
                 downloaded, removed_stale = self.mirror.pull(self.scope.key, self.folder, self.mirror_records)
                 if downloaded or removed_stale:
@@ -185,53 +179,6 @@ def staged_writers(*targets: tuple[Path, pa.Schema]) -> Iterator[list[pq.Parquet
         finally:
             for writer in writers:
                 writer.close()
-
-
-@contextmanager
-def hold_lock(lock_file: Path, name: str, log: Callable[[str], None], holder: str = "") -> Iterator[None]:
-    """An exclusive flock on `lock_file`, waited for with a log line naming who holds it."""
-    lock_file = lock_file.absolute()
-    if lock_file in _held_locks:
-        _held_locks[lock_file] += 1
-        try:
-            yield
-        finally:
-            _held_locks[lock_file] -= 1
-        return
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        _wait_for_lock(fd, lock_file, name, log)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, _holder_line(holder).encode(), 0)
-        _held_locks[lock_file] = 1
-        try:
-            yield
-        finally:
-            del _held_locks[lock_file]
-            os.ftruncate(fd, 0)
-    finally:
-        os.close(fd)  # releases the flock
-
-
-def _wait_for_lock(fd: int, lock_file: Path, name: str, log: Callable[[str], None]) -> None:
-    logged_at = 0.0
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() - logged_at >= LOCK_WAIT_LOG_SECONDS:
-                holder = lock_file.read_text().strip() or "another process"
-                log(f"waiting for {name}: another materialization holds it ({holder})")
-                logged_at = time.monotonic()
-            time.sleep(0.5)
-
-
-def _holder_line(holder: str) -> str:
-    command = " ".join(os.path.basename(arg) if i == 0 else arg for i, arg in enumerate(sys.argv))[:200]
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
-    return f"pid {os.getpid()} on {socket.gethostname()}, {holder or command}, since {started}\n"
 
 
 def _parquet_readable(path: Path) -> bool:
