@@ -172,7 +172,8 @@ def _result_line(
 def _failure_reason(result: dg.ExecuteInProcessResult, unblocking: str = "") -> str:
     """The first failed step's error, or the blocking check that stopped the run (the secret scan's
     with `unblocking`, what lifts it)."""
-    from trace_assets.defs.checks import blocked_by, no_live_secrets
+    from trace_assets.core.run_tags import blocked_by
+    from trace_assets.defs.checks import no_live_secrets
 
     for evaluation in result.get_asset_check_evaluations():
         if not evaluation.passed and evaluation.blocking:

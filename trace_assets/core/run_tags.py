@@ -40,6 +40,12 @@ def failure_line(message: str | None) -> str:
     return _EXCEPTION_CLASS.sub("", text.splitlines()[0]) if text else "failed"
 
 
+def blocked_by(check_name: str, asset: str, description: str) -> str:
+    """A blocked run's one-line reason: the run's failure, its `trace_assets/failure` tag, the CLI's
+    line and the sweep view all say it so."""
+    return f"blocked by check {check_name} on {asset}: {description}"
+
+
 def sweep_label(traces_root: str) -> str:
     """The traces root's last path segment (`s3://bucket/sweeps/lr-3e4` -> `lr-3e4`; a bucket
     root: the bucket) as a valid label value: other characters become '-', cut to 63."""

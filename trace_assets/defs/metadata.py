@@ -35,12 +35,6 @@ PEM_BLOCK_COLUMNS = {
 PEM_BLOCKS_SHOWN = 200
 EXCLUDED_TRIALS_SHOWN = 300
 DETAIL_CHARS = 300
-# On a blocked scan report: whether blocking removed the scope's earlier published version.
-PREVIOUS_VERSION = "previous_version"  # a blocked scan's: what became of the version before (`PreviousVersion`)
-PREVIOUS_VERSION_WHY = "previous_version_why"  # and why, as the run's failure line says it
-PUBLISHED_VERSION_REMOVED = "published_version_removed"  # the same, as a bool, in runs before it
-# On a listing: the traces root it was listed from, so a view of one root leaves out another's scopes.
-TRACES_ROOT = "traces_root"
 
 
 def size_text(num_bytes: int) -> dg.MetadataValue:

@@ -1,5 +1,6 @@
-"""The sweep view: one record per published scope (Parquet, a plot), and every scope tried with its
-state and what is published of it (text and markdown tables, with per-run and sweep totals).
+"""The sweep view: one record per published scope (a plot; the Parquet file is `parquet_file.py`'s),
+and every scope tried with its state and what is published of it (text and markdown tables, with
+per-run and sweep totals).
 
 Records come from wherever the last publish of each scope left its figures, states from the newest
 run planned to publish it (the Dagster layer reads both from the instance, so the view needs no
@@ -13,11 +14,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from trace_assets.core.scope import RunScope
 from trace_assets.publishing.plots import sweep_progress_svg
@@ -85,53 +81,6 @@ def scope_parts(key: str) -> tuple[str, int | None]:
 def sorted_records(records: list[ScopeRecord]) -> list[ScopeRecord]:
     """By run, then step (a whole run first), so a run's steps read in training order."""
     return sorted(records, key=lambda r: (r.run, -1 if r.step is None else r.step, r.scope))
-
-
-SCHEMA = pa.schema(
-    [
-        ("scope", pa.string()),
-        ("run", pa.string()),
-        ("step", pa.int64()),
-        ("trial_dirs", pa.int64()),
-        ("scored", pa.int64()),
-        ("exported", pa.int64()),
-        ("export_ratio", pa.float64()),
-        ("excluded", pa.int64()),
-        ("excluded_by_reason", pa.map_(pa.string(), pa.int64())),
-        ("secret_verdict", pa.string()),
-        ("rows", pa.int64()),
-        ("mean_reward", pa.float64()),
-        ("published_at", pa.string()),
-        ("published_to", pa.string()),
-    ]
-)
-
-
-def as_rows(records: list[ScopeRecord]) -> list[dict[str, Any]]:
-    """One plain dict per scope, in SCHEMA's columns and the view's order."""
-    return [
-        {
-            "scope": r.scope,
-            "run": r.run,
-            "step": r.step,
-            "trial_dirs": r.trial_dirs,
-            "scored": r.scored,
-            "exported": r.exported,
-            "export_ratio": round(r.export_ratio, 6),
-            "excluded": sum(r.excluded.values()),
-            "excluded_by_reason": sorted(r.excluded.items(), key=lambda item: (-item[1], item[0])),
-            "secret_verdict": r.secret_verdict,
-            "rows": r.rows,
-            "mean_reward": r.mean_reward,
-            "published_at": r.published_at,
-            "published_to": r.published_to,
-        }
-        for r in sorted_records(records)
-    ]
-
-
-def write_parquet(records: list[ScopeRecord], path: Path) -> None:
-    pq.write_table(pa.Table.from_pylist(as_rows(records), schema=SCHEMA), path)
 
 
 def exclusions_text(excluded: dict[str, int]) -> str:

@@ -16,12 +16,8 @@ from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.assets import published_shards, raw_trial_listing
 from trace_assets.defs.partitions import TRACE_RUNS, register_scopes
 from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
-from trace_assets.defs.sweep import (
-    latest_export_runs,
-    refresh_sweep_coverage,
-    sweep_coverage,
-    sweep_coverage_after_export,
-)
+from trace_assets.defs.sweep import latest_export_runs
+from trace_assets.defs.sweep_coverage import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 from trace_assets.settings import DEFAULT_STAGING
 from trace_assets_tests.support.cli_processes import CLI, cli_env, run_cli
 from trace_assets_tests.support.generate_traces import generate_run

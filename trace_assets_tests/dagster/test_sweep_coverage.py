@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.partitions import register_scopes
 from trace_assets.defs.resources import config_from_env
-from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
+from trace_assets.defs.sweep_coverage import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 from trace_assets.sweep.view import SWEEP_FILE, SWEEP_PLOT
 from trace_assets_tests.support.generate_traces import generate_run
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pyarrow.parquet as pq
 
+from trace_assets.sweep.parquet_file import write_parquet
 from trace_assets.sweep.scope_state import ScopeState
 from trace_assets.sweep.view import (
     DISPLAY_COLUMNS,
@@ -19,7 +20,6 @@ from trace_assets.sweep.view import (
     plot_svg,
     scope_parts,
     text_table,
-    write_parquet,
 )
 
 
