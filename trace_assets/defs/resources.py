@@ -17,6 +17,7 @@ from trace_assets.orchestration.context import RunParts
 from trace_assets.orchestration.options import privacy_options
 from trace_assets.publishing.targets import HubSettings
 from trace_assets.settings import (
+    DEFAULT_STAGING,
     ConfigError,
     HubRepoSettings,
     PipelineSettings,
@@ -119,7 +120,7 @@ def config_from_env(
     loads without the roots, as `dg check defs` in a fresh clone needs."""
     load(ProcessSettings, env)
     defaults: dict[str, Any] = {
-        "staging_root": str(dagster_home(env) / "trace_assets_staging"),
+        "staging_root": str(dagster_home(env) / DEFAULT_STAGING),
         "object_storage": ObjectStorage(),
         "hub": hub_from_env(env),
     }
