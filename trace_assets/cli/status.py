@@ -18,12 +18,15 @@ def run(args: argparse.Namespace) -> int:
     from trace_assets.defs.sweep import status_text
 
     traces_root = args.traces_root or variable_text(PipelineSettings, "traces_root", os.environ)
-    print(status_text(get_instance(), traces_root, _store(args) if traces_root else None), end="", flush=True)
+    print(status_text(get_instance(), traces_root, _store(traces_root) if traces_root else None), end="", flush=True)
     return 0
 
 
-def _store(args: argparse.Namespace) -> TraceStore:
-    """The traces root's store, to tell which scopes' traces are gone (a listing of it, one a run)."""
-    from trace_assets.cli.config import config_from_args
+def _store(traces_root: str) -> TraceStore:
+    """The traces root's store, to tell which scopes' traces are gone (a listing of it, one a run),
+    with the object storage a CLI command reads through, without loading the pipeline."""
+    from trace_assets.defs.s3_config import ObjectStorage
+    from trace_assets.store.s3_options import storage_options
+    from trace_assets.store.trace_store import TraceStore
 
-    return config_from_args(args).parts().store()
+    return TraceStore(traces_root, storage_options(ObjectStorage(), traces_root))

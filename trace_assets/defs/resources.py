@@ -12,7 +12,7 @@ from typing import Any, Self
 import dagster as dg
 from pydantic import Field, field_validator, model_validator
 
-from trace_assets.defs.s3_config import S3Config
+from trace_assets.defs.s3_config import ObjectStorage
 from trace_assets.orchestration.context import RunParts
 from trace_assets.orchestration.options import privacy_options
 from trace_assets.publishing.targets import HubSettings
@@ -39,17 +39,6 @@ __all__ = [
     "resources_of",
 ]
 ROOTS = ("traces_root", "publish_root")
-
-
-class ObjectStorage(S3Config):
-    """Object-storage access, S3Resource's config (endpoint_url for MinIO, R2, Ceph), handed to s3fs
-    (`store.s3_options`).
-
-    Unset fields fall through to botocore's own environment handling (AWS_ENDPOINT_URL,
-    AWS_ENDPOINT_URL_S3, AWS_PROFILE, ...). Credentials stay inside the s3fs client.
-    """
-
-    max_attempts: int = 8
 
 
 class HuggingFaceHub(dg.ConfigurableResource, HubRepoSettings):

@@ -38,3 +38,15 @@ class S3Config(dg.ConfigurableResource):
     aws_session_token: str | None = Field(
         default=None, description="AWS session token to use when creating the boto3 session."
     )
+
+
+class ObjectStorage(S3Config):
+    """Object-storage access, S3Resource's config (endpoint_url for MinIO, R2, Ceph), handed to s3fs
+    (`store.s3_options`); here, apart from the pipeline, so `trace-assets status` lists a traces root
+    without loading it.
+
+    Unset fields fall through to botocore's own environment handling (AWS_ENDPOINT_URL,
+    AWS_ENDPOINT_URL_S3, AWS_PROFILE, ...). Credentials stay inside the s3fs client.
+    """
+
+    max_attempts: int = 8
