@@ -46,6 +46,7 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"
 PARTITION_PAGE = f"/assets/last_episode_rows?view=partitions&partition={SAMPLE_RUN}"
 SWEEP_PAGE = "/assets/sweep_coverage?view=events"  # its latest materialization, metadata shown
 CHECKS_PAGE = "/assets/raw_trial_listing?view=checks"
+ROWS_CHECKS_PAGE = "/assets/last_episode_rows?view=checks"
 NO_CHECKS = "No checks defined for this asset"  # the checks tab of an asset without any
 SENSOR = "new_trace_runs_sensor"
 MISSPELLED = "rl-sampel-run"  # a partition added in the UI that names no run under the traces root
@@ -416,6 +417,9 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         location = f"{webserver.url}/locations/{repository['repositoryLocationName']}"
         # After the misspelled and the blocked runs: no check of the listing, none "Execution failed".
         _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, NO_CHECKS, shots, "checks-page")
+        _, rows_checks_text, _ = look_at(
+            browser, webserver.url + ROWS_CHECKS_PAGE, "coverage_accounts_for_every_folder", shots, "rows-checks-page"
+        )
         dom, partition_text, _ = look_at(browser, webserver.url + PARTITION_PAGE, "export_ratio", shots, "asset-page")
         sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
         _, runs_text, _ = look_at(browser, f"{webserver.url}/runs", "blocked by check", shots, "runs-list")
@@ -464,6 +468,13 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     # The raw-tree scan is off: the listing's page shows no check of it, so nothing failed there.
     assert "raw_tree_secrets" not in checks_text and "Execution failed" not in checks_text, checks_text[:3000]
     assert "No description provided" not in secrets_text, secrets_text[:3000]
+    # What is left (docs/operations.md, "Checks after a failed run"): the misspelled partition's run
+    # left the rows' checks "Execution failed" there, so the check list marks the blocking check
+    # Failed, while its panel shows its latest execution, the sample's, Passed.
+    check_list = rows_checks_text[rows_checks_text.index("Checks (2)") : rows_checks_text.index("About")]
+    assert "Failed" in check_list.split("export_ratio_above_threshold")[0], check_list
+    panel = rows_checks_text[rows_checks_text.index("Latest execution") :]
+    assert "Passed" in panel and SAMPLE_RUN in panel, panel[:1000]
     assert "Passes when the rows hold no credential the policy blocks on" in secrets_text, secrets_text[:3000]
     # The CLI's run on the job's page; the recheck job's Launchpad on a config it can launch.
     assert cli_run_id[:8] in job_text and "No runs found" not in job_text, job_text[:2000]
