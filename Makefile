@@ -52,9 +52,11 @@ lint: $(BIN)/trace-assets
 # without them (a run or a sensor tick reads them when it starts), so `dg check defs` needs none.
 dev: export TRACE_ASSETS_TRACES_ROOT ?= $(CURDIR)/sample_traces
 dev: export TRACE_ASSETS_PUBLISH_ROOT ?= $(CURDIR)/published
+# The UI's port: `make dev PORT=3001` beside another UI on 3000.
+PORT ?= 3000
 
 dev: $(BIN)/trace-assets $(DAGSTER_HOME)/dagster.yaml
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg dev
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg dev --port $(PORT)
 
 # The newest versions pyproject.toml allows, resolved by uv and pinned in constraints.txt.
 lock: $(BIN)/trace-assets

@@ -18,7 +18,7 @@ from trace_assets.defs.partitions import trace_runs
 from trace_assets.defs.recheck import recheck_scopes
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig, config_from_env, hub_from_env
 from trace_assets.defs.sensors import new_trace_runs_sensor
-from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
+from trace_assets.defs.sweep_coverage import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 from trace_assets.settings import ConfigError, ProcessSettings, load
 
 CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets]

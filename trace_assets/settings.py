@@ -514,6 +514,9 @@ class HubRepoSettings(BaseModel):
     )
 
 
+DEFAULT_STAGING = "trace_assets_staging"  # the staging root's folder under the Dagster home, by default
+
+
 def dagster_home(env: Mapping[str, str]) -> Path:
     """The Dagster instance's folder: `DAGSTER_HOME`, else `.dagster_home` in the working directory
     (where `make` puts it), never a folder inside the installed package."""

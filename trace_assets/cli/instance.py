@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from trace_assets.cli.console import say
 from trace_assets.cli.processes import process_exists
+from trace_assets.settings import DEFAULT_STAGING, dagster_home
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -27,21 +28,26 @@ def get_instance() -> dg.DagsterInstance:
     import dagster as dg
 
     from trace_assets.runtime.file_lock import hold_lock
-    from trace_assets.settings import dagster_home
 
     home = dagster_home(os.environ)
     chosen = bool(os.environ.get("DAGSTER_HOME"))
     if not chosen:
         home.mkdir(exist_ok=True)
         os.environ["DAGSTER_HOME"] = str(home)
-    if not (home / "dagster.yaml").exists() and (not chosen or (home.is_dir() and not any(home.iterdir()))):
-        # The CLI's own home, or an empty one the operator named, gets the project's dagster.yaml
-        # (queue, limits, run monitoring, telemetry off), shipped in the package: without one
-        # Dagster prints its set-up warning and telemetry banner before the CLI's first line. A
-        # home already in use without one is the operator's choice, left as it is.
+    if not (home / "dagster.yaml").exists() and (not chosen or (home.is_dir() and _holds_no_instance(home))):
+        # The CLI's own home, or one the operator named that holds no instance yet, gets the
+        # project's dagster.yaml (queue, limits, run monitoring, telemetry off), shipped in the
+        # package: without one Dagster prints its set-up warning and telemetry banner before the
+        # CLI's first line. A home already in use without one is the operator's choice, left as it is.
         (home / "dagster.yaml").write_bytes(resources.files(__package__).joinpath(LOCAL_INSTANCE).read_bytes())
     with hold_lock(Path(os.environ["DAGSTER_HOME"], INSTANCE_INIT_LOCK), "the Dagster instance", say, "instance init"):
         return dg.DagsterInstance.get()  # builds each storage, which creates its schema
+
+
+def _holds_no_instance(home: Path) -> bool:
+    """Nothing in `home` but what the CLI may put there before an instance: the default staging
+    root (`materialize --dry-run` writes it, and opens no instance) and the init lock."""
+    return {path.name for path in home.iterdir()} <= {DEFAULT_STAGING, INSTANCE_INIT_LOCK}
 
 
 def finished_statuses() -> set[dg.DagsterRunStatus]:

@@ -20,7 +20,14 @@ from trace_assets.cli.dry_run import dry_run_runs
 from trace_assets.cli.instance import HOST_TAG, PID_TAG, free_slots_of_dead_runs, get_instance
 from trace_assets.cli.report import coverage_sentence, unblocking
 from trace_assets.cli.scopes import expand_scopes, preflight, resolved
-from trace_assets.core.run_tags import REPOSITORY_LABEL, REPOSITORY_TAG, SWEEP_TAG, failure_line
+from trace_assets.core.run_tags import (
+    CODE_LOCATION,
+    CODE_LOCATION_TAG,
+    REPOSITORY_LABEL,
+    REPOSITORY_TAG,
+    SWEEP_TAG,
+    failure_line,
+)
 from trace_assets.core.scope import RunScope, validate_scope_keys
 from trace_assets.runtime.machine_faults import INSTANCE, fault_detail, fault_line
 from trace_assets.runtime.progress import quiet
@@ -61,6 +68,11 @@ def materialize_runs(
         say(f"freed the pool slots of run {run_id}, whose process is gone")
     loggers = {"console": one_line_console(verbose)}
     job = build_definitions(trace_config, hub=hub, loggers=loggers).resolve_job_def(export_trace_run.name)
+    if found:
+        say(
+            f"the UI lists these runs under Runs and on job {job.name}'s page, not on the Overview timeline"
+            " (it draws only runs launched from the code location: the UI, the sensor, `backfill`)"
+        )
     failures = 0
     for run_id in run_ids:
         if run_id in problems:
@@ -87,6 +99,7 @@ def materialize_runs(
                         HOST_TAG: socket.gethostname(),
                         SWEEP_TAG: trace_config.sweep_name(),
                         REPOSITORY_TAG: REPOSITORY_LABEL,  # listed on export_trace_run's page
+                        CODE_LOCATION_TAG: CODE_LOCATION,  # and by the Runs page's filter by location
                     },
                     run_config={"loggers": {"console": {"config": {"verbose": verbose}}}},
                 )
@@ -159,7 +172,8 @@ def _result_line(
 def _failure_reason(result: dg.ExecuteInProcessResult, unblocking: str = "") -> str:
     """The first failed step's error, or the blocking check that stopped the run (the secret scan's
     with `unblocking`, what lifts it)."""
-    from trace_assets.defs.checks import blocked_by, no_live_secrets
+    from trace_assets.core.run_tags import blocked_by
+    from trace_assets.defs.checks import no_live_secrets
 
     for evaluation in result.get_asset_check_evaluations():
         if not evaluation.passed and evaluation.blocking:

@@ -14,9 +14,13 @@ FAILURE_TAG = "trace_assets/failure"  # set by sweep_coverage_after_export once 
 PARTITION_TAG = "dagster/partition"  # Dagster sets it on every partitioned run (its public name is private)
 # The code location's name, as pyproject.toml (`dg dev`, `dagster dev`), workspace.yaml and the CLI's
 # private webserver name it. Dagster tags every run it launches from the location with
-# `.dagster/repository`, and a job's page lists only runs so tagged: the CLI's runs, executed in its
-# own process, carry the tag too, so that they are listed on the job's page beside the UI's.
+# `.dagster/repository` (a job's page lists only runs so tagged) and `dagster/code_location` (the
+# Runs page's filter by location, tag concurrency limits): the CLI's runs, executed in its own
+# process, carry both, so that they are listed and counted beside the UI's. What they cannot carry
+# is the launch's origin in the location, which Dagster's API gives no in-process run: the Overview
+# timeline draws only runs with one (docs/operations.md says where the CLI's runs are).
 CODE_LOCATION = "trace_assets"
+CODE_LOCATION_TAG = "dagster/code_location"
 REPOSITORY_TAG = ".dagster/repository"
 REPOSITORY_LABEL = f"__repository__@{CODE_LOCATION}"  # a Definitions object's repository, in that location
 # Kept to a Kubernetes label value's syntax (at most 63 characters of letters, digits, '-', '_'
@@ -34,6 +38,12 @@ def failure_line(message: str | None) -> str:
     say it: its first line without the exception's class path ("failed" if it has none)."""
     text = (message or "").strip()
     return _EXCEPTION_CLASS.sub("", text.splitlines()[0]) if text else "failed"
+
+
+def blocked_by(check_name: str, asset: str, description: str) -> str:
+    """A blocked run's one-line reason: the run's failure, its `trace_assets/failure` tag, the CLI's
+    line and the sweep view all say it so."""
+    return f"blocked by check {check_name} on {asset}: {description}"
 
 
 def sweep_label(traces_root: str) -> str:

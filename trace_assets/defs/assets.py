@@ -12,9 +12,6 @@ from typing import Any
 import dagster as dg
 
 from trace_assets.defs.metadata import (
-    PREVIOUS_VERSION,
-    PREVIOUS_VERSION_WHY,
-    TRACES_ROOT,
     counts_text,
     coverage_metadata,
     dataset_metadata,
@@ -25,6 +22,7 @@ from trace_assets.defs.metadata import (
 )
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
+from trace_assets.defs.sweep import PREVIOUS_VERSION, PREVIOUS_VERSION_WHY, TRACES_ROOT
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
 from trace_assets.publishing.targets import Unread, kept_after_fault, read_published_versions

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from trace_assets.core.accounting import Coverage
+from trace_assets.core.run_tags import blocked_by
 from trace_assets.defs.assets import RAW_TREE_CHECK, last_episode_rows, raw_trial_listing, secret_scan_report
 from trace_assets.defs.metadata import counts_text, percent_text, size_text
 from trace_assets.defs.partitions import scope_of, trace_runs
@@ -75,12 +76,6 @@ def export_ratio_above_threshold(
         if passed
         else f"only {coverage.export_ratio:.2%} of scored trials were exported (threshold {trace_config.min_export_ratio:.0%})",
     )
-
-
-def blocked_by(check_name: str, asset: str, description: str) -> str:
-    """A blocked run's one-line reason: the run's failure, its `trace_assets/failure` tag, the CLI's
-    line and the sweep view all say it so."""
-    return f"blocked by check {check_name} on {asset}: {description}"
 
 
 NO_LIVE_SECRETS = dg.AssetCheckSpec(

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from trace_assets.core.accounting import REASON_DESCRIPTIONS, Coverage, Reason, TrialStatus
-from trace_assets.publishing.card import COLUMN_MEANINGS, type_name
+from trace_assets.publishing.card import COLUMN_MEANINGS, found_kinds, kinds_scanned, type_name
 from trace_assets.publishing.card_facts import CardFacts
 
 SCAN_COUNTS = ("patterns", "matches", "rows", "trials", "tasks", "live", "unverified", "near_miss", "placeholder")
@@ -35,12 +35,6 @@ PEM_BLOCK_COLUMNS = {
 PEM_BLOCKS_SHOWN = 200
 EXCLUDED_TRIALS_SHOWN = 300
 DETAIL_CHARS = 300
-# On a blocked scan report: whether blocking removed the scope's earlier published version.
-PREVIOUS_VERSION = "previous_version"  # a blocked scan's: what became of the version before (`PreviousVersion`)
-PREVIOUS_VERSION_WHY = "previous_version_why"  # and why, as the run's failure line says it
-PUBLISHED_VERSION_REMOVED = "published_version_removed"  # the same, as a bool, in runs before it
-# On a listing: the traces root it was listed from, so a view of one root leaves out another's scopes.
-TRACES_ROOT = "traces_root"
 
 
 def size_text(num_bytes: int) -> dg.MetadataValue:
@@ -139,12 +133,13 @@ def reward_metadata(facts: CardFacts) -> dict[str, dg.MetadataValue]:
 
 
 def scan_metadata(report: dict[str, Any], path: Path) -> dict[str, dg.MetadataValue]:
-    """The scan's verdict, counts for every kind scanned, live and unverified findings per trial, and
-    PEM blocks; fingerprints, never the strings."""
-    kinds = report.get("kinds", {})
+    """The scan's verdict, what it searched for in one line, counts for each kind it found, live and
+    unverified findings per trial, and PEM blocks; fingerprints, never the strings."""
+    kinds = found_kinds(report)
     findings = [f for f in report.get("findings", []) if f.get("verdict") in ("live", "unverified")]
     return {
         "verdict": dg.MetadataValue.text(report["verdict"]),
+        "searched": dg.MetadataValue.text(f"{kinds_scanned(report)}; {len(kinds):,} with a match"),
         "kinds": dg.MetadataValue.table(
             records=[
                 dg.TableRecord({"kind": kind, **{k: int(v.get(k, 0)) for k in SCAN_COUNTS}})

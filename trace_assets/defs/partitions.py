@@ -12,11 +12,19 @@ TRACE_RUNS = "trace_runs"
 trace_runs = dg.DynamicPartitionsDefinition(name=TRACE_RUNS)
 
 
+# (run id, key) of the runs whose key this process found nesting with none: a run's later steps
+# and checks (eight a run) need not read every partition again (docs/benchmarks.md).
+_NESTING_CHECKED: set[tuple[str, str]] = set()
+
+
 def scope_of(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> RunScope:
     """The scope a materialization or check is about; a key added past the checks (the UI's
-    "add partition") is refused here, before any file is written."""
+    "add partition") is refused here, by its run's first step, before any file is written."""
     scope = RunScope.from_key(context.partition_key)
-    refuse_nesting([scope.key], context.instance.get_dynamic_partitions(TRACE_RUNS))
+    checked = (context.run.run_id, scope.key)
+    if checked not in _NESTING_CHECKED:
+        refuse_nesting([scope.key], context.instance.get_dynamic_partitions(TRACE_RUNS))
+        _NESTING_CHECKED.add(checked)
     return scope
 
 

@@ -24,6 +24,7 @@ from trace_assets.runtime.progress import Progress
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.settings import (
+    DEFAULT_STAGING,
     ConfigError,
     HubRepoSettings,
     PipelineSettings,
@@ -223,7 +224,7 @@ def config_from_env(
     sensor tick starts (which fails naming the variable if it is still unset): the code location
     loads without the roots, as `dg check defs` in a fresh clone needs."""
     load(ProcessSettings, env)
-    defaults: dict[str, Any] = {"staging_root": str(dagster_home(env) / "trace_assets_staging")}
+    defaults: dict[str, Any] = {"staging_root": str(dagster_home(env) / DEFAULT_STAGING)}
     defaults |= {root: dg.EnvVar(env_name(PipelineSettings, root)) for root in ROOTS if root not in require}
     config = load(TraceAssetsConfig, env, options, defaults)
     config.require(*require)

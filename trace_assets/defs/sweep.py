@@ -1,45 +1,45 @@
-"""The sweep view in Dagster: `sweep_coverage`, refreshed by a sensor after each export run ends.
-
-Its records are read from the instance, so the view holds even when staging is gone: what is
+"""The sweep view read from the instance, so it holds even when staging is gone: what is
 published from the latest `published_shards` materialization of each partition, and each
-partition's state from the newest run planned to publish it (its failure: the blocking check's
-description, the shrink guard's refusal, or the failed step's error). `trace-assets status`
-prints the same (`status_text`).
+partition's state (`scope_state.decided`) from the newest run planned to publish it (its failure:
+the blocking check's description, the shrink guard's refusal, or the failed step's error).
+`trace-assets status` prints it (`status_text`), the sensor decides from the same facts
+(`ScopeFactsReader`); the `sweep_coverage` asset (`sweep_coverage.py`) keeps it.
 """
 
-import tempfile
+from __future__ import annotations
+
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from trace_assets.core.roots import root_location
-from trace_assets.core.run_tags import FAILURE_TAG, PARTITION_TAG, failure_line
-from trace_assets.defs.assets import published_shards, raw_trial_listing, secret_scan_report
-from trace_assets.defs.checks import blocked_by
-from trace_assets.defs.jobs import export_trace_run
-from trace_assets.defs.metadata import PREVIOUS_VERSION, PUBLISHED_VERSION_REMOVED, TRACES_ROOT
+from trace_assets.core.run_tags import PARTITION_TAG, blocked_by, failure_line
 from trace_assets.defs.partitions import TRACE_RUNS
-from trace_assets.defs.resources import HuggingFaceHub, ObjectStorage, TraceAssetsConfig
 from trace_assets.publishing.blocked_version import PreviousVersion
 from trace_assets.publishing.shrink_guard import ShrinkRefused
 from trace_assets.secret_scan.verdicts import RunVerdict
-from trace_assets.store.trace_store import TraceStore
 from trace_assets.sweep.scope_state import ScopeFacts, ScopeState, decided
-from trace_assets.sweep.view import (
-    DISPLAY_COLUMNS,
-    SWEEP_FILE,
-    SWEEP_PLOT,
-    ScopeRecord,
-    ScopeStatus,
-    display_rows,
-    markdown_table,
-    plot_svg,
-    text_table,
-    write_parquet,
-)
+from trace_assets.sweep.view import ScopeRecord, ScopeStatus, text_table
+
+if TYPE_CHECKING:
+    from trace_assets.store.trace_store import TraceStore
+
+# What the view reads of the instance, by name rather than from the definitions: importing those
+# loads the whole pipeline (polars, pyarrow, the secret scan: 0.8 s of `trace-assets status`).
+# The assets write the metadata entries under these names; a test holds the keys to the definitions.
+PUBLISHED_SHARDS = dg.AssetKey("published_shards")
+RAW_TRIAL_LISTING = dg.AssetKey("raw_trial_listing")
+SECRET_SCAN_REPORT = dg.AssetKey("secret_scan_report")
+EXPORT_JOB = "export_trace_run"
+# On a blocked scan report: what became of the scope's version published before (`PreviousVersion`),
+# and why, as the run's failure line says it; in runs before those, whether blocking removed it.
+PREVIOUS_VERSION = "previous_version"
+PREVIOUS_VERSION_WHY = "previous_version_why"
+PUBLISHED_VERSION_REMOVED = "published_version_removed"
+# On a listing: the traces root it was listed from, so a view of one root leaves out another's scopes.
+TRACES_ROOT = "traces_root"
 
 PAGE = 1000  # materializations (or finished runs) read per request
 _CANCELED = (dg.DagsterRunStatus.CANCELED, dg.DagsterRunStatus.CANCELING)
@@ -143,8 +143,8 @@ def latest_export_runs(instance: dg.DagsterInstance, keys: Sequence[str]) -> dic
 
 def _plans_publish(run: dg.DagsterRun) -> bool:
     if not run.asset_selection:  # the whole job
-        return run.job_name == export_trace_run.name
-    return published_shards.key in run.asset_selection
+        return run.job_name == EXPORT_JOB
+    return PUBLISHED_SHARDS in run.asset_selection
 
 
 def hidden_text(hidden: int) -> str:
@@ -177,7 +177,7 @@ def listed_roots(instance: dg.DagsterInstance, scopes: set[str]) -> dict[str, st
     seen: set[str] = set()
     cursor = None
     while seen != scopes:
-        page = instance.fetch_materializations(raw_trial_listing.key, limit=PAGE, cursor=cursor, ascending=False)
+        page = instance.fetch_materializations(RAW_TRIAL_LISTING, limit=PAGE, cursor=cursor, ascending=False)
         for record in page.records:
             key = record.partition_key
             if key in scopes and key not in seen and record.asset_materialization is not None:
@@ -195,7 +195,7 @@ def _published_version_removed(instance: dg.DagsterInstance, key: str, run_id: s
     """Whether the run's blocked scan withdrew the scope's earlier version (`PreviousVersion`; a
     bool in runs before it): what `published_shards` last recorded is then no longer published."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=secret_scan_report.key, asset_partitions=[key]), limit=1
+        dg.AssetRecordsFilter(asset_key=SECRET_SCAN_REPORT, asset_partitions=[key]), limit=1
     ).records
     if not records or records[0].run_id != run_id or records[0].asset_materialization is None:
         return False
@@ -254,7 +254,7 @@ def latest_publishes(instance: dg.DagsterInstance, keys: Sequence[str]) -> dict[
     latest: dict[str, dg.EventLogRecord] = {}
     for start in range(0, len(keys), KEYS_PER_QUERY):
         chunk = list(keys[start : start + KEYS_PER_QUERY])
-        wanted = dg.AssetRecordsFilter(asset_key=published_shards.key, asset_partitions=chunk)
+        wanted = dg.AssetRecordsFilter(asset_key=PUBLISHED_SHARDS, asset_partitions=chunk)
         cursor = None
         while True:  # one scope: its newest alone (the query stops at it)
             page = instance.fetch_materializations(wanted, limit=PAGE if len(chunk) > 1 else 1, cursor=cursor)
@@ -298,94 +298,3 @@ def _published_verdict(values: dict[str, Any]) -> str:
     if isinstance(redacted, dict) and any(redacted.values()):
         return RunVerdict.REDACTED.value
     return str(values.get("secret_verdict", ""))
-
-
-TABLE_COLUMNS = {
-    name: "int" if name in {"trial_dirs", "scored", "exported", "rows"} else "string" for name in DISPLAY_COLUMNS
-}
-COLUMN_NOTES = {
-    "secret_verdict": "of what was published: redacted once anything was replaced",
-    "published_at": "UTC, to the minute (the Parquet file has the second)",
-}
-
-
-@dg.asset(group_name="sweep", kinds={"parquet"}, deps=[published_shards])
-def sweep_coverage(
-    context: dg.AssetExecutionContext,
-    trace_config: TraceAssetsConfig,
-    object_storage: ObjectStorage,
-    hub: HuggingFaceHub,
-) -> dg.MaterializeResult:
-    """Every scope of the configured traces root tried, with its state and why (`status`, a table the
-    UI wraps, with totals per run and for the sweep; `other_roots_hidden`, the scopes of other roots
-    on the instance left out); one row per published scope (`scopes`): coverage, exclusions, verdict,
-    rows, when and where; a Parquet file and an SVG plot of those beside the datasets (folder
-    targets; a Hub target keeps neither)."""
-    statuses, hidden, unlisted = scope_statuses(
-        context.instance, trace_config.traces_root, trace_config.store(object_storage)
-    )
-    records = [status.published for status in statuses if status.published is not None]
-    target = trace_config.publish_target(object_storage, hub)
-    with tempfile.TemporaryDirectory() as folder:
-        parquet, plot = Path(folder, SWEEP_FILE), Path(folder, SWEEP_PLOT)
-        write_parquet(records, parquet)
-        plot.write_text(plot_svg(records))
-        written = target.publish_root_file(parquet)
-        plot_written = target.publish_root_file(plot)
-    context.log.info(f"sweep view of {len(records)} scope(s) written to {written or 'nowhere (Hub target)'}")
-    return dg.MaterializeResult(
-        metadata={
-            "scopes": dg.MetadataValue.table(
-                records=[dg.TableRecord(row) for row in display_rows(records)],
-                schema=dg.TableSchema(
-                    columns=[
-                        dg.TableColumn(name, kind, description=COLUMN_NOTES.get(name))
-                        for name, kind in TABLE_COLUMNS.items()
-                    ]
-                ),
-            ),
-            "status": dg.MetadataValue.md(
-                markdown_table(statuses) + "".join(f"\n{line}" for line in (hidden_text(hidden), unlisted) if line)
-            ),
-            "other_roots_hidden": dg.MetadataValue.int(hidden),
-            "dagster/row_count": dg.MetadataValue.int(len(records)),
-            "parquet": dg.MetadataValue.text(written or "not written: Hub targets keep no sweep file"),
-            "svg": dg.MetadataValue.text(plot_written or "not written: Hub targets keep no sweep file"),
-        }
-    )
-
-
-refresh_sweep_coverage = dg.define_asset_job(
-    "refresh_sweep_coverage", selection=[sweep_coverage], description="Rebuild the sweep view"
-)
-
-
-@dg.sensor(
-    job=refresh_sweep_coverage,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
-)
-def sweep_coverage_after_export(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-    """Export runs (runs of a partition) that ended since the last tick, published or failed (a
-    failure is a state the view shows too), request one refresh: a burst of runs in a backfill makes
-    one run per tick, not one per scope. Each failed one is tagged with its one-line reason
-    (`trace_assets/failure`), for the UI's run list. The cursor is the newest end time seen
-    (tagging a run updates it, but does not end it again)."""
-    since = float(context.cursor) if context.cursor else 0.0
-    records = context.instance.get_run_records(
-        dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE],
-            updated_after=datetime.fromtimestamp(since, UTC) if since else None,
-        ),
-        limit=PAGE,
-        order_by="update_timestamp",
-        ascending=True,
-    )
-    ended = [r for r in records if PARTITION_TAG in r.dagster_run.tags and (r.end_time or 0.0) > since]
-    for record in ended:
-        run = record.dagster_run
-        if run.status == dg.DagsterRunStatus.FAILURE and FAILURE_TAG not in run.tags:
-            reason = failure_of(context.instance, run.run_id)[1]
-            context.instance.add_run_tags(run.run_id, {FAILURE_TAG: reason})
-    newest = max([since, *(r.end_time or 0.0 for r in ended)])
-    return dg.SensorResult(run_requests=[dg.RunRequest()] if ended else [], cursor=str(newest))

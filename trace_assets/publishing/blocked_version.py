@@ -18,8 +18,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from trace_assets.secret_scan.verdicts import Verdict
 
 
@@ -70,6 +68,8 @@ class BlockDecision:
 
 def exported_sources(trials: bytes | Path) -> dict[str, str]:
     """Each exported trial's source fingerprint, from a `trials.parquet` (its bytes, or a path)."""
+    import pyarrow.parquet as pq  # here: `trace-assets status` reads `PreviousVersion` without pyarrow
+
     source = io.BytesIO(trials) if isinstance(trials, bytes) else trials
     table = pq.read_table(source, columns=["trial_name", "status", "source_fingerprint"])
     return {

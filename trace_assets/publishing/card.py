@@ -18,6 +18,7 @@ from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card_facts import CardFacts, Distribution, count, size_category, size_text
 from trace_assets.publishing.sessions_card import sessions_prose
 from trace_assets.publishing.shards import ShardSet
+from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.steps.sessions import SessionCounts
 
 TRIALS_CONFIG = "trials"
@@ -520,13 +521,22 @@ def exclusion_sentence(reason: Reason, n: int) -> str:
     return f"`{reason}`: **{n:,}** {_noun(n, 'trial folder')} {description}."
 
 
+def kinds_scanned(report: dict[str, Any]) -> str:
+    """How much the scan searched for: `55 kinds (1,234 patterns)`."""
+    kinds = report.get("kinds") or {}
+    return f"{count(len(kinds), 'kind')} ({count(sum(v.get('patterns', 1) for v in kinds.values()), 'pattern')})"
+
+
+def found_kinds(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The kinds the scan found a match of, with their counts."""
+    return {kind: counts for kind, counts in (report.get("kinds") or {}).items() if counts.get("matches")}
+
+
 def scan_prose(report: dict[str, Any]) -> str:
     """The scan per kind: every kind scanned, the ones with findings in a table, and what was done."""
     verdict = report.get("verdict", "unknown")
-    all_kinds = report.get("kinds") or {}
-    kinds = {k: v for k, v in all_kinds.items() if v.get("matches")}
-    patterns = sum(v.get("patterns", 1) for v in all_kinds.values())
-    scanned = f"{count(len(all_kinds), 'kind')} ({count(patterns, 'pattern')})"
+    kinds = found_kinds(report)
+    scanned = kinds_scanned(report)
     if not kinds:
         lines = [
             f"The secret scan found no credential-shaped strings in the rows (verdict: `clean`); it looked for {scanned}."
@@ -573,7 +583,7 @@ def scan_prose(report: dict[str, Any]) -> str:
         )
     lines.append("")
     lines.append(f"Decision: {_decision(report)}")
-    quiet = sorted(k for k in all_kinds if k not in kinds)
+    quiet = sorted(k for k in report.get("kinds") or {} if k not in kinds)
     if kinds and quiet:
         lines.append("")
         lines.append("Kinds scanned for with no finding: " + ", ".join(f"`{k}`" for k in quiet) + ".")
@@ -609,8 +619,14 @@ def _decision(report: dict[str, Any]) -> str:
     redacted = sum((report.get("redacted") or {}).values())
     if redacted:
         return f"published with the {count(redacted, 'acted-on match', 'acted-on matches')} redacted."
-    if report.get("verdict") in ("clean", "placeholder", None):
+    verdict = report.get("verdict")
+    if verdict in (RunVerdict.CLEAN, RunVerdict.PLACEHOLDERS_ONLY, None):
         return "published as read; nothing to act on."
+    if verdict == RunVerdict.NEAR_MISSES:
+        return (
+            "published as read; the near misses (a vendor's prefix on a body that fails its exact format) are "
+            "kept, as every policy keeps them; check them before sharing."
+        )
     return (
         "published as read, unredacted: the policy in force (`on_secret`/`on_unverified`) kept these "
         "matches; check them before sharing."

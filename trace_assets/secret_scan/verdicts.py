@@ -29,20 +29,23 @@ class RunVerdict(StrEnum):
 
     LIVE = "live"
     UNVERIFIED = "unverified"
+    NEAR_MISSES = "near_misses"  # near misses, always kept as read (placeholders beside them or not)
     PLACEHOLDERS_ONLY = "placeholders_only"
     CLEAN = "clean"
     REDACTED = "redacted"
 
 
 def run_verdict(verdict_counts: dict[Verdict, int]) -> RunVerdict:
-    """`live` if anything is verifiably live, `unverified` if something may be, `placeholders_only`
-    (placeholders or near misses only), else `clean`."""
-    if verdict_counts.get(Verdict.LIVE):
-        return RunVerdict.LIVE
-    if verdict_counts.get(Verdict.UNVERIFIED):
-        return RunVerdict.UNVERIFIED
-    if verdict_counts.get(Verdict.PLACEHOLDER) or verdict_counts.get(Verdict.NEAR_MISS):
-        return RunVerdict.PLACEHOLDERS_ONLY  # nothing a policy acts on
+    """`live` if anything is verifiably live, `unverified` if something may be, `near_misses` if a
+    near miss is the worst, `placeholders_only`, else `clean`. The last three: nothing a policy acts on."""
+    for verdict, of_run in (
+        (Verdict.LIVE, RunVerdict.LIVE),
+        (Verdict.UNVERIFIED, RunVerdict.UNVERIFIED),
+        (Verdict.NEAR_MISS, RunVerdict.NEAR_MISSES),
+        (Verdict.PLACEHOLDER, RunVerdict.PLACEHOLDERS_ONLY),
+    ):
+        if verdict_counts.get(verdict):
+            return of_run
     return RunVerdict.CLEAN
 
 

@@ -153,7 +153,9 @@ def export_rows(
                 status_out.write_table(status_table)
                 if sessions is not None:
                     sessions.write_batch(sessions.take_batch())
-                reporter.advance(len(statuses), f"{coverage.exported} exported, {stats.cached} unchanged")
+                # of the trials done so far: `cached` counts excluded ones too, so it may exceed `exported`
+                done = f"{coverage.exported} exported, {sum(excluded.values())} excluded"
+                reporter.advance(len(statuses), f"{done}, of which {stats.cached} unchanged since the last run")
             reporter.finish()
             rows_out.statuses_digest = trial_rows_digest(trial_rows)
             if sessions is not None:

@@ -1,5 +1,6 @@
-"""The sweep view: one record per published scope (Parquet, a plot), and every scope tried with its
-state and what is published of it (text and markdown tables, with per-run and sweep totals).
+"""The sweep view: one record per published scope (a plot; the Parquet file is `parquet_file.py`'s),
+and every scope tried with its state and what is published of it (text and markdown tables, with
+per-run and sweep totals).
 
 Records come from wherever the last publish of each scope left its figures, states from the newest
 run planned to publish it (the Dagster layer reads both from the instance, so the view needs no
@@ -13,11 +14,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from trace_assets.core.scope import RunScope
 from trace_assets.publishing.plots import sweep_progress_svg
@@ -87,78 +83,35 @@ def sorted_records(records: list[ScopeRecord]) -> list[ScopeRecord]:
     return sorted(records, key=lambda r: (r.run, -1 if r.step is None else r.step, r.scope))
 
 
-SCHEMA = pa.schema(
-    [
-        ("scope", pa.string()),
-        ("run", pa.string()),
-        ("step", pa.int64()),
-        ("trial_dirs", pa.int64()),
-        ("scored", pa.int64()),
-        ("exported", pa.int64()),
-        ("export_ratio", pa.float64()),
-        ("excluded", pa.int64()),
-        ("excluded_by_reason", pa.map_(pa.string(), pa.int64())),
-        ("secret_verdict", pa.string()),
-        ("rows", pa.int64()),
-        ("mean_reward", pa.float64()),
-        ("published_at", pa.string()),
-        ("published_to", pa.string()),
-    ]
-)
-
-
-def as_rows(records: list[ScopeRecord]) -> list[dict[str, Any]]:
-    """One plain dict per scope, in SCHEMA's columns and the view's order."""
-    return [
-        {
-            "scope": r.scope,
-            "run": r.run,
-            "step": r.step,
-            "trial_dirs": r.trial_dirs,
-            "scored": r.scored,
-            "exported": r.exported,
-            "export_ratio": round(r.export_ratio, 6),
-            "excluded": sum(r.excluded.values()),
-            "excluded_by_reason": sorted(r.excluded.items(), key=lambda item: (-item[1], item[0])),
-            "secret_verdict": r.secret_verdict,
-            "rows": r.rows,
-            "mean_reward": r.mean_reward,
-            "published_at": r.published_at,
-            "published_to": r.published_to,
-        }
-        for r in sorted_records(records)
-    ]
-
-
-def write_parquet(records: list[ScopeRecord], path: Path) -> None:
-    pq.write_table(pa.Table.from_pylist(as_rows(records), schema=SCHEMA), path)
-
-
 def exclusions_text(excluded: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in sorted(excluded.items(), key=lambda i: (-i[1], i[0])))
 
 
-DISPLAY_COLUMNS = ("scope", "trial_dirs", "scored", "exported", "rows", "secret_verdict", "published_at")
+DISPLAY_COLUMNS = ("scope", "state", "exported", "verdict", "published_at")
 UTC_SUFFIX, DISPLAY_TIME = " UTC", len("2026-01-31 23:59")  # the page's published_at: to the minute
 
 
-def display_rows(records: list[ScopeRecord]) -> list[dict[str, str | int]]:
-    """`as_rows` for the UI's page, in `DISPLAY_COLUMNS`: the counts to read back, the verdict and
-    when. Ratio, mean reward and exclusions are in the Markdown table beside it (formatted, with
-    bars; see `markdown_table`), run and step in the scope key, where it went (a long path) in the
-    Parquet file, the time to the minute: so both tables fit the page."""
-    return [
-        {
-            "scope": r.scope,
-            "trial_dirs": r.trial_dirs,
-            "scored": r.scored,
-            "exported": r.exported,
-            "rows": r.rows,
-            "secret_verdict": r.secret_verdict,
-            "published_at": r.published_at.removesuffix(UTC_SUFFIX)[:DISPLAY_TIME],  # UTC: the column says so
-        }
-        for r in sorted_records(records)
-    ]
+def display_rows(statuses: list[ScopeStatus]) -> list[dict[str, str | int]]:
+    """Every scope tried, for the UI's page, in `grouped`'s order and `DISPLAY_COLUMNS`: its state,
+    then what is published of it (`UNKNOWN` when nothing is): trials exported, the verdict and when,
+    to the minute. Five short columns fit the asset's Overview tab (where it opens, beside its
+    definition) in a 1,600 px window; scored, ratio, mean reward, rows and exclusions are in the
+    Markdown table, where it went (a long path) in the Parquet file."""
+    rows: list[dict[str, str | int]] = []
+    for scopes, _ in grouped(statuses):
+        for status in scopes:
+            r = status.published
+            rows.append(
+                {
+                    "scope": status.scope,
+                    "state": str(status.state),
+                    "exported": UNKNOWN if r is None else r.exported,
+                    "verdict": UNKNOWN if r is None else r.secret_verdict,
+                    # UTC: the column says so
+                    "published_at": UNKNOWN if r is None else r.published_at.removesuffix(UTC_SUFFIX)[:DISPLAY_TIME],
+                }
+            )
+    return rows
 
 
 @dataclass(frozen=True)

@@ -205,6 +205,53 @@ def test_a_blocked_export_is_not_requested_again_until_an_operator_asks(traces_r
         assert again.partition_key == "run-a" and again.run_key not in (None, request.run_key)
 
 
+def test_a_scope_blocked_after_a_publish_is_blocked_to_the_sensor_and_a_recheck_publishes_it(traces_root):
+    """Issue 48's first story: published with `redact`, then blocked under `block` (the block keeps
+    that version: it replaced every credential). Every tick says blocked, as `status` does, never
+    "published and unchanged"; after the policy goes back to redact, `recheck` requests it, and its
+    successful run reads `published` at the very next tick, not at its re-check an hour on."""
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
+    published = str(traces_root.parent / "published")
+
+    def defs_with(on_secret: str) -> dg.Definitions:
+        return build_definitions(
+            config_from_env(
+                {}, traces_root=str(traces_root), publish_root=published, on_secret=on_secret, settle_seconds=60
+            )
+        )
+
+    redact, block = defs_with("redact"), defs_with("block")
+    with dg.instance_for_test() as instance:
+        first = _tick(block, instance, None)
+        assert [r.partition_key for r in first.run_requests] == ["run-a"]
+        assert (
+            redact.resolve_job_def("export_trace_run")
+            .execute_in_process(instance=instance, partition_key="run-a")
+            .success
+        )
+        published_tick = _tick(block, instance, first.cursor)
+        assert (
+            published_tick.skip_message == "1 scope(s): 1 published and unchanged.\n'run-a': published and unchanged."
+        )
+        export = block.resolve_job_def("export_trace_run")
+        assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
+        [status] = scope_statuses(instance)[0]
+        assert status.state == ScopeState.BLOCKED and "the version published before is kept" in status.reason
+        cursor = json.loads(published_tick.cursor)
+        cursor["scopes"]["run-a"][3] = 0.0  # its re-check due now
+        due = _tick(block, instance, json.dumps(cursor))
+        assert due.run_requests == [] and due.skip_message.startswith("1 scope(s): 1 blocked.\n'run-a': blocked by")
+
+        request_rechecks(instance, ["run-a"], "test")  # after setting on_secret back to redact
+        asked = _tick(redact, instance, due.cursor)
+        assert [r.partition_key for r in asked.run_requests] == ["run-a"]
+        export = redact.resolve_job_def("export_trace_run")
+        assert export.execute_in_process(instance=instance, partition_key="run-a").success  # the requested run
+        done = _tick(redact, instance, asked.cursor)
+        assert done.skip_message == "1 scope(s): 1 published and unchanged.\n'run-a': published and unchanged."
+        assert scope_statuses(instance)[0][0].state == ScopeState.PUBLISHED
+
+
 def test_a_failed_export_is_not_hidden_by_a_later_run_of_other_assets(traces_root):
     defs, export, published_root = _run_whose_publish_fails(traces_root)
 

@@ -4,7 +4,9 @@ after `forget`; every scope tried, with what went wrong; the sweep view agrees w
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import dagster as dg
@@ -14,15 +16,12 @@ from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.assets import published_shards, raw_trial_listing
 from trace_assets.defs.partitions import TRACE_RUNS, register_scopes
 from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
-from trace_assets.defs.sweep import (
-    latest_export_runs,
-    refresh_sweep_coverage,
-    sweep_coverage,
-    sweep_coverage_after_export,
-)
-from trace_assets_tests.support.cli_processes import cli_env, run_cli
+from trace_assets.defs.sweep import latest_export_runs
+from trace_assets.defs.sweep_coverage import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
+from trace_assets.settings import DEFAULT_STAGING
+from trace_assets_tests.support.cli_processes import CLI, cli_env, run_cli
 from trace_assets_tests.support.generate_traces import generate_run
-from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
 
 
 def _status_scopes(tmp_path: Path) -> dict[str, list[str]]:
@@ -52,6 +51,25 @@ def test_the_demo_publish_reads_redacted(tmp_path):
         event = instance.get_latest_materialization_event(published_shards.key)
         assert event is not None and event.asset_materialization is not None
         assert event.asset_materialization.metadata["secret_verdict"].value == "redacted"
+
+
+def test_a_home_the_user_created_empty_gets_no_dagster_banner(tmp_path):
+    """A DAGSTER_HOME made with mkdir: `materialize --dry-run` puts the default staging root in it
+    (and opens no instance), then `status` opens the instance without Dagster's set-up warning."""
+    home = tmp_path / "made-by-the-user"
+    home.mkdir()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TRACE_ASSETS_", "DAGSTER_"))}
+    environment.update(DAGSTER_HOME=str(home), TRACE_ASSETS_TRACES_ROOT=str(SAMPLE_TRACES))
+    environment.update(TRACE_ASSETS_PUBLISH_ROOT=str(tmp_path / "published"))
+    dry_run = subprocess.run(
+        [CLI, "materialize", SAMPLE_RUN, "--dry-run"], capture_output=True, text=True, env=environment
+    )
+    assert dry_run.returncode == 1 and (home / DEFAULT_STAGING).is_dir(), dry_run.stderr  # the sample's live keys
+
+    status = subprocess.run([CLI, "status"], capture_output=True, text=True, env=environment)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout == "no scope has been exported yet\n" and status.stderr == "", status.stderr
+    assert (home / "dagster.yaml").read_bytes() == (PROJECT_DIR / "dagster.yaml").read_bytes()
 
 
 def test_status_reads_publishes_recorded_before_and_odd_figures(tmp_path):

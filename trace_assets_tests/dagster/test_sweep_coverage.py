@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.partitions import register_scopes
 from trace_assets.defs.resources import config_from_env
-from trace_assets.defs.sweep import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
+from trace_assets.defs.sweep_coverage import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 from trace_assets.sweep.view import SWEEP_FILE, SWEEP_PLOT
 from trace_assets_tests.support.generate_traces import generate_run
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
@@ -69,8 +69,8 @@ def test_a_publish_refreshes_the_sweep_view(tmp_path):
         metadata = {k: v.value for k, v in event.asset_materialization.metadata.items()}
     table = [r.data for r in metadata["scopes"].records]
     assert [r["scope"] for r in table] == SCOPES
-    assert (table[0]["trial_dirs"], table[0]["scored"], table[0]["exported"], table[0]["rows"]) == (36, 34, 28, 28)
-    assert table[0]["secret_verdict"] == "live" and "published_to" not in table[0]  # in the Parquet file
+    assert (table[0]["state"], table[0]["exported"], table[0]["verdict"]) == ("published", 28, "live")
+    assert "published_to" not in table[0]  # in the Parquet file
     assert metadata["dagster/row_count"] == 2 and "█" in metadata["status"]
 
     rows = pq.read_table(published / SWEEP_FILE).to_pylist()

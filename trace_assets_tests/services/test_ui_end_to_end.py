@@ -4,9 +4,11 @@ Real `dagster-webserver` and `dagster-daemon` processes on the project's workspa
 runs dequeued by the daemon (one published, one blocked by the secret scan), the metadata read
 back over GraphQL, and the pages a publisher opens rendered by one headless Chromium into
 screenshots, their text and layout checked: formatted figures, the raw-tree check absent while its scan
-is off (no "Execution failed" after the failed runs), every check's description, the sensor's readable status in `status`'s words, the blocked run's one-line reason
-(its tag, and first on its page), the sweep view's states within the page's width, the CLI's run on
-the job's page beside the UI's, a UI Materialize held by dagster.yaml's limits, a misspelled
+is off (no "Execution failed" after the failed runs), every check's description, the sensor's
+readable status in `status`'s words, the blocked run's one-line reason (its tag, and first on its
+page), the sweep view's states within the page's width (on the asset's Overview tab, every scope
+with its state), the CLI's run on the job's page beside the UI's, under the code location's tag and
+left off the Overview timeline as the docs say, a UI Materialize held by dagster.yaml's limits, a misspelled
 partition's failure naming the closest run and the sensor naming the partition, and the recheck
 job's Launchpad opening on a valid config.
 """
@@ -16,7 +18,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -26,7 +30,7 @@ import yaml
 from dagster_graphql import DagsterGraphQLClient
 
 from trace_assets.cli.backfill_api import query
-from trace_assets.core.run_tags import FAILURE_TAG
+from trace_assets.core.run_tags import CODE_LOCATION_TAG, FAILURE_TAG
 from trace_assets_tests.support.browser import Browser, headless_chromium
 from trace_assets_tests.support.cli_processes import CLI
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
@@ -45,6 +49,7 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"
 # The asset's Partitions tab with one partition selected: its latest materialization and metadata.
 PARTITION_PAGE = f"/assets/last_episode_rows?view=partitions&partition={SAMPLE_RUN}"
 SWEEP_PAGE = "/assets/sweep_coverage?view=events"  # its latest materialization, metadata shown
+SWEEP_OVERVIEW = "/assets/sweep_coverage"  # where the asset opens: its metadata beside its definition
 CHECKS_PAGE = "/assets/raw_trial_listing?view=checks"
 ROWS_CHECKS_PAGE = "/assets/last_episode_rows?view=checks"
 NO_CHECKS = "No checks defined for this asset"  # the checks tab of an asset without any
@@ -177,6 +182,15 @@ JOB_RUNS_QUERY = """
 query JobRuns($filter: RunsFilter!) { runsOrError(filter: $filter) { ... on Runs { results { runId } } } }
 """
 RUN_QUEUE_QUERY = "{ instance { runQueueConfig { tagConcurrencyLimitsYaml } } }"
+# The Overview timeline's query (dagster-webserver's useRunsForTimeline): the runs that ended in a
+# window, each drawn in its job's row by its repositoryOrigin, a run without one left out.
+TIMELINE_QUERY = """
+query Timeline($filter: RunsFilter!) {
+  completed: runsOrError(filter: $filter, limit: 500) {
+    ... on Runs { results { id pipelineName repositoryOrigin { repositoryName repositoryLocationName } } }
+  }
+}
+"""
 # The UI's Materialize of assets for one partition: a run of the implicit asset job, the assets selected.
 LAUNCH_ASSETS = """
 mutation Launch($params: ExecutionParams!) {
@@ -290,11 +304,27 @@ def key_limits_holding(url: str, tags: dict[str, str]) -> list[dict]:
     return [limit for limit in limits if limit.get("value") is None and limit["key"] in tags]
 
 
-def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
+def timeline_runs(url: str, since: float) -> dict[str, dict]:
+    """The finished runs the timeline's query returns for the window from `since` to now, by id."""
+    statuses = ["SUCCESS", "FAILURE", "CANCELED"]
+    window = {"statuses": statuses, "updatedAfter": since, "updatedBefore": time.time() + 1}
+    return {run["id"]: run for run in query(url, TIMELINE_QUERY, {"filter": window})["completed"]["results"]}
+
+
+@pytest.fixture
+def short_publish_root() -> Iterator[Path]:
+    """A publish root as short as a user's (`~/datasets`): the sweep view's file paths, shown whole
+    on the asset's Overview tab, would widen its value column past the page as tmp_path's do."""
+    with tempfile.TemporaryDirectory(prefix="ta-published-") as folder:
+        yield Path(folder)
+
+
+def test_runs_launched_from_graphql_show_in_the_ui(tmp_path, short_publish_root):
     chromium = require_binary(CHROMIUM, "chromium")  # before the runs, not after them
+    started = time.time()
     dagster_home = tmp_path / "dagster_home"
     write_instance_config(dagster_home)
-    publish_root = tmp_path / "published"
+    publish_root = short_publish_root
     env = service_env(
         dagster_home,
         TRACE_ASSETS_TRACES_ROOT=str(SAMPLE_TRACES),
@@ -307,6 +337,7 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     cli = subprocess.run([CLI, "materialize", SAMPLE_RUN], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert cli.returncode == 0, cli.stderr
     cli_run_id = json.loads(cli.stdout.splitlines()[-1])["dagster_run_id"]
+    assert f"the UI lists these runs under Runs and on job {JOB}'s page, not on the Overview timeline" in cli.stderr
     shots = tmp_path / "shots"
     shots.mkdir()
     with (
@@ -340,8 +371,9 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
             status = wait_for_run(client, refresh_id, daemon)
             assert status == dg.DagsterRunStatus.SUCCESS, f"run {refresh_id} {status}\n{daemon.log_tail()}"
             published_sweep_dom, _, published_sweep_wide = look_at(
-                browser, webserver.url + SWEEP_PAGE, "published_at", shots, "sweep-page-published"
+                browser, webserver.url + SWEEP_OVERVIEW, "published_at", shots, "sweep-overview-published"
             )
+            published_sweep_wide += browser.clipped()
             misspelled_id = client.submit_job_execution(JOB, **where, tags={"dagster/partition": MISSPELLED})
             status = wait_for_run(client, misspelled_id, daemon)
             assert status == dg.DagsterRunStatus.FAILURE, f"run {misspelled_id} {status}\n{daemon.log_tail()}"
@@ -373,6 +405,20 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         # One job whoever launched it: the CLI's run is listed on the job's page beside the UI's.
         listed = job_page_runs(webserver.url, repository, JOB)
         assert {cli_run_id, run_id, blocked_id} <= listed, (cli_run_id, listed)
+        # With the code location's tag the UI's runs carry, so filtering Runs by it finds the CLI's.
+        location = repository["repositoryLocationName"]
+        assert run_tags(webserver.url, ui_id)[CODE_LOCATION_TAG] == location
+        assert run_tags(webserver.url, cli_run_id)[CODE_LOCATION_TAG] == location
+        by_location = {"tags": [{"key": CODE_LOCATION_TAG, "value": location}]}
+        in_location = query(webserver.url, JOB_RUNS_QUERY, {"filter": by_location})["runsOrError"]["results"]
+        assert cli_run_id in {run["runId"] for run in in_location}
+        # The Overview timeline draws a run by its launch's origin in the code location, which a run
+        # executed in the CLI's process has none of (Dagster's API sets it on no such run): the query
+        # returns the CLI's run, the timeline leaves it out; the CLI and docs/operations.md say so.
+        timeline = timeline_runs(webserver.url, started)
+        drawn = {run_id for run_id, run in timeline.items() if run["repositoryOrigin"]}
+        assert {run_id, ui_id, blocked_id} <= drawn, timeline
+        assert cli_run_id in timeline and cli_run_id not in drawn, timeline[cli_run_id]
         # The UI's Materialize runs the implicit asset job, with none of the project's tags; the
         # limit on the partition tag every export run carries holds it all the same (at most 3).
         ui_tags = run_tags(webserver.url, ui_id)
@@ -422,6 +468,10 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
         )
         dom, partition_text, _ = look_at(browser, webserver.url + PARTITION_PAGE, "export_ratio", shots, "asset-page")
         sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
+        overview_dom, _, overview_wide = look_at(
+            browser, webserver.url + SWEEP_OVERVIEW, "published_at", shots, "sweep-overview"
+        )
+        overview_wide += browser.clipped()
         _, runs_text, _ = look_at(browser, f"{webserver.url}/runs", "blocked by check", shots, "runs-list")
         _, run_text, _ = look_at(
             browser, f"{webserver.url}/runs/{blocked_id}", "blocked by check no_live_secrets", shots, "blocked-run"
@@ -511,10 +561,18 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path):
     [gone] = [row[:2] for row in sweep.all_rows if row[0] == MISSPELLED and row[1] != "gone from the traces root"]
     assert gone[1].endswith(f"trace-assets forget {MISSPELLED} removes it"), sweep.all_rows
     assert not sweep_wide, f"the sweep page scrolls sideways: {json.dumps(sweep_wide, indent=1)}"
-    # Published, its figures and when, within a 1,600 px window too.
+    # Where the asset opens, its Overview tab: every scope with its state, published or not (the
+    # blocked one and the misspelled partition, gone from the traces root as `status` says it),
+    # whole within a 1,600 px window.
+    overview = MetadataTable()
+    overview.feed(overview_dom)
+    assert [SAMPLE_RUN, "blocked", "-", "-", "-"] in overview.all_rows, overview.all_rows
+    assert [MISSPELLED, "gone from the traces root", "-", "-", "-"] in overview.all_rows, overview.all_rows
+    assert not overview_wide, f"the Overview tab cuts a table off: {json.dumps(overview_wide, indent=1)}"
+    # Published, its figures and when, whole there too.
     published_sweep = MetadataTable()
     published_sweep.feed(published_sweep_dom)
-    rows = [row for row in published_sweep.all_rows if row[:2] == [SAMPLE_RUN, "36"]]
-    assert rows, f"no published row on the sweep page: {published_sweep.all_rows}"
-    assert len(rows[0][6]) == len("2026-01-31 23:59") and "UTC" not in rows[0][6], rows[0]
-    assert not published_sweep_wide, f"the sweep page scrolls sideways: {json.dumps(published_sweep_wide, indent=1)}"
+    rows = [row for row in published_sweep.all_rows if row[:3] == [SAMPLE_RUN, "published", "28"] and len(row) == 5]
+    assert rows, f"no published row on the Overview tab: {published_sweep.all_rows}"
+    assert len(rows[0][4]) == len("2026-01-31 23:59") and "UTC" not in rows[0][4], rows[0]
+    assert not published_sweep_wide, f"the Overview tab cuts a table off: {json.dumps(published_sweep_wide, indent=1)}"

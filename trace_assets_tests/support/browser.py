@@ -1,6 +1,6 @@
 """One headless Chromium driven over its DevTools protocol, as a person looks at the UI: a page
 opened, waited on until a text shows, a button clicked, its rendered DOM, a screenshot, and what
-of it is wider than its box (a table cut off at the page's right edge).
+of it is wider than its box (a table cut off at the page's right edge, scrolling or hidden).
 
 `--dump-dom` gives no layout; the protocol's `Runtime.evaluate` does. The websocket client is
 `websockets` (dagster-webserver's uvicorn brings it).
@@ -42,6 +42,21 @@ OVERFLOW_JS = """
   if (page.scrollWidth > window.innerWidth + 1)
     wide.push({tag: 'page', scrollWidth: page.scrollWidth, clientWidth: window.innerWidth, text: ''});
   return JSON.stringify(wide);
+})()
+"""
+# Tables cut off without a scrollbar: a table's right edge past the box of its nearest ancestor that
+# does not let it overflow (the asset's Overview tab hides what passes its metadata column).
+CLIPPED_JS = """
+(() => {
+  const clipped = [];
+  for (const table of document.querySelectorAll('table')) {
+    let box = table.parentElement;
+    while (box && getComputedStyle(box).overflowX === 'visible') box = box.parentElement;
+    const right = table.getBoundingClientRect().right, limit = box && box.getBoundingClientRect().right;
+    if (limit !== null && right > limit + 1)
+      clipped.push({right: Math.round(right), limit: Math.round(limit), text: table.innerText.slice(0, 80)});
+  }
+  return JSON.stringify(clipped);
 })()
 """
 
@@ -104,6 +119,10 @@ class Browser:
     def too_wide(self) -> list[dict[str, Any]]:
         """What scrolls sideways on the page: empty when everything fits its width."""
         return json.loads(self.evaluate(OVERFLOW_JS))
+
+    def clipped(self) -> list[dict[str, Any]]:
+        """The tables cut off at the right without a scrollbar: empty when every table shows whole."""
+        return json.loads(self.evaluate(CLIPPED_JS))
 
     def screenshot(self, path: Path) -> Path:
         path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))

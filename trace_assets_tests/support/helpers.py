@@ -17,7 +17,7 @@ from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import run_staged_steps
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.targets import PublishTarget
-from trace_assets.runtime.progress import quiet
+from trace_assets.runtime.progress import Progress, quiet
 from trace_assets.secret_scan.policy import ScanPolicy
 from trace_assets.secret_scan.scanner import ScanOptions
 from trace_assets.steps.rows import DEFAULT_ROWS_PER_SHARD
@@ -56,10 +56,12 @@ def stage_rows(
     batch_size: int = 7,
     sessions: bool = False,
     rows_per_part: int = DEFAULT_ROWS_PER_SHARD,
+    progress: Progress = quiet,
 ) -> dict[str, Any]:
     """Listing -> scored -> rows as the assets run them (`run_staged_steps`), with the steps' default
     options and no Dagster: each step's result by its name. With `sessions` the rows step also writes
-    session files (`staged_sessions(staging)`); rows go into parts of `rows_per_part` rows."""
+    session files (`staged_sessions(staging)`); rows go into parts of `rows_per_part` rows; the
+    steps' progress lines go to `progress`."""
     ctx = ScopeContext(
         staging=staging,
         store=store,
@@ -75,7 +77,7 @@ def stage_rows(
         session_harness="",
         shrink_threshold=None,
         shrink_override="",
-        progress=quiet,
+        progress=progress,
     )
     return run_staged_steps(ctx, through="last_episode_rows")
 

@@ -8,11 +8,13 @@ import re
 from importlib import resources
 from string import Template
 
+import dagster as dg
 import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from trace_assets.core.accounting import Coverage, Reason
 from trace_assets.core.scope import RunScope
+from trace_assets.defs.metadata import scan_metadata
 from trace_assets.harbor.options import ExportOptions
 from trace_assets.publishing.card import (
     CARD_TEMPLATE,
@@ -209,3 +211,22 @@ def test_the_card_template_leaves_out_what_fills_to_nothing():
     values |= {"header": "license: mit\n", "title": "T", "summary": "$x ${y}\n\n## Not a heading", "scan": "s"}
     text = fill_template(CARD_TEMPLATE, **values)
     assert text == "---\nlicense: mit\n---\n\n# T\n\n$x ${y}\n\n## Not a heading\n\n## Secret scan\n\ns\n"
+
+
+def test_the_scan_metadata_tables_the_kinds_found_and_says_how_many_were_searched():
+    """The sample's report: 55 kinds searched, 6 found; the UI's table lists the 6, most matches first."""
+    report = json.loads((GOLDEN / "secret_scan.json").read_text())
+    metadata = scan_metadata(report, GOLDEN / "secret_scan.json")
+    table = metadata["kinds"]
+    assert isinstance(table, dg.TableMetadataValue)
+    kinds = [(record.data["kind"], record.data["matches"]) for record in table.records]
+    assert kinds == [
+        ("private_key", 6),
+        ("jwt", 2),
+        ("openai_api_key", 2),
+        ("aws_access_key_id", 1),
+        ("github_token", 1),
+        ("hf_token", 1),
+    ]
+    searched = str(metadata["searched"].value)
+    assert searched.startswith("55 kinds (") and searched.endswith(" patterns); 6 with a match"), searched

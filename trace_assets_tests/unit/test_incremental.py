@@ -9,14 +9,15 @@ import pyarrow.parquet as pq
 
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.options import ExportOptions
+from trace_assets.runtime.progress import Progress, quiet
 from trace_assets.steps.staged_rows import iter_rows
 from trace_assets.steps.staging import RunStaging
 from trace_assets.store.trace_store import TraceStore
 from trace_assets_tests.support.helpers import SAMPLE_RUN, SAMPLE_TRACES, stage_rows
 
 
-def _steps(store: TraceStore, staging: RunStaging):
-    steps = stage_rows(store, staging, ExportOptions(subagents="merged"), batch_size=5)
+def _steps(store: TraceStore, staging: RunStaging, progress: Progress = quiet):
+    steps = stage_rows(store, staging, ExportOptions(subagents="merged"), batch_size=5, progress=progress)
     coverage, exported = steps["last_episode_rows"]
     return steps["scored_trials"], coverage, exported
 
@@ -45,9 +46,16 @@ def test_only_changed_trials_are_reread_and_results_equal_a_full_read(tmp_path):
         trace_jobs / "pymethods2test-2559__RwyxITh" / "result.json",
     )
 
-    scored, second, exported = _steps(store, incremental)
+    lines: list[str] = []
+    scored, second, exported = _steps(store, incremental, lines.append)
     assert scored.reread == 2 and scored.cached == 34  # only the new trial's and the newly scored one's result.json
     assert exported.reread == 3 and exported.cached == 32
+    # More unchanged than exported: excluded trials are taken from the last run too, as the line says.
+    excluded = second.trial_dirs - second.exported
+    assert second.exported < exported.cached < second.exported + excluded
+    assert lines[-1].endswith(
+        f"; {second.exported} exported, {excluded} excluded, of which 32 unchanged since the last run"
+    )
 
     full = RunStaging(tmp_path / "full", RunScope(SAMPLE_RUN))
     _, from_scratch, _ = _steps(store, full)

@@ -371,7 +371,7 @@ def test_redaction_replaces_live_and_unverified_only(planted):
     assert text.count("root@sandbox") == json.dumps(frame.to_dicts()).count("root@sandbox")
     rescan = SecretScanner("run-1", WITH_PROXY)
     rescan.scan(redacted)
-    assert rescan.report()["verdict"] == "placeholders_only"
+    assert rescan.report()["verdict"] == "near_misses"  # kept, beside the placeholders: nothing acted on
 
 
 def test_redact_without_secrets_returns_rows_unchanged():
@@ -448,6 +448,9 @@ def test_overall_verdict_order():
 
     assert overall_verdict(kinds()) == "clean"
     assert overall_verdict(kinds(placeholder=2)) == "placeholders_only"
+    assert overall_verdict(kinds(near_miss=1)) == "near_misses"  # kept as read: no placeholder
+    assert overall_verdict(kinds(near_miss=1, placeholder=2)) == "near_misses"
+    assert overall_verdict(kinds(near_miss=1, unverified=1)) == "unverified"
     assert overall_verdict(kinds(placeholder=2, unverified=1)) == "unverified"  # nothing verifiably live
     assert overall_verdict(kinds(unverified=1, live=1)) == "live"
 

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pyarrow.parquet as pq
 
+from trace_assets.sweep.parquet_file import write_parquet
 from trace_assets.sweep.scope_state import ScopeState
 from trace_assets.sweep.view import (
     DISPLAY_COLUMNS,
@@ -19,7 +20,6 @@ from trace_assets.sweep.view import (
     plot_svg,
     scope_parts,
     text_table,
-    write_parquet,
 )
 
 
@@ -61,15 +61,20 @@ def test_parquet_has_a_row_per_scope_in_run_and_step_order(tmp_path):
     assert rows[0]["mean_reward"] is None and rows[2]["mean_reward"] == 0.75
 
 
-def test_display_rows_have_the_same_narrow_fields_and_no_empty_cell():
-    rows = display_rows([*RECORDS, _record("sweep-c", 3)])
-    assert {tuple(row) for row in rows} == {DISPLAY_COLUMNS} and len(DISPLAY_COLUMNS) == 7
-    assert [(r["scope"], r["exported"], r["rows"]) for r in rows] == [
-        ("sweep-a", 28, 28),
-        ("sweep-b/step-25", 20, 20),
-        ("sweep-b/step-75", 30, 30),
-        ("sweep-c", 3, 3),
+def test_display_rows_list_every_scope_with_its_state_in_narrow_fields_and_no_empty_cell():
+    blocked = ScopeStatus("sweep-c", ScopeState.BLOCKED, "blocked by check no_live_secrets")
+    kept = ScopeStatus("sweep-d", ScopeState.FAILED, "step failed", _record("sweep-d", 3))  # the version before
+    rows = display_rows([kept, blocked, *PUBLISHED, ScopeStatus("sweep-e", ScopeState.NOT_EXPORTED)])
+    assert {tuple(row) for row in rows} == {DISPLAY_COLUMNS} and len(DISPLAY_COLUMNS) == 5
+    assert [(r["scope"], r["state"], r["exported"]) for r in rows] == [
+        ("sweep-a", "published", 28),
+        ("sweep-b/step-25", "published", 20),
+        ("sweep-b/step-75", "published", 30),
+        ("sweep-c", "blocked", "-"),
+        ("sweep-d", "failed", 3),
+        ("sweep-e", "not exported yet", "-"),
     ]
+    assert rows[3]["published_at"] == rows[3]["verdict"] == "-" and rows[4]["published_at"] != "-"
     assert all(value != "" for row in rows for value in row.values())
 
 
