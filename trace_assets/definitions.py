@@ -21,7 +21,7 @@ from trace_assets.defs.sensors import new_trace_runs_sensor
 from trace_assets.defs.sweep_coverage import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 from trace_assets.settings import ConfigError, ProcessSettings, load
 
-CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets, raw_tree_secrets]
+CHECKS = [coverage_accounts_for_every_folder, export_ratio_above_threshold, no_live_secrets]
 __all__ = ["build_definitions", "defs", "export_trace_run", "trace_runs"]
 
 
@@ -31,11 +31,16 @@ def build_definitions(
     process: ProcessSettings | None = None,
 ) -> dg.Definitions:
     """The code location; `loggers` lets the CLI print one line per message instead of Dagster's.
-    Publishing takes the `hub_commits` pool only when the configured target is the Hub."""
+    Publishing takes the `hub_commits` pool only when the configured target is the Hub.
+
+    `raw_tree_secrets` is defined only when the raw-tree scan is on (`trace_config.raw_scan`, read
+    when the code location loads, or the CLI's flag): a check in a run's plan that records nothing
+    is "Execution failed" once the run fails, whatever the reason (dagster#28461), so when off it is
+    in no run's plan rather than "Skipped" in the runs that publish and failed in the others."""
     publish = published_shards_asset(trace_config.parts().publishes_to_hub())
     return dg.Definitions(
         assets=[*EXPORT_ASSETS, publish, sweep_coverage],
-        asset_checks=CHECKS,
+        asset_checks=[*CHECKS, raw_tree_secrets] if trace_config.raw_scan else CHECKS,
         jobs=[export_trace_run, refresh_sweep_coverage, recheck_scopes],
         sensors=[
             new_trace_runs_sensor((process or ProcessSettings()).sensor_interval_seconds),

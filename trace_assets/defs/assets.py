@@ -37,6 +37,7 @@ from trace_assets.steps.free_space import NotEnoughSpace
 from trace_assets.store.missing import why_missing
 
 GROUP = "trace_export"
+RAW_TREE_CHECK = "raw_tree_secrets"  # the check on raw_trial_listing, defined only while the raw-tree scan is on
 HUB_COMMIT_POOL = "hub_commits"  # dagster.yaml's pool limit keeps Hub commits one at a time
 
 
@@ -87,6 +88,14 @@ def raw_trial_listing(
     trace_config: TraceAssetsConfig,
 ) -> dg.MaterializeResult:
     """Every trial folder of the run, from one recursive listing of its trace_jobs/ prefix."""
+    if trace_config.raw_scan and not _raw_tree_check_planned(context):
+        raise dg.Failure(
+            description=f"raw_scan is on in this run's config, but its plan has no {RAW_TREE_CHECK} check (the "
+            "code location loaded with the raw-tree scan off, which leaves the check out): set "
+            f"{env_name(PipelineSettings, 'raw_scan')}=1 where the code location runs and reload it, "
+            "or run `trace-assets materialize --raw-scan`",
+            allow_retries=False,
+        )
     with partition_context(context, trace_config) as ctx:
         try:
             stats = list_trials(ctx)
@@ -109,6 +118,13 @@ def raw_trial_listing(
             TRACES_ROOT: dg.MetadataValue.text(trace_config.traces_root),  # whose scope: see sweep.scope_statuses
         }
     )
+
+
+def _raw_tree_check_planned(context: dg.AssetExecutionContext) -> bool:
+    """Whether this run's plan holds `raw_tree_secrets` (Dagster logs each planned check at the run's start)."""
+    planned = context.instance.all_logs(context.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED)
+    key = dg.AssetCheckKey(context.asset_key, RAW_TREE_CHECK)
+    return any(entry.dagster_event.asset_check_planned_data.asset_check_key == key for entry in planned)
 
 
 @dg.asset(partitions_def=trace_runs, group_name=GROUP, kinds={"parquet"}, deps=upstream_of("scored_trials"))

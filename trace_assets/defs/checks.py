@@ -8,7 +8,7 @@ import dagster as dg
 
 from trace_assets.core.accounting import Coverage
 from trace_assets.core.run_tags import blocked_by
-from trace_assets.defs.assets import last_episode_rows, raw_trial_listing, secret_scan_report
+from trace_assets.defs.assets import RAW_TREE_CHECK, last_episode_rows, raw_trial_listing, secret_scan_report
 from trace_assets.defs.metadata import counts_text, percent_text, size_text
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import TraceAssetsConfig
@@ -138,11 +138,11 @@ RAW_OBJECTS_SHOWN = 200
 
 
 RAW_TREE_SECRETS = dg.AssetCheckSpec(
-    "raw_tree_secrets",
+    RAW_TREE_CHECK,
     asset=raw_trial_listing,
     partitions_def=trace_runs,
-    description=f"Skipped unless the raw-tree scan is on ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan). "
-    "On, it scans every "
+    description=f"Defined while the raw-tree scan is on ({env_name(PipelineSettings, 'raw_scan')}=1 where the code "
+    "location runs, or --raw-scan). It scans every "
     "object under the scope's prefix (episode prompts and logs the rows leave out) and passes when none holds a "
     "credential the policy would block or redact in published fields; else it warns (the raw objects themselves "
     "are never redacted).",
@@ -153,9 +153,10 @@ RAW_TREE_SECRETS = dg.AssetCheckSpec(
 def raw_tree_secrets(
     context: dg.AssetCheckExecutionContext, trace_config: TraceAssetsConfig
 ) -> Iterator[dg.AssetCheckResult]:
-    """Off, it records no result, which Dagster shows as "Skipped" once the run succeeds (in a run
-    the secret scan blocked, "Execution failed", as for every check of a failed run left without a
-    result), and its log says why."""
+    """Defined only while the raw-tree scan is on (see `build_definitions`). A run whose config turns
+    it off records no result, which Dagster shows as "Skipped" once the run succeeds ("Execution
+    failed" if the run fails, as for every check of a failed run left without a result), and its
+    log says why."""
     if not trace_config.raw_scan:
         skipped = (
             f"skipped: the raw-tree scan is off ({env_name(PipelineSettings, 'raw_scan')}=1 or --raw-scan turns it on)"

@@ -190,8 +190,8 @@ def test_secret_flags_choose_the_unverified_policy_and_the_raw_tree_scan(tmp_pat
     assert "blocked by check no_live_secrets on secret_scan_report" in blocked.stderr
     assert "to publish, run again with --on-unverified redact (or keep); scan report: " in blocked.stderr
     assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))  # off by default
-    # Off, raw_tree_secrets says it skipped, and is not warned about.
-    assert "raw_tree_secrets skipped: the raw-tree scan is off" in blocked.stderr
+    # Off, raw_tree_secrets is in no run: not run, not warned about.
+    assert "raw_tree_secrets" not in blocked.stderr
     assert "did not yield" not in blocked.stderr
     assert [w.split(":")[0] for w in json.loads(blocked.stdout)["warnings"]] == [
         "check export_ratio_above_threshold on last_episode_rows"

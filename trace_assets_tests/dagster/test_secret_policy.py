@@ -221,33 +221,78 @@ def _raw_check(result: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
     return check
 
 
-def test_raw_tree_scan_is_off_by_default_and_its_check_is_recorded_skipped(tmp_path):
-    """Off, the check records no result, which Dagster resolves from its run's end: skipped in a run
-    that published, never passed; in a run the secret scan blocked, like every check of a failed
-    run left without a result, "execution failed". Its log says why, in both."""
+CHECKED_ASSETS = (  # and raw_tree_secrets on raw_trial_listing
+    (dg.AssetKey("last_episode_rows"), ["coverage_accounts_for_every_folder", "export_ratio_above_threshold"]),
+    (dg.AssetKey("secret_scan_report"), ["no_live_secrets"]),
+)
+
+
+def _check_statuses(instance: dg.DagsterInstance, run_id: str) -> dict[str, AssetCheckExecutionResolvedStatus]:
+    """Every check the run planned, by name, as the UI resolves it once the run has ended."""
+    statuses = {}
+    for asset_key, names in ((raw_trial_listing.key, ["raw_tree_secrets"]), *CHECKED_ASSETS):
+        for name in names:
+            key = dg.AssetCheckKey(asset_key, name)
+            for execution in instance.event_log_storage.get_asset_check_execution_history(key, limit=5):
+                if execution.run_id == run_id:
+                    statuses[name] = asyncio.run(execution.resolve_status(LoadingContextForTest(instance)))
+    return statuses
+
+
+def test_raw_tree_scan_is_off_by_default_and_its_check_is_in_no_run(tmp_path):
+    """Off, `raw_tree_secrets` is not defined, so no run plans it: nothing reads "Execution failed"
+    after a blocked run. Every check of the blocked run shows what it found."""
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / RUN)
     _plant_in_episode_prompt(tmp_path / "traces")
-    key = dg.AssetCheckKey(raw_trial_listing.key, "raw_tree_secrets")
-    resolved = {
-        "redact": AssetCheckExecutionResolvedStatus.SKIPPED,
-        "block": AssetCheckExecutionResolvedStatus.EXECUTION_FAILED,
+    succeeded, failed = AssetCheckExecutionResolvedStatus.SUCCEEDED, AssetCheckExecutionResolvedStatus.FAILED
+    expected = {
+        "redact": {
+            "coverage_accounts_for_every_folder": succeeded,
+            "export_ratio_above_threshold": failed,  # a warning: the sample exports 82% of its scored trials
+            "no_live_secrets": succeeded,
+        },
+        "block": {
+            "coverage_accounts_for_every_folder": succeeded,
+            "export_ratio_above_threshold": failed,
+            "no_live_secrets": failed,
+        },
     }
     with dg.instance_for_test() as instance:
         for policy, published in (("redact", True), ("block", False)):
             result = _materialize(instance, tmp_path, policy)
             assert result.success is published
-            assert not [e for e in result.get_asset_check_evaluations() if e.check_name == "raw_tree_secrets"]
-            logged = [
-                e.user_message
-                for e in instance.all_logs(result.run_id)
-                if "raw_tree_secrets skipped: the raw-tree scan is off (TRACE_ASSETS_RAW_SCAN=1" in e.user_message
-            ]
-            assert logged, policy
-            [execution] = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
-            assert execution.run_id == result.run_id
-            status = asyncio.run(execution.resolve_status(LoadingContextForTest(instance)))
-            assert status == resolved[policy], policy
+            assert _check_statuses(instance, result.run_id) == expected[policy], policy
     assert not list((tmp_path / "staging").rglob("raw_secret_scan.json"))
+
+
+def test_raw_scan_in_run_config_without_the_check_fails_before_listing(tmp_path):
+    """A run that asks for the raw-tree scan (the Launchpad's `raw_scan: true`) on a code location
+    loaded without it fails at its first step, saying how to turn it on, rather than skip the scan."""
+    shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, tmp_path / "traces" / RUN)
+    roots = {
+        "traces_root": str(tmp_path / "traces"),
+        "publish_root": str(tmp_path / "p"),
+        "staging_root": str(tmp_path / "s"),
+    }
+    trace_config = config_from_env({}, **roots)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(trace_runs.name, [RUN])
+        job = build_definitions(trace_config).resolve_job_def(export_trace_run.name)
+        result = job.execute_in_process(
+            instance=instance,
+            partition_key=RUN,
+            raise_on_error=False,
+            run_config={"resources": {"trace_config": {"config": {**roots, "raw_scan": True}}}},
+        )
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "raw_trial_listing"
+    description = failure.step_failure_data.user_failure_data.description
+    assert description.startswith("raw_scan is on in this run's config, but its plan has no raw_tree_secrets"), (
+        description
+    )
+    assert "TRACE_ASSETS_RAW_SCAN=1" in description and "--raw-scan" in description
+    assert not (tmp_path / "s").exists()  # before anything is written
 
 
 def test_raw_tree_scan_finds_a_key_the_published_fields_never_hold(tmp_path):

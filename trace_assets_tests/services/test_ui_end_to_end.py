@@ -3,11 +3,12 @@
 Real `dagster-webserver` and `dagster-daemon` processes on the project's workspace.yaml, queued
 runs dequeued by the daemon (one published, one blocked by the secret scan), the metadata read
 back over GraphQL, and the pages a publisher opens rendered by one headless Chromium into
-screenshots, their text and layout checked: formatted figures, the raw-tree check recorded skipped, every
-check's description, the sensor's readable status in `status`'s words, the blocked run's one-line reason
-(its tag, and first on its page), the sweep view's states within the page's width (on the asset's
-Overview tab, every scope with its state), the CLI's run on the job's page beside the UI's, under the
-code location's tag and left off the Overview timeline as the docs say, a UI Materialize held by dagster.yaml's limits, a misspelled
+screenshots, their text and layout checked: formatted figures, the raw-tree check absent while its scan
+is off (no "Execution failed" after the failed runs), every check's description, the sensor's
+readable status in `status`'s words, the blocked run's one-line reason (its tag, and first on its
+page), the sweep view's states within the page's width (on the asset's Overview tab, every scope
+with its state), the CLI's run on the job's page beside the UI's, under the code location's tag and
+left off the Overview timeline as the docs say, a UI Materialize held by dagster.yaml's limits, a misspelled
 partition's failure naming the closest run and the sensor naming the partition, and the recheck
 job's Launchpad opening on a valid config.
 """
@@ -50,6 +51,8 @@ PARTITION_PAGE = f"/assets/last_episode_rows?view=partitions&partition={SAMPLE_R
 SWEEP_PAGE = "/assets/sweep_coverage?view=events"  # its latest materialization, metadata shown
 SWEEP_OVERVIEW = "/assets/sweep_coverage"  # where the asset opens: its metadata beside its definition
 CHECKS_PAGE = "/assets/raw_trial_listing?view=checks"
+ROWS_CHECKS_PAGE = "/assets/last_episode_rows?view=checks"
+NO_CHECKS = "No checks defined for this asset"  # the checks tab of an asset without any
 SENSOR = "new_trace_runs_sensor"
 MISSPELLED = "rl-sampel-run"  # a partition added in the UI that names no run under the traces root
 EXPORT_ASSET_PATHS = [
@@ -138,13 +141,6 @@ class MetadataTable(HTMLParser):
             self._cells[-1] += data
 
 
-CHECK_QUERY = """
-query Checks {
-  assetCheckExecutions(assetKey: {path: ["raw_trial_listing"]}, checkName: "raw_tree_secrets", limit: 10) {
-    runId status evaluation { description }
-  }
-}
-"""
 TICKS_QUERY = """
 query Ticks($sensor: SensorSelector!) {
   sensorOrError(sensorSelector: $sensor) {
@@ -368,7 +364,6 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path, short_publish_root)
             status = wait_for_run(client, ui_id, daemon)
             assert status == dg.DagsterRunStatus.SUCCESS, f"run {ui_id} {status}\n{daemon.log_tail()}"
             # The checks of a published run, before a failed run becomes the latest.
-            _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, "raw_tree_secrets", shots, "checks-page")
             _, secrets_text, _ = look_at(
                 browser, webserver.url + SECRETS_CHECKS_PAGE, "no_live_secrets", shots, "secrets-check-page"
             )
@@ -445,11 +440,6 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path, short_publish_root)
         failures = [
             e for e in run_events["events"] if e["__typename"] in ("ExecutionStepFailureEvent", "RunFailureEvent")
         ]
-        checks = query(webserver.url, CHECK_QUERY)["assetCheckExecutions"]
-        # The raw-tree scan is off: the check records no result; Dagster shows it skipped in the
-        # published runs (in the blocked one, like every check of a failed run, "Execution failed").
-        raw_status = {c["runId"]: (c["status"], c["evaluation"]) for c in checks}
-        assert raw_status[run_id] == raw_status[ui_id] == ("SKIPPED", None), checks
         # no_live_secrets passed because the policy allows live keys and redacts unverified ones (the
         # sample's near misses with generated bodies): its verdict says both.
         secrets = {c["runId"]: c for c in query(webserver.url, SECRETS_CHECK_QUERY)["assetCheckExecutions"]}
@@ -462,7 +452,8 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path, short_publish_root)
             for node in nodes
             for check in (node["assetChecksOrError"].get("checks") or [])
         }
-        assert len(descriptions) == 4 and all(descriptions.values()), descriptions
+        # The raw-tree scan is off: its check is not defined, so no run plans it.
+        assert len(descriptions) == 3 and all(descriptions.values()) and "raw_tree_secrets" not in descriptions
         recheck = query(
             webserver.url, RECHECK_DEFAULT_QUERY, {"selector": {**repository, "pipelineName": "recheck_scopes"}}
         )["runConfigSchemaOrError"]
@@ -470,6 +461,11 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path, short_publish_root)
         assert "scopes" in recheck["rootDefaultYaml"] and SAMPLE_RUN in recheck["rootDefaultYaml"], recheck
 
         location = f"{webserver.url}/locations/{repository['repositoryLocationName']}"
+        # After the misspelled and the blocked runs: no check of the listing, none "Execution failed".
+        _, checks_text, _ = look_at(browser, webserver.url + CHECKS_PAGE, NO_CHECKS, shots, "checks-page")
+        _, rows_checks_text, _ = look_at(
+            browser, webserver.url + ROWS_CHECKS_PAGE, "coverage_accounts_for_every_folder", shots, "rows-checks-page"
+        )
         dom, partition_text, _ = look_at(browser, webserver.url + PARTITION_PAGE, "export_ratio", shots, "asset-page")
         sweep_dom, _, sweep_wide = look_at(browser, webserver.url + SWEEP_PAGE, "why", shots, "sweep-page")
         overview_dom, _, overview_wide = look_at(
@@ -519,10 +515,16 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path, short_publish_root)
     # The misspelled partition's run fails naming the closest run, as the CLI's pre-flight does.
     assert f"no run '{MISSPELLED}' under" in misspelled_reason, misspelled_reason
     assert misspelled_reason.endswith(f"did you mean '{SAMPLE_RUN}'?"), misspelled_reason
-    # The raw-tree scan is off: its check reads skipped, and says what passing would mean.
-    assert "raw_tree_secrets" in checks_text and "Skipped" in checks_text, checks_text[:3000]
-    assert "Passed" not in checks_text.split("raw_tree_secrets", 1)[1][:200], checks_text[:3000]
-    assert "No description provided" not in checks_text + secrets_text, checks_text[:3000]
+    # The raw-tree scan is off: the listing's page shows no check of it, so nothing failed there.
+    assert "raw_tree_secrets" not in checks_text and "Execution failed" not in checks_text, checks_text[:3000]
+    assert "No description provided" not in secrets_text, secrets_text[:3000]
+    # What is left (docs/operations.md, "Checks after a failed run"): the misspelled partition's run
+    # left the rows' checks "Execution failed" there, so the check list marks the blocking check
+    # Failed, while its panel shows its latest execution, the sample's, Passed.
+    check_list = rows_checks_text[rows_checks_text.index("Checks (2)") : rows_checks_text.index("About")]
+    assert "Failed" in check_list.split("export_ratio_above_threshold")[0], check_list
+    panel = rows_checks_text[rows_checks_text.index("Latest execution") :]
+    assert "Passed" in panel and SAMPLE_RUN in panel, panel[:1000]
     assert "Passes when the rows hold no credential the policy blocks on" in secrets_text, secrets_text[:3000]
     # The CLI's run on the job's page; the recheck job's Launchpad on a config it can launch.
     assert cli_run_id[:8] in job_text and "No runs found" not in job_text, job_text[:2000]
@@ -555,15 +557,17 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path, short_publish_root)
     why = whys[0]
     assert why.startswith("blocked by check no_live_secrets") and "published to" not in why, why
     assert [SAMPLE_RUN, "36"] not in [row[:2] for row in sweep.all_rows], f"published row: {sweep.all_rows}"
-    misspelled = [row[1] for row in sweep.all_rows if row[0] == MISSPELLED and row[1] != "failed"]
-    assert misspelled and misspelled[0].endswith(f"did you mean '{SAMPLE_RUN}'?"), sweep.all_rows
+    # The misspelled partition: gone from the traces root (as `status` says it), with its remedy.
+    [gone] = [row[:2] for row in sweep.all_rows if row[0] == MISSPELLED and row[1] != "gone from the traces root"]
+    assert gone[1].endswith(f"trace-assets forget {MISSPELLED} removes it"), sweep.all_rows
     assert not sweep_wide, f"the sweep page scrolls sideways: {json.dumps(sweep_wide, indent=1)}"
     # Where the asset opens, its Overview tab: every scope with its state, published or not (the
-    # blocked one and the misspelled partition's failure), whole within a 1,600 px window.
+    # blocked one and the misspelled partition, gone from the traces root as `status` says it),
+    # whole within a 1,600 px window.
     overview = MetadataTable()
     overview.feed(overview_dom)
     assert [SAMPLE_RUN, "blocked", "-", "-", "-"] in overview.all_rows, overview.all_rows
-    assert [MISSPELLED, "failed", "-", "-", "-"] in overview.all_rows, overview.all_rows
+    assert [MISSPELLED, "gone from the traces root", "-", "-", "-"] in overview.all_rows, overview.all_rows
     assert not overview_wide, f"the Overview tab cuts a table off: {json.dumps(overview_wide, indent=1)}"
     # Published, its figures and when, whole there too.
     published_sweep = MetadataTable()

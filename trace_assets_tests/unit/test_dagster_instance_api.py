@@ -34,7 +34,7 @@ OUTSIDE_PUBLIC_API = {
     "get_concurrency_keys": {"cli/instance.py", "cli/materialize.py"},
     "get_concurrency_info": {"cli/instance.py", "cli/materialize.py"},
     "free_concurrency_slots_for_run": {"cli/instance.py"},
-    "all_logs": {"defs/sweep.py"},
+    "all_logs": {"defs/assets.py", "defs/sweep.py"},
     "add_run_tags": {"defs/sweep_coverage.py"},
 }
 
