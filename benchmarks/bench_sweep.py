@@ -161,13 +161,11 @@ def measure(work: Path, repeats: int) -> dict[str, Any]:
 def sensor_ticks(defs: Any, instance: Any, first_repeats: int, repeats: int) -> dict[str, Any]:
     """The export sensor's first tick (no cursor; the median of `first_repeats`) and a steady one
     with the cursor it left (of `repeats`), in process, with the listings each asked the store for."""
-    import dagster as dg
-
     from trace_assets.defs.resources import TraceAssetsConfig
     from trace_assets.store.trace_store import TraceStore
+    from trace_assets_tests.support.sensor_ticks import evaluated_tick
 
     figures: dict[str, Any] = {}
-    sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
     listings: Counter[str] = Counter()
     for cls, name in ((TraceStore, "run_folders"), (TraceStore, "iter_run"), (TraceAssetsConfig, "run_scopes")):
         original = getattr(cls, name)
@@ -179,14 +177,7 @@ def sensor_ticks(defs: Any, instance: Any, first_repeats: int, repeats: int) -> 
         setattr(cls, name, counted)
 
     def tick(cursor: str | None) -> Any:
-        with dg.build_sensor_context(
-            instance=instance,
-            instance_ref=instance.get_ref(),
-            cursor=cursor,
-            definitions=defs,
-            resources=defs.resources,
-        ) as context:
-            return sensor.evaluate_tick(context)
+        return evaluated_tick(defs, instance, cursor)
 
     figures["first_tick_s"], first = timed(lambda: tick(None), first_repeats)
     figures["first_tick_listings"] = {k: v / first_repeats for k, v in listings.items()}

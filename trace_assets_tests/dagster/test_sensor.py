@@ -22,6 +22,7 @@ from trace_assets.sweep.discovery import (
 )
 from trace_assets.sweep.scope_state import ScopeState
 from trace_assets_tests.support.helpers import PROJECT_DIR, SAMPLE_RUN, SAMPLE_TRACES
+from trace_assets_tests.support.sensor_ticks import evaluated_tick
 
 
 @pytest.fixture
@@ -38,34 +39,18 @@ def _defs(traces_root, settle_seconds: float) -> dg.Definitions:
     )
 
 
-def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None):
-    sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
-    # With instance_ref, run requests are checked against the partitions the same tick adds, as in the daemon.
-    with dg.build_sensor_context(
-        instance=instance,
-        instance_ref=instance.get_ref(),
-        cursor=cursor,
-        definitions=defs,
-        resources=defs.resources,
-    ) as context:  # as the daemon does: trace_config's object_storage and hub are set up from their keys
-        result = sensor.evaluate_tick(context)
-    for request in result.dynamic_partitions_requests or []:
-        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-    return result
-
-
 def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
     defs = _defs(traces_root, settle_seconds=60)
     run = traces_root / "run-a"
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, run)  # copied with its files' old times: settled long ago
 
     with dg.instance_for_test() as instance:
-        first = _tick(defs, instance, None)  # a finished run is requested at once
+        first = evaluated_tick(defs, instance, None)  # a finished run is requested at once
         assert [list(r.partition_keys) for r in first.dynamic_partitions_requests] == [["run-a"]]
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         assert first.run_requests[0].tags[SWEEP_TAG] == "traces"  # the traces root's last segment
 
-        unchanged = _tick(defs, instance, first.cursor)
+        unchanged = evaluated_tick(defs, instance, first.cursor)
         assert unchanged.run_requests == [] and "export requested, not published yet" in unchanged.skip_message
 
         stepped = traces_root / "run-b" / "trace_jobs"
@@ -73,20 +58,20 @@ def test_ticks_new_growing_settled_stepped_and_published_runs(traces_root):
             shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN / "trace_jobs", stepped / step)
         (stepped / "step-2" / "late-trial__x").mkdir()
         (stepped / "step-2" / "late-trial__x" / "trial.log").write_text("still running")  # written now
-        steps = _tick(defs, instance, unchanged.cursor)
+        steps = evaluated_tick(defs, instance, unchanged.cursor)
         assert [r.partition_key for r in steps.run_requests] == ["run-b/step-1"]
         assert sorted(k for r in steps.dynamic_partitions_requests for k in r.partition_keys) == [
             "run-b/step-1",
             "run-b/step-2",
         ]
-        assert "'run-b/step-2': settling, 1 min left" in _tick(defs, instance, steps.cursor).skip_message
+        assert "'run-b/step-2': settling, 1 min left" in evaluated_tick(defs, instance, steps.cursor).skip_message
 
         # a scope the CLI or a backfill published after its newest object is never exported again
         instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="published_shards", partition="run-c"))
         shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-c")
-        published = _tick(defs, instance, steps.cursor)
+        published = evaluated_tick(defs, instance, steps.cursor)
         assert "run-c" not in [r.partition_key for r in published.run_requests]
-        afresh = _tick(defs, instance, None)  # a deleted cursor re-checks all, re-exports only the unpublished
+        afresh = evaluated_tick(defs, instance, None)  # a deleted cursor re-checks all, re-exports only the unpublished
         assert sorted(r.partition_key for r in afresh.run_requests) == ["run-a", "run-b/step-1"]
 
         cursor = json.loads(published.cursor)
@@ -109,20 +94,20 @@ def test_recheck_lists_a_published_scope_at_the_next_tick(traces_root, tmp_path)
         )
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        first = _tick(defs, instance, None)
+        first = evaluated_tick(defs, instance, None)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
-        waiting = _tick(defs, instance, first.cursor)
+        waiting = evaluated_tick(defs, instance, first.cursor)
         assert "'run-a': export requested, not published yet" in waiting.skip_message
 
         asked = recheck("run-a", "run-z")
         assert asked.returncode == 1 and "'run-z' is not a partition the sensor knows" in asked.stderr
         assert [json.loads(line)["status"] for line in asked.stdout.splitlines()] == ["recheck_requested", "unknown"]
-        listed = _tick(defs, instance, waiting.cursor)  # listed now, not in an hour
+        listed = evaluated_tick(defs, instance, waiting.cursor)  # listed now, not in an hour
         assert (
             listed.skip_message == "1 scope(s): 1 exporting.\n'run-a': export requested, not published yet."
         )  # none ran
         assert json.loads(listed.cursor)["scopes"]["run-a"][4] == 2 * BACKOFF_START  # the next wait doubled
-        again = _tick(defs, instance, listed.cursor)  # the request is read once
+        again = evaluated_tick(defs, instance, listed.cursor)  # the request is read once
         assert "'run-a': export requested, not published yet" in again.skip_message
 
 
@@ -131,7 +116,7 @@ def test_a_cp_p_resync_of_new_content_is_exported_again(traces_root):
     run = traces_root / "run-a"
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, run)
     with dg.instance_for_test() as instance:
-        first = _tick(defs, instance, None)
+        first = evaluated_tick(defs, instance, None)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         instance.report_runless_asset_event(dg.AssetMaterialization(asset_key="published_shards", partition="run-a"))
         [result] = sorted(run.rglob("result.json"))[:1]
@@ -141,7 +126,7 @@ def test_a_cp_p_resync_of_new_content_is_exported_again(traces_root):
         os.utime(result, ns=(before.st_atime_ns, before.st_mtime_ns))  # as cp -p keeps it
         assert result.stat().st_size == before.st_size and result.stat().st_mtime_ns == before.st_mtime_ns
         request_rechecks(instance, ["run-a"], "test")
-        resynced = _tick(defs, instance, first.cursor)
+        resynced = evaluated_tick(defs, instance, first.cursor)
         assert [r.partition_key for r in resynced.run_requests] == ["run-a"]  # published before the change was seen
         assert resynced.run_requests[0].run_key != first.run_requests[0].run_key
 
@@ -160,21 +145,21 @@ def test_a_failed_export_is_requested_again_under_a_new_run_key_and_a_bad_re_che
     defs, export, published_root = _run_whose_publish_fails(traces_root)
 
     with dg.instance_for_test() as instance:
-        first = _tick(defs, instance, None)
+        first = evaluated_tick(defs, instance, None)
         [request] = first.run_requests
         assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
         # any caller may record an observation: one that names no scope is logged and ignored
         odd = dg.AssetObservation(asset_key="published_shards", partition="run a", metadata={RECHECK_METADATA: "api"})
         instance.report_runless_asset_event(odd)
         request_rechecks(instance, ["run-a"], "test")
-        retried = _tick(defs, instance, first.cursor)
+        retried = evaluated_tick(defs, instance, first.cursor)
         [again] = retried.run_requests
         assert again.partition_key == "run-a" and again.run_key not in (None, request.run_key)  # Dagster runs it
 
         published_root.unlink()
         assert export.execute_in_process(instance=instance, partition_key="run-a").success
         request_rechecks(instance, ["run-a"], "test")
-        published = _tick(defs, instance, retried.cursor)
+        published = evaluated_tick(defs, instance, retried.cursor)
         assert published.run_requests == [] and "'run-a': published and unchanged" in published.skip_message
 
 
@@ -187,21 +172,21 @@ def test_a_blocked_export_is_not_requested_again_until_an_operator_asks(traces_r
     export = defs.resolve_job_def("export_trace_run")
 
     with dg.instance_for_test() as instance:
-        first = _tick(defs, instance, None)
+        first = evaluated_tick(defs, instance, None)
         [request] = first.run_requests
         assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
         [status] = scope_statuses(instance)[0]
         assert status.state == ScopeState.BLOCKED and status.reason.startswith("blocked by check no_live_secrets")
         cursor = json.loads(first.cursor)
         cursor["scopes"]["run-a"][3] = 0.0  # its re-check due now, not in an hour
-        due = _tick(defs, instance, json.dumps(cursor))
+        due = evaluated_tick(defs, instance, json.dumps(cursor))
         assert due.run_requests == []
         assert due.skip_message == (
             f"1 scope(s): 1 blocked.\n'run-a': {status.reason}; not retried for this listing: requested again "
             "when its listing changes or on `trace-assets recheck run-a`."
         )
         request_rechecks(instance, ["run-a"], "test")  # after changing the policy or the allowlist
-        [again] = _tick(defs, instance, due.cursor).run_requests
+        [again] = evaluated_tick(defs, instance, due.cursor).run_requests
         assert again.partition_key == "run-a" and again.run_key not in (None, request.run_key)
 
 
@@ -222,14 +207,14 @@ def test_a_scope_blocked_after_a_publish_is_blocked_to_the_sensor_and_a_recheck_
 
     redact, block = defs_with("redact"), defs_with("block")
     with dg.instance_for_test() as instance:
-        first = _tick(block, instance, None)
+        first = evaluated_tick(block, instance, None)
         assert [r.partition_key for r in first.run_requests] == ["run-a"]
         assert (
             redact.resolve_job_def("export_trace_run")
             .execute_in_process(instance=instance, partition_key="run-a")
             .success
         )
-        published_tick = _tick(block, instance, first.cursor)
+        published_tick = evaluated_tick(block, instance, first.cursor)
         assert (
             published_tick.skip_message == "1 scope(s): 1 published and unchanged.\n'run-a': published and unchanged."
         )
@@ -239,15 +224,15 @@ def test_a_scope_blocked_after_a_publish_is_blocked_to_the_sensor_and_a_recheck_
         assert status.state == ScopeState.BLOCKED and "the version published before is kept" in status.reason
         cursor = json.loads(published_tick.cursor)
         cursor["scopes"]["run-a"][3] = 0.0  # its re-check due now
-        due = _tick(block, instance, json.dumps(cursor))
+        due = evaluated_tick(block, instance, json.dumps(cursor))
         assert due.run_requests == [] and due.skip_message.startswith("1 scope(s): 1 blocked.\n'run-a': blocked by")
 
         request_rechecks(instance, ["run-a"], "test")  # after setting on_secret back to redact
-        asked = _tick(redact, instance, due.cursor)
+        asked = evaluated_tick(redact, instance, due.cursor)
         assert [r.partition_key for r in asked.run_requests] == ["run-a"]
         export = redact.resolve_job_def("export_trace_run")
         assert export.execute_in_process(instance=instance, partition_key="run-a").success  # the requested run
-        done = _tick(redact, instance, asked.cursor)
+        done = evaluated_tick(redact, instance, asked.cursor)
         assert done.skip_message == "1 scope(s): 1 published and unchanged.\n'run-a': published and unchanged."
         assert scope_statuses(instance)[0][0].state == ScopeState.PUBLISHED
 
@@ -256,10 +241,10 @@ def test_a_failed_export_is_not_hidden_by_a_later_run_of_other_assets(traces_roo
     defs, export, published_root = _run_whose_publish_fails(traces_root)
 
     with dg.instance_for_test() as instance:
-        first = _tick(defs, instance, None)
+        first = evaluated_tick(defs, instance, None)
         assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
         listing = dg.AssetKey("raw_trial_listing")  # then someone materializes only the listing: a success
         assert export.execute_in_process(instance=instance, partition_key="run-a", asset_selection=[listing]).success
         request_rechecks(instance, ["run-a"], "test")
-        retried = _tick(defs, instance, first.cursor)
+        retried = evaluated_tick(defs, instance, first.cursor)
         assert [r.partition_key for r in retried.run_requests] == ["run-a"]  # judged by the run that planned to publish

@@ -15,3 +15,20 @@ def sensor_tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str 
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     return result
+
+
+def evaluated_tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorExecutionData:
+    """The tick as the daemon evaluates it (its skip message, run requests and cursor): run requests
+    checked against the partitions the same tick adds (`instance_ref`), which are added after it."""
+    sensor = defs.resolve_sensor_def("new_trace_runs_sensor")
+    with dg.build_sensor_context(
+        instance=instance,
+        instance_ref=instance.get_ref(),
+        cursor=cursor,
+        definitions=defs,
+        resources=defs.resources,
+    ) as context:  # as the daemon does: trace_config's object_storage and hub are set up from their keys
+        result = sensor.evaluate_tick(context)
+    for request in result.dynamic_partitions_requests or []:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
