@@ -161,20 +161,19 @@ def measure(work: Path, repeats: int) -> dict[str, Any]:
 def sensor_ticks(defs: Any, instance: Any, first_repeats: int, repeats: int) -> dict[str, Any]:
     """The export sensor's first tick (no cursor; the median of `first_repeats`) and a steady one
     with the cursor it left (of `repeats`), in process, with the listings each asked the store for."""
-    from trace_assets.defs.resources import TraceAssetsConfig
     from trace_assets.store.trace_store import TraceStore
     from trace_assets_tests.support.sensor_ticks import evaluated_tick
 
     figures: dict[str, Any] = {}
     listings: Counter[str] = Counter()
-    for cls, name in ((TraceStore, "run_folders"), (TraceStore, "iter_run"), (TraceAssetsConfig, "run_scopes")):
-        original = getattr(cls, name)
+    for name in ("run_folders", "scopes", "iter_run"):  # the root's runs, a run's step folders, a scope's objects
+        original = getattr(TraceStore, name)
 
         def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
             listings[_name] += 1
             return _original(*args, **kwargs)
 
-        setattr(cls, name, counted)
+        setattr(TraceStore, name, counted)
 
     def tick(cursor: str | None) -> Any:
         return evaluated_tick(defs, instance, cursor)
