@@ -89,7 +89,7 @@ class ScopeFactsReader:
         if key in self._read:
             return
         unread = [k for k in self._keys if k not in self._read] if len(self._read) >= self._one_by_one else []
-        keys = unread if key in unread else [*unread, key]
+        keys = list(dict.fromkeys([key, *unread]))  # `key` itself may be no partition yet (a tick's new one)
         self._runs.update(latest_export_runs(self._instance, keys))
         self._publishes.update(latest_publishes(self._instance, keys))
         self._read.update(keys)

@@ -99,7 +99,8 @@ def decide(
         return BlockDecision(PreviousVersion.WITHDRAWN, "private values block this run, and it was published with them")
     if report.get("findings_omitted"):
         return BlockDecision(PreviousVersion.WITHDRAWN, "the scan listed only some of its findings")
-    found = [entry for entry in report.get("findings", []) if entry.get("verdict") in {str(v) for v in blocked}]
+    verdicts = {str(verdict) for verdict in blocked}
+    found = [entry for entry in report.get("findings", []) if entry.get("verdict") in verdicts]
     earlier = {entry.get("fingerprint") for entry in previous_report.get("findings", [])}
     replaced = _replaced_kinds(previous_report)
     for entry in found:

@@ -99,15 +99,15 @@ class LastCheck(StrEnum):
 
 
 class Waiting(StrEnum):
-    """Why a scope is not requested this tick, counted in the tick's summary in `trace-assets
-    status`'s words (its states: published, exporting, failed, blocked), plus the sensor's own settling."""
+    """Why a scope is not requested this tick, counted in the tick's summary in `ScopeState`'s words
+    (`trace-assets status`'s), a published one saying it is unchanged."""
 
-    PUBLISHED = "published and unchanged"
-    SETTLING = "settling"
-    EXPORTING = "exporting"  # its export requested, not published yet
-    FAILED = "failed"  # its export failed past its retries
-    BLOCKED = "blocked"  # a blocking check stopped its export: not retried for the same listing
-    GONE = "gone from the traces root"
+    PUBLISHED = f"{ScopeState.PUBLISHED} and unchanged"
+    SETTLING = ScopeState.SETTLING.value
+    EXPORTING = ScopeState.EXPORTING.value  # its export requested, not published yet
+    FAILED = ScopeState.FAILED.value  # its export failed (and is retried at its re-check, or not past its retries)
+    BLOCKED = ScopeState.BLOCKED.value  # a blocking check stopped its export: not retried for the same listing
+    GONE = ScopeState.GONE.value
     UNCHANGED = "unchanged"  # a cursor entry from before checks were recorded: what it found unknown
 
 
@@ -558,7 +558,7 @@ def _check_export(key: str, previous: ScopeEntry, current: str, since: float, ti
         plan.skip(key, Waiting.PUBLISHED, str(Waiting.PUBLISHED))
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.PUBLISHED)
     if state not in FAILURES:  # queued, running, canceled by an operator (theirs to launch), or not started
-        plan.skip(key, Waiting.EXPORTING, "export requested, not published yet")
+        plan.skip(key, Waiting.EXPORTING, _exporting(""))
         return ScopeEntry(current, since, current, due, backoff, retries, LastCheck.REQUESTED)
     if state == ScopeState.BLOCKED:
         if not force:  # the same listing is blocked the same way: scanning it again would only cost
