@@ -87,16 +87,15 @@ def scan(ctx: ScopeContext) -> Scanned:
     if not blocking:
         write_json_atomically(staging.scan_report, report)
         return Scanned(report, None)
-    target, scope = ctx.target, ctx.scope
-    trials = target.published_file(scope, TRIALS_FILE)
-    block = decide_on_block(
-        report,
-        ctx.policy.blocked,
-        blocking,
-        exported_sources(staging.statuses),
-        published_json(target, scope, SCAN_REPORT_FILE),
-        None if trials is None else exported_sources(trials),
-    )
+    target, scope, current = ctx.target, ctx.scope, exported_sources(staging.statuses)
+    try:
+        trials = target.published_file(scope, TRIALS_FILE)
+        earlier = None if trials is None else exported_sources(trials)
+        block = decide_on_block(
+            report, ctx.policy.blocked, blocking, current, published_json(target, scope, SCAN_REPORT_FILE), earlier
+        )
+    except ValueError as error:  # a published report or trial list that does not parse: what it holds cannot be shown
+        block = BlockDecision(PreviousVersion.WITHDRAWN, f"its scan report or trial list could not be read ({error})")
     if block.previous != PreviousVersion.KEPT:  # the report alone, in its place (and on the root card)
         write_json_atomically(staging.scan_report, {**report, "previous_version": block.stored()})
         block = block.done(target.publish_blocked(staging.scan_report, scope))

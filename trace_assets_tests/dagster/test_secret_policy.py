@@ -138,6 +138,21 @@ def test_a_block_keeps_a_version_that_replaced_the_key_and_withdraws_one_that_ho
         assert "the version published before is withdrawn" in status.reason
 
 
+def test_a_block_withdraws_a_version_whose_trial_list_does_not_parse(tmp_path):
+    """What that version holds cannot be shown: withdrawn, saying why, rather than a failed step."""
+    _run_with_live_key(tmp_path / "traces")
+    folder = tmp_path / "published" / RUN
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, tmp_path, "redact").success
+        (folder / "trials.parquet").write_bytes(b"not parquet")
+        blocked = _materialize(instance, tmp_path, "block")
+        assert not blocked.success and [p.name for p in folder.iterdir()] == ["secret_scan.json"]
+        [check] = [e for e in blocked.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
+        assert "; the version published before is withdrawn: its scan report or trial list could not be read (" in (
+            check.description
+        )
+
+
 def test_redact_publishes_with_the_key_replaced(tmp_path):
     pem = _run_with_live_key(tmp_path / "traces")
     with dg.instance_for_test() as instance:
