@@ -21,9 +21,10 @@ from trace_assets.defs.metadata import (
 )
 from trace_assets.defs.partitions import scope_of, trace_runs
 from trace_assets.defs.resources import TraceAssetsConfig
-from trace_assets.defs.sweep import PREVIOUS_VERSION, PREVIOUS_VERSION_WHY, TRACES_ROOT
+from trace_assets.defs.sweep import PREVIOUS_VERSION, PREVIOUS_VERSION_WHY, PUBLISHED_SHARDS, TRACES_ROOT
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.orchestration.pipeline import PUBLISH_STEP, export, list_trials, publish, scan, score, upstream_of
+from trace_assets.publishing.blocked_version import PreviousVersion
 from trace_assets.publishing.targets import (
     Unread,
     kept_after_fault,
@@ -185,7 +186,24 @@ def secret_scan_report(
     if scanned.block is not None:  # blocked: kept or withdrawn, and why
         metadata[PREVIOUS_VERSION] = dg.MetadataValue.text(str(scanned.block.previous))
         metadata[PREVIOUS_VERSION_WHY] = dg.MetadataValue.text(scanned.block.line)
+        if scanned.block.previous == PreviousVersion.WITHDRAWN:
+            context.log_event(withdrawn_observation(context.partition_key, context.run.run_id, scanned.block.line))
     return dg.MaterializeResult(metadata=metadata)
+
+
+def withdrawn_observation(scope: str, run_id: str, line: str) -> dg.AssetObservation:
+    """On `published_shards`' page, after its last materialization (whose `published_to` now holds
+    the scan report alone): the version is withdrawn. Dagster's open-source instance has no public
+    way to retract a partition's materialization (dagster#14749), so its badge stays green."""
+    return dg.AssetObservation(
+        asset_key=PUBLISHED_SHARDS,
+        partition=scope,
+        description=f"withdrawn by run {run_id}: {line}",
+        metadata={
+            PREVIOUS_VERSION: dg.MetadataValue.text(str(PreviousVersion.WITHDRAWN)),
+            PREVIOUS_VERSION_WHY: dg.MetadataValue.text(line),
+        },
+    )
 
 
 def published_shards_asset(to_hub: bool) -> dg.AssetsDefinition:

@@ -21,7 +21,7 @@ from trace_assets.defs.jobs import export_trace_run
 from trace_assets.defs.partitions import TRACE_RUNS, trace_runs
 from trace_assets.defs.recheck import recheck_requests
 from trace_assets.defs.resources import TraceAssetsConfig
-from trace_assets.defs.sweep import ScopeFactsReader
+from trace_assets.defs.sweep import ScopeFactsReader, scopes_tried_since
 from trace_assets.store.queue_events import bucket_and_prefix, read_messages
 from trace_assets.store.s3_options import aws_session_options
 from trace_assets.sweep.discovery import (
@@ -34,6 +34,8 @@ from trace_assets.sweep.discovery import (
 )
 
 SKIPS_SHOWN = 20  # scopes named in a tick's summary; the debug log names them all
+RUNS_SINCE = "runs_since"  # in the cursor's extra: when the last tick began (its runs read from then on)
+RUNS_SINCE_MARGIN = 5.0  # seconds read again: a run updated as the last tick read them is not missed
 
 
 def new_trace_runs_sensor(interval_seconds: int) -> dg.SensorDefinition:
@@ -74,9 +76,13 @@ def _tick(
         return store.iter_run(RunScope.from_key(key))
 
     known = instance.get_dynamic_partitions(TRACE_RUNS)
-    sources = TickSources(run_scopes, listing, ScopeFactsReader(instance, known))
     now = time.time()
     extra = cursor_extra(context.cursor)
+    # Runs anyone launched (the UI, the CLI, a backfill) that changed since the last tick began: their
+    # scopes are followed whatever their back-off, so no tick calls one "published" while it is not.
+    since = extra.get(RUNS_SINCE)
+    tried = scopes_tried_since(instance, since - RUNS_SINCE_MARGIN) if isinstance(since, int | float) else set()
+    sources = TickSources(run_scopes, listing, ScopeFactsReader(instance, known), tried)
     asked, seen = recheck_requests(instance, extra.get("rechecked_through"))
     recheck = {key for key in asked if is_scope_key(key)}  # an observation from any caller: checked here
     for key in sorted(asked - recheck):
@@ -106,7 +112,7 @@ def _tick(
             now,
             settle=trace_config.settle_seconds,
             recheck=recheck,
-            extra={"rechecked_through": seen, "acks": handles},
+            extra={"rechecked_through": seen, "acks": handles, RUNS_SINCE: now},
         )
     else:  # the root, listed with a delimiter; with a queue, only on the first tick (no cursor)
         plan = plan_tick(
@@ -117,7 +123,7 @@ def _tick(
             now,
             settle=trace_config.settle_seconds,
             recheck=recheck,
-            extra={"rechecked_through": seen},
+            extra={"rechecked_through": seen, RUNS_SINCE: now},
         )
     if plan.new_keys:
         context.log.info(f"new scopes: {', '.join(plan.new_keys)}")

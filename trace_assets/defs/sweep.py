@@ -141,6 +141,17 @@ def latest_export_runs(instance: dg.DagsterInstance, keys: Sequence[str]) -> dic
     return latest
 
 
+def scopes_tried_since(instance: dg.DagsterInstance, since: float) -> set[str]:
+    """The scopes whose export run (planned to publish them, whoever launched it) was created,
+    started or ended after `since` (a timestamp): one query, whatever the sweep's size."""
+    records = instance.get_run_records(dg.RunsFilter(updated_after=datetime.fromtimestamp(since, UTC)))
+    return {
+        record.dagster_run.tags[PARTITION_TAG]
+        for record in records
+        if PARTITION_TAG in record.dagster_run.tags and _plans_publish(record.dagster_run)
+    }
+
+
 def _plans_publish(run: dg.DagsterRun) -> bool:
     if not run.asset_selection:  # the whole job
         return run.job_name == EXPORT_JOB

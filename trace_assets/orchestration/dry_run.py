@@ -41,8 +41,12 @@ class ReadOnlyTarget:
     def check_writable(self, scope: RunScope) -> None:
         self.published.check_writable(scope)
 
-    def publish_blocked(self, scan_report: Path, scope: RunScope) -> bool:
+    def publish_blocked(self, scan_report: Path, scope: RunScope, versions: list[dict[str, Any]] | None = None) -> bool:
         """The blocked scope's report stays in staging: nothing published is removed."""
+        return False
+
+    def record_versions(self, scope: RunScope, versions: list[dict[str, Any]]) -> bool:
+        """Nothing published is written."""
         return False
 
     def publish_root_file(self, local_file: Path) -> str | None:

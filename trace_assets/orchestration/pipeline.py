@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trace_assets.core.accounting import Coverage
+from trace_assets.core.scope import RunScope
 from trace_assets.orchestration.context import ScopeContext
 from trace_assets.publishing.blocked_version import BlockDecision, PreviousVersion, exported_sources
 from trace_assets.publishing.blocked_version import decide as decide_on_block
@@ -21,8 +22,8 @@ from trace_assets.publishing.card_facts import CardFacts, gather_facts
 from trace_assets.publishing.dataset_folder import SCAN_REPORT_FILE, TRIALS_FILE, build_run_folder
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.publishing.shrink_guard import refuse_worse_version
-from trace_assets.publishing.targets import published_json
-from trace_assets.publishing.versions import earlier_versions
+from trace_assets.publishing.targets import PublishTarget, published_json, read_published_versions
+from trace_assets.publishing.versions import block_entry, earlier_versions, with_block
 from trace_assets.runtime.atomic_files import remove_path, temp_sibling
 from trace_assets.steps.free_space import check_free_space
 from trace_assets.steps.listing import ListingStats, build_listing
@@ -96,12 +97,31 @@ def scan(ctx: ScopeContext) -> Scanned:
         )
     except ValueError as error:  # a published report or trial list that does not parse: what it holds cannot be shown
         block = BlockDecision(PreviousVersion.WITHDRAWN, f"its scan report or trial list could not be read ({error})")
+    history, versions = _history_with_block(target, scope, block, sorted(blocking))
     if block.previous != PreviousVersion.KEPT:  # the report alone, in its place (and on the root card)
         write_json_atomically(staging.scan_report, {**report, "previous_version": block.stored()})
-        block = block.done(target.publish_blocked(staging.scan_report, scope))
+        block = block.done(target.publish_blocked(staging.scan_report, scope, versions))
+    if versions != history and block.previous in (PreviousVersion.KEPT, PreviousVersion.LEFT):  # still published
+        target.record_versions(scope, versions)
     report = {**report, "previous_version": block.stored()}
     write_json_atomically(staging.scan_report, report)
     return Scanned(report, block)
+
+
+def _history_with_block(
+    target: PublishTarget, scope: RunScope, block: BlockDecision, kinds: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The scope's published history as read (`versions.json`; one that does not parse starts
+    again), and with this block last: a withdrawn version's folder keeps it, a kept one's
+    `versions.json` records it. Empty with no history (nothing published before, ever)."""
+    try:
+        earlier = earlier_versions(read_published_versions(target, scope), target.published_coverage(scope))
+    except ValueError:
+        earlier = []
+    if not earlier:
+        return [], []
+    entry = block_entry(str(block.previous), block.why, kinds, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+    return earlier, with_block(earlier, entry)
 
 
 @dataclass(frozen=True)

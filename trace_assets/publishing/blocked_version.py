@@ -90,9 +90,10 @@ def decide(
     """Keep or withdraw the earlier version. `report`: the blocked scan's; `blocked`: the verdicts the
     policy blocks on; `blocking`: `ScanPolicy.blocking`'s counts; `current`: each exported trial's
     source fingerprint now; `previous_report` and `previous`: the earlier version's scan report and
-    exported trials (None: unreadable, or nothing published when both are)."""
-    if previous_report is None and previous is None:
-        return BlockDecision(PreviousVersion.NONE)
+    exported trials (None: unreadable; nothing is published when the trials are None and the report
+    is too, or is a blocked scan's, which holds `previous_version`)."""
+    if previous is None and (previous_report is None or "previous_version" in previous_report):
+        return BlockDecision(PreviousVersion.NONE)  # nothing, or a blocked scope's report alone
     if previous_report is None or previous is None:
         return BlockDecision(PreviousVersion.WITHDRAWN, "its scan report or trial list could not be read")
     if any(name.startswith("private:") for name in blocking):

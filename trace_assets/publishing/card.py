@@ -15,9 +15,11 @@ import yaml
 
 from trace_assets.core.accounting import REASON_DESCRIPTIONS, Coverage, Reason
 from trace_assets.harbor.options import ExportOptions
+from trace_assets.publishing.blocked_version import PreviousVersion
 from trace_assets.publishing.card_facts import CardFacts, Distribution, count, size_category, size_text
 from trace_assets.publishing.sessions_card import sessions_prose
 from trace_assets.publishing.shards import ShardSet
+from trace_assets.publishing.versions import BLOCK, is_block
 from trace_assets.secret_scan.verdicts import RunVerdict
 from trace_assets.steps.sessions import SessionCounts
 
@@ -455,12 +457,32 @@ def history_prose(versions: list[dict[str, Any]]) -> str:
     lines = ["| version | published | trial folders | scored | exported | rows | why the figures changed |"]
     lines.append("|---|---|---:|---:|---:|---:|---|")
     for v in reversed(versions):
+        if is_block(v):
+            lines.append(_block_row(v))
+            continue
         figures = " | ".join(
             f"{v[k]:,}" if isinstance(v.get(k), int) else "?" for k in ("trial_dirs", "scored", "exported", "rows")
         )
         version = f"`{v['version']}`" if v.get("version") else "(earlier)"
         lines.append(f"| {version} | {v.get('published_at') or 'not recorded'} | {figures} | {v.get('why', '')} |")
     return "\n".join(lines)
+
+
+def _block_row(entry: dict[str, Any]) -> str:
+    """A run the secret scan blocked: the kinds that blocked it, and what became of the version
+    before (kept or withdrawn) and why, as the run's failure line said it."""
+    block = entry[BLOCK]
+    kinds = ", ".join(str(kind) for kind in block.get("kinds") or []) or "findings"
+    previous = block.get("previous_version")
+    said = f"blocked by the secret scan ({kinds}); " + (
+        "nothing was published then" if previous == PreviousVersion.NONE else f"the version before was {previous}"
+    )
+    why = str(block.get("why") or "")  # names a trial: text from the trial folders
+    return (
+        f"| blocked | {entry.get('blocked_at') or 'not recorded'} | - | - | - | - | "
+        + (f"{said}: {code_span(why)}" if why else said).replace("|", "\\|")
+        + " |"
+    )
 
 
 def _percent(part: int, whole: int) -> str:

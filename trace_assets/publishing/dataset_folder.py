@@ -31,7 +31,7 @@ from trace_assets.publishing.plots import bar_chart_svg, integer_label, range_la
 from trace_assets.publishing.sessions_card import SESSIONS_CARD, sessions_card
 from trace_assets.publishing.shards import ShardSet, rewrite_batch_rows, version_folder, write_shards
 from trace_assets.publishing.trace_sources import Transform, data_dir, only_source, source_counts
-from trace_assets.publishing.versions import history, version_entry
+from trace_assets.publishing.versions import history, version_entry, versions_json
 from trace_assets.runtime.ahead import available_cores
 from trace_assets.runtime.progress import Progress, quiet
 from trace_assets.steps.parquet_layout import write_published_table
@@ -125,7 +125,7 @@ def build_run_folder(
     (out_dir / COVERAGE_FILE).write_text(json.dumps(coverage.as_dict(), indent=2) + "\n")
     (out_dir / SCAN_REPORT_FILE).write_text(json.dumps(scan_report, indent=2) + "\n")
     versions = history(card.earlier_versions, version_entry(coverage, card.facts, shards, options, card.published_at))
-    (out_dir / VERSIONS_FILE).write_text(json.dumps({"versions": versions}, indent=2) + "\n")
+    (out_dir / VERSIONS_FILE).write_text(versions_json(versions))
     if card.plots:
         _write_plots(out_dir, card.facts)
     example = example_row(out_dir, shards, card.flagged_trials)

@@ -69,6 +69,7 @@ from trace_assets.publishing.plots import (
     points_extent,
     stacked_svg,
 )
+from trace_assets.publishing.versions import last_version
 from trace_assets.runtime.atomic_files import replaced_atomically
 from trace_assets.runtime.file_lock import hold_lock
 
@@ -194,8 +195,7 @@ class ScopeFiles:
     @property
     def last_version(self) -> dict[str, Any]:
         entries = (self.versions or {}).get("versions")
-        last = entries[-1] if isinstance(entries, list) and entries else None
-        return last if isinstance(last, dict) else {}
+        return (last_version(entries) if isinstance(entries, list) else None) or {}
 
 
 # The `configs` key of a header as yaml.dump writes it: its line, then the lines of its value (list
@@ -977,7 +977,10 @@ def _table(summaries: list[RunSummary]) -> str:
         "## Runs\n\nEach run's figures summed over its published steps, from each step's own `coverage.json`, "
         "`versions.json` and `secret_scan.json` (ratio: exported of scored; mean reward: of exported trials with a "
         "finite, valid reward, weighed by those trials); every step's figures are in `sweep_index.json`. A blocked "
-        "scope's folder holds its scan report only.\n\n" + header + "\n".join([*rows, *blocked, total]) + "\n\n"
+        "scope's folder holds its scan report and version history only.\n\n"
+        + header
+        + "\n".join([*rows, *blocked, total])
+        + "\n\n"
     )
 
 

@@ -35,6 +35,7 @@ from fsspec.implementations.local import LocalFileSystem
 from trace_assets.core.defaults import DEFAULT_PUBLISH_CONCURRENCY
 from trace_assets.core.scope import RunScope
 from trace_assets.harbor.sessions import SESSIONS_DIR
+from trace_assets.publishing.blocked_version import PreviousVersion
 from trace_assets.publishing.card import CardSettings
 from trace_assets.publishing.dataset_folder import CARD_FILE, COVERAGE_FILE, SCAN_REPORT_FILE, VERSIONS_FILE
 from trace_assets.publishing.hub import (
@@ -44,6 +45,7 @@ from trace_assets.publishing.hub import (
     RepoIdTemplateError,
     SharedFiles,
     check_hub_access,
+    commit_file,
     parse_publish_root,
     publish_run_folder,
     read_published_file,
@@ -63,6 +65,7 @@ from trace_assets.publishing.root_card import (
 )
 from trace_assets.publishing.sessions_card import SESSIONS_CARD
 from trace_assets.publishing.shards import DATA_DIR
+from trace_assets.publishing.versions import BLOCK, is_block, last_version, versions_json
 from trace_assets.runtime.atomic_files import (
     TEMP_MARK,
     copy_atomically,
@@ -108,9 +111,15 @@ class PublishTarget(Protocol):
         """Before any work: raise OSError (or HubPublishError) if publishing the scope would fail for access."""
         ...
 
-    def publish_blocked(self, scan_report: Path, scope: RunScope) -> bool:
-        """A blocked scope's published folder holds the scan report and nothing else; True when that
+    def publish_blocked(self, scan_report: Path, scope: RunScope, versions: list[dict[str, Any]] | None = None) -> bool:
+        """A blocked scope's published folder holds the scan report and, when it withdraws a version,
+        that version's history with the block last (`versions.json`), nothing else; True when that
         removed its earlier version (the sweep view must not show it as published any more)."""
+        ...
+
+    def record_versions(self, scope: RunScope, versions: list[dict[str, Any]]) -> bool:
+        """The published version's `versions.json` replaced alone, whole (a block that kept that
+        version, recorded in its history); False where the target writes nothing for a block."""
         ...
 
     def publish_root_file(self, local_file: Path) -> str | None:
@@ -156,11 +165,20 @@ def kept_after_fault(
     return published_state(target.location(scope), now if before is Unread.NOT_PUBLISHING else before, now)
 
 
+_STILL_PUBLISHED = (PreviousVersion.KEPT, PreviousVersion.LEFT)  # a block after which the version stays
+
+
 def published_version(versions_json: object) -> str | None:
-    """The version a published `versions.json` names last (its shards' content version)."""
+    """The version a published `versions.json` names last (its shards' content version); None when
+    a block withdrew it since (the folder holds its scan report and history alone)."""
     versions = versions_json.get("versions") if isinstance(versions_json, dict) else None
-    last = versions[-1] if isinstance(versions, list) and versions else None
-    version = last.get("version") if isinstance(last, dict) else None
+    if not isinstance(versions, list) or not versions:
+        return None
+    last = versions[-1]
+    if isinstance(last, dict) and is_block(last) and last[BLOCK].get("previous_version") not in _STILL_PUBLISHED:
+        return None
+    entry = last_version(versions)
+    version = entry.get("version") if entry is not None else None
     return str(version) if version else None
 
 
@@ -232,9 +250,11 @@ class FolderTarget:
         fs.pipe_file(probe, b"")
         fs.rm_file(probe)
 
-    def publish_blocked(self, scan_report: Path, scope: RunScope) -> bool:
+    def publish_blocked(self, scan_report: Path, scope: RunScope, versions: list[dict[str, Any]] | None = None) -> bool:
         with tempfile.TemporaryDirectory() as folder:
             shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
+            if versions:
+                (Path(folder) / VERSIONS_FILE).write_text(versions_json(versions))
             this = ScopeFiles.of_folder(scope, Path(folder))
             replace_folder(
                 Path(folder),
@@ -243,6 +263,18 @@ class FolderTarget:
                 after_flip=lambda: update_folder_root_card(self.root_url, self.storage_options, this, self.card),
                 concurrency=self.publish_concurrency,
             )
+        return True
+
+    def record_versions(self, scope: RunScope, versions: list[dict[str, Any]]) -> bool:
+        fs, folder = fsspec.core.url_to_fs(self.location(scope), **self.storage_options)
+        path = f"{folder.rstrip('/')}/{VERSIONS_FILE}"
+        if isinstance(fs, LocalFileSystem):
+            with tempfile.TemporaryDirectory() as temp:
+                written = Path(temp, VERSIONS_FILE)
+                written.write_text(versions_json(versions))
+                copy_atomically(written, Path(path))  # a rename: readers see the old history or the new
+        else:
+            fs.pipe_file(path, versions_json(versions).encode())  # one PUT
         return True
 
     def publish_root_file(self, local_file: Path) -> str | None:
@@ -355,15 +387,17 @@ class HubTarget:
         repo_id, _, _ = self._place(scope)
         check_hub_access(repo_id, token=self.settings.token, endpoint=self.settings.endpoint)
 
-    def publish_blocked(self, scan_report: Path, scope: RunScope) -> bool:
-        """In a repo per sweep, as in a folder: the scope's folder keeps its scan report and nothing
-        else, and the root card lists it as blocked, in one commit. A repo per scope gets nothing:
-        its report stays in the staging folder."""
+    def publish_blocked(self, scan_report: Path, scope: RunScope, versions: list[dict[str, Any]] | None = None) -> bool:
+        """In a repo per sweep, as in a folder: the scope's folder keeps its scan report (and the
+        withdrawn version's history) and nothing else, and the root card lists it as blocked, in one
+        commit. A repo per scope gets nothing: its report stays in the staging folder."""
         if self.settings.repo_id_template:
             return False
         repo_id, revision, path = self._place(scope)
         with tempfile.TemporaryDirectory() as folder:
             shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
+            if versions:
+                (Path(folder) / VERSIONS_FILE).write_text(versions_json(versions))
             for attempt in range(BLOCKED_COMMIT_ATTEMPTS):
                 try:
                     self._commit_blocked(Path(folder), scope, repo_id, revision, path)
@@ -381,11 +415,25 @@ class HubTarget:
             revision=revision,
             private=self.settings.private,
             path_in_repo=path,
-            commit_message=f"Blocked by the secret scan: {scope.key} (its scan report only)",
+            commit_message=f"Blocked by the secret scan: {scope.key} (its scan report and history only)",
             endpoint=self.settings.endpoint,
             shared_files=self._root_card(folder, scope),
             whole_folder=True,
         )
+
+    def record_versions(self, scope: RunScope, versions: list[dict[str, Any]]) -> bool:
+        """One commit of `versions.json` alone, in either layout (the kept version's repo or folder)."""
+        repo_id, revision, path = self._place(scope)
+        commit_file(
+            repo_id,
+            _in_repo(path, VERSIONS_FILE),
+            versions_json(versions).encode(),
+            token=self.settings.token,
+            revision=revision,
+            commit_message=f"Blocked by the secret scan: {scope.key} (the version before kept; its history says so)",
+            endpoint=self.settings.endpoint,
+        )
+        return True
 
     def publish_root_file(self, local_file: Path) -> str | None:
         """Skipped: a commit per refresh would double the commits of a sweep and queue behind the

@@ -4,10 +4,15 @@ The previous entries are read through the publish target before it is replaced; 
 says why its figures differ from the one before (the source changed, the options changed, or the
 same source read under changed rules), so the card can say "an earlier version had 255 rows from a
 partial listing; rebuilt".
+
+A run the secret scan blocked over a published version adds an entry of its own (`block_entry`):
+what became of that version (kept or withdrawn, `blocked_version`) and why, so the history of a
+scope whose version vanished, or stayed through a block, says so on the next card.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from trace_assets.core.accounting import Coverage
@@ -16,6 +21,35 @@ from trace_assets.publishing.card_facts import CardFacts
 from trace_assets.publishing.shards import ShardSet
 
 FIGURES = ("trial_dirs", "scored", "exported", "rows", "objects", "bytes")
+BLOCK = "blocked"  # the key of an entry that records a block rather than a version
+
+
+def versions_json(entries: list[dict[str, Any]]) -> str:
+    """`versions.json`'s text."""
+    return json.dumps({"versions": entries}, indent=2) + "\n"
+
+
+def is_block(entry: dict[str, Any]) -> bool:
+    return isinstance(entry.get(BLOCK), dict)
+
+
+def block_entry(previous_version: str, why: str, kinds: list[str], blocked_at: str) -> dict[str, Any]:
+    """A blocked run's entry: what became of the version before it (`PreviousVersion`'s value), why,
+    and the kinds of the findings that blocked it (names only)."""
+    return {"blocked_at": blocked_at, BLOCK: {"previous_version": previous_version, "why": why, "kinds": kinds}}
+
+
+def with_block(earlier: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The history with the block recorded; as it was when its last entry says the same already
+    (the scope blocked again the same way)."""
+    if earlier and is_block(earlier[-1]) and earlier[-1][BLOCK] == entry[BLOCK]:
+        return earlier
+    return [*earlier, entry]
+
+
+def last_version(entries: list[Any]) -> dict[str, Any] | None:
+    """The newest entry that is a version (blocks after it are not)."""
+    return next((e for e in reversed(entries) if isinstance(e, dict) and not is_block(e)), None)
 
 
 def version_entry(
@@ -73,8 +107,10 @@ def why_changed(previous: dict[str, Any] | None, entry: dict[str, Any]) -> str:
 def history(earlier: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The earlier entries then this one, each with its `why` against the one before. Republishing
     the same shards under the same options keeps the history as it was (and the card's bytes)."""
-    if earlier and all(earlier[-1].get(k) == entry[k] for k in ("version", "options", *FIGURES)):
+    if (
+        earlier
+        and not is_block(earlier[-1])
+        and all(earlier[-1].get(k) == entry[k] for k in ("version", "options", *FIGURES))
+    ):
         return [*earlier[:-1], {**entry, **earlier[-1]}]  # figures added since (the mean reward) filled in
-    entries = [*earlier, entry]
-    entries[-1] = {**entry, "why": why_changed(earlier[-1] if earlier else None, entry)}
-    return entries
+    return [*earlier, {**entry, "why": why_changed(last_version(earlier), entry)}]

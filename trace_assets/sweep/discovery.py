@@ -14,7 +14,9 @@ try published it (by the CLI or a backfill too: `ScopeFacts`, read from the inst
 status` reads them) after its listing took its form is taken as exported, never exported twice; one
 whose newest try was blocked or failed is not "published", whatever an older version. A scope whose
 export was requested is followed at every tick from the instance alone (no listing) until its try
-ends: `published` at the next tick after its run succeeded.
+ends: `published` at the next tick after its run succeeded. So is one whose export run someone else
+started or ended since the last tick (the UI's Materialize, the CLI, a backfill: `TickSources.tried`),
+whatever its back-off: the sensor says "exporting", then what that run did, as `status` does.
 
 An operator's re-check request (`trace-assets recheck SCOPE`, the `recheck_scopes` job) lists a
 scope at the next tick whatever its back-off (`recheck`); one whose listing (or its run's) fails
@@ -182,12 +184,14 @@ def listing_fingerprint(pages: Iterable[ObjectBatch]) -> tuple[str, float | None
 @dataclass(frozen=True)
 class TickSources:
     """What a tick reads, handed in by the sensor: a run's scope keys (its trace_jobs/ listed with a
-    delimiter), a scope's full listing, and what the instance says of a scope (its newest export
-    try and what is published: `ScopeFacts`, the same facts `trace-assets status` decides from)."""
+    delimiter), a scope's full listing, what the instance says of a scope (its newest export try
+    and what is published: `ScopeFacts`, the same facts `trace-assets status` decides from), and
+    which scopes' export runs changed since the last tick."""
 
     run_scopes: Callable[[str], list[str]]
     listing: Callable[[str], Iterable[ObjectBatch]]
     facts: Callable[[str], ScopeFacts]
+    tried: Collection[str] = ()  # scopes whose export run was created, started or ended since the last tick
 
 
 @dataclass
@@ -411,7 +415,9 @@ def plan_queue_tick(
     # exported scope past due, and a tick must stay well inside the sensor's time limit.
     overdue = sorted((e.next_check, key) for key, e in scopes.items() if not e.settling and now >= e.next_check)
     due = {key for _, key in overdue[:DUE_PER_TICK]}
-    due |= {key for key, e in scopes.items() if not e.settling and e.last_check in FOLLOWED}  # read, not listed
+    due |= {
+        key for key, e in scopes.items() if not e.settling and (e.last_check in FOLLOWED or key in sources.tried)
+    }  # read, not listed
     asked = set(recheck)
     scopes_of_run: dict[str, list[str]] = {}  # grouped once: a tick's cost follows its touches
     for key in sorted(scopes):
@@ -471,7 +477,7 @@ def _plan_scope(
     (queue mode: no event touched the scope since)."""
     sources, now, settle, plan = tick.sources, tick.now, tick.settle, tick.plan
     if entry is not None and not entry.settling and now < entry.next_check and not force:
-        if entry.last_check in FOLLOWED:  # on its way: followed each tick
+        if entry.last_check in FOLLOWED or key in sources.tried:  # on its way: followed each tick
             return _follow_export(key, entry, tick)
         plan.skip(key, *_waiting_reason(key, entry, entry.next_check - now))
         return entry
@@ -538,7 +544,7 @@ def _follow_export(key: str, entry: ScopeEntry, tick: _Tick) -> ScopeEntry:
         plan.skip(key, *_waiting_reason(key, entry, entry.next_check - tick.now))
         return entry
     plan.skip(key, Waiting.EXPORTING, _exporting(reason))
-    return entry
+    return entry if entry.last_check in FOLLOWED else entry._replace(last_check=LastCheck.REQUESTED)  # someone else's
 
 
 def _exporting(reason: str) -> str:

@@ -111,8 +111,12 @@ def test_a_block_keeps_a_version_that_replaced_the_key_and_withdraws_one_that_ho
     with dg.instance_for_test() as instance:
         assert _materialize(instance, tmp_path, "redact").success
         redacted = sorted(p.name for p in folder.iterdir())
+        card = (folder / "README.md").read_bytes()
         blocked = _materialize(instance, tmp_path, "block")
         assert not blocked.success and sorted(p.name for p in folder.iterdir()) == redacted  # kept
+        assert (folder / "README.md").read_bytes() == card  # its card as published; its history records the block
+        *_, kept = json.loads((folder / "versions.json").read_text())["versions"]
+        assert kept["blocked"]["previous_version"] == "kept" and "aws_access_key_id" in kept["blocked"]["kinds"]
         [check] = [e for e in blocked.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
         assert check.description.endswith(
             "; the version published before is kept: it holds none of the 4 blocking finding(s) in the clear "
@@ -128,7 +132,15 @@ def test_a_block_keeps_a_version_that_replaced_the_key_and_withdraws_one_that_ho
 
         assert _materialize(instance, tmp_path, "allow").success  # published with the key as it is
         withdrawn = _materialize(instance, tmp_path, "block")
-        assert not withdrawn.success and [p.name for p in folder.iterdir()] == ["secret_scan.json"]
+        # the report, and the withdrawn version's history with the block last
+        assert not withdrawn.success and sorted(p.name for p in folder.iterdir()) == [
+            "secret_scan.json",
+            "versions.json",
+        ]
+        history = json.loads((folder / "versions.json").read_text())["versions"]
+        assert [entry.get("blocked", {}).get("previous_version") for entry in history] == [
+            None, "kept", None, "withdrawn"
+        ]  # fmt: skip
         [check] = [e for e in withdrawn.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
         assert "; the version published before is withdrawn: it holds aws_access_key_id " in check.description
         published = json.loads((folder / "secret_scan.json").read_text())
@@ -136,6 +148,29 @@ def test_a_block_keeps_a_version_that_replaced_the_key_and_withdraws_one_that_ho
         [status], _, _ = scope_statuses(instance)
         assert status.state == "blocked" and status.published is None  # nothing of it is published now
         assert "the version published before is withdrawn" in status.reason
+        # published_shards' page: its last materialization stays (no public way to retract one), and
+        # an observation after it says the version is withdrawn, by which run, and why
+        [observed] = instance.fetch_observations(dg.AssetKey("published_shards"), limit=1).records
+        assert observed.run_id == withdrawn.run_id and observed.partition_key == RUN
+        assert observed.asset_observation.metadata["previous_version"].value == "withdrawn"
+        assert observed.asset_observation.description.startswith(f"withdrawn by run {withdrawn.run_id}: the version ")
+
+        again = _materialize(instance, tmp_path, "block")  # nothing published to decide about: the history stays
+        assert not again.success and sorted(p.name for p in folder.iterdir()) == ["secret_scan.json", "versions.json"]
+        [check] = [e for e in again.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
+        assert "the version published before" not in check.description
+        assert (
+            json.loads((folder / "versions.json").read_text())["versions"][-1]["blocked"]["previous_version"] == "none"
+        )
+
+        assert _materialize(instance, tmp_path, "redact").success  # the next version's card tells the story
+        card = (folder / "README.md").read_text()
+        history = card[card.index("## Version history") :]
+        rows = [line for line in history.splitlines() if line.startswith("| blocked |")]
+        assert len(rows) == 3
+        assert "the version before was withdrawn: `it holds aws_access_key_id " in rows[1]
+        assert "the version before was kept: `it holds none of the 4 blocking finding(s)" in rows[2]
+        assert "nothing was published then" in rows[0]
 
 
 def test_a_block_withdraws_a_version_whose_trial_list_does_not_parse(tmp_path):
@@ -146,7 +181,7 @@ def test_a_block_withdraws_a_version_whose_trial_list_does_not_parse(tmp_path):
         assert _materialize(instance, tmp_path, "redact").success
         (folder / "trials.parquet").write_bytes(b"not parquet")
         blocked = _materialize(instance, tmp_path, "block")
-        assert not blocked.success and [p.name for p in folder.iterdir()] == ["secret_scan.json"]
+        assert not blocked.success and sorted(p.name for p in folder.iterdir()) == ["secret_scan.json", "versions.json"]
         [check] = [e for e in blocked.get_asset_check_evaluations() if e.check_name == "no_live_secrets"]
         assert "; the version published before is withdrawn: its scan report or trial list could not be read (" in (
             check.description

@@ -193,8 +193,9 @@ def test_a_blocked_export_is_not_requested_again_until_an_operator_asks(traces_r
 def test_a_scope_blocked_after_a_publish_is_blocked_to_the_sensor_and_a_recheck_publishes_it(traces_root):
     """Issue 48's first story: published with `redact`, then blocked under `block` (the block keeps
     that version: it replaced every credential). Every tick says blocked, as `status` does, never
-    "published and unchanged"; after the policy goes back to redact, `recheck` requests it, and its
-    successful run reads `published` at the very next tick, not at its re-check an hour on."""
+    "published and unchanged", from the first tick after the blocked run, though the scope's re-check
+    is not due; after the policy goes back to redact, `recheck` requests it, and its successful run
+    reads `published` at the very next tick, not at its re-check an hour on."""
     shutil.copytree(SAMPLE_TRACES / SAMPLE_RUN, traces_root / "run-a")
     published = str(traces_root.parent / "published")
 
@@ -222,9 +223,10 @@ def test_a_scope_blocked_after_a_publish_is_blocked_to_the_sensor_and_a_recheck_
         assert not export.execute_in_process(instance=instance, partition_key="run-a", raise_on_error=False).success
         [status] = scope_statuses(instance)[0]
         assert status.state == ScopeState.BLOCKED and "the version published before is kept" in status.reason
-        cursor = json.loads(published_tick.cursor)
-        cursor["scopes"]["run-a"][3] = 0.0  # its re-check due now
-        due = evaluated_tick(block, instance, json.dumps(cursor))
+        # The next tick, its re-check not due for half an hour: the run that changed since (the CLI's,
+        # the UI's) is read, so the scope is blocked at once.
+        due = evaluated_tick(block, instance, published_tick.cursor)
+        assert json.loads(due.cursor)["scopes"]["run-a"][3] > json.loads(due.cursor)["extra"]["runs_since"] + 600
         assert due.run_requests == [] and due.skip_message.startswith("1 scope(s): 1 blocked.\n'run-a': blocked by")
 
         request_rechecks(instance, ["run-a"], "test")  # after setting on_secret back to redact

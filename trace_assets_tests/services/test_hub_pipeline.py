@@ -16,13 +16,15 @@ from trace_assets_tests.support.hub_server import STAND_IN_TOKEN
 REPO = "rl-org/sweep-traces"
 
 
-def _materialize(instance, tmp_path, hub_url: str, rows_per_shard: int) -> dg.ExecuteInProcessResult:
+def _materialize(
+    instance, tmp_path, hub_url: str, rows_per_shard: int, on_secret: str = "allow"
+) -> dg.ExecuteInProcessResult:
     trace_config = config_from_env(
         {},
         traces_root=str(SAMPLE_TRACES),
         publish_root=f"hf://datasets/{REPO}",
         staging_root=str(tmp_path / "staging"),
-        on_secret="allow",
+        on_secret=on_secret,
         max_rows_per_shard=rows_per_shard,
         hub=hub_from_env({"HF_TOKEN": "set", "HF_ENDPOINT": hub_url}),  # the token itself comes through EnvVar
     )
@@ -94,3 +96,34 @@ def test_a_blocked_run_leaves_its_scan_report_and_a_row_in_the_sweeps_repo(hub_s
     row = f"| `{SAMPLE_RUN}` | - | - | - | - | - | - | blocked: live | [scan report]({SAMPLE_RUN}/secret_scan.json) |"
     assert row in card
     assert "configs: []" in card
+
+
+def test_a_block_over_a_published_version_is_in_its_history_on_the_hub(hub_server, tmp_path, monkeypatch):
+    """Kept: one commit of the scope's `versions.json`, its card and shards as they were. Withdrawn:
+    the folder keeps the scan report and that history, in the block's one commit."""
+    monkeypatch.setenv("HF_TOKEN", STAND_IN_TOKEN)
+    prefix = f"{SAMPLE_RUN}/"
+    with dg.instance_for_test() as instance:
+        assert _materialize(instance, tmp_path, hub_server.url, 1000, "redact").success
+        published = hub_server.files(REPO)
+        commits = len(hub_server.commits(REPO))
+        assert not _materialize(instance, tmp_path, hub_server.url, 1000, "block").success
+        files = hub_server.files(REPO)
+        assert len(hub_server.commits(REPO)) == commits + 1
+        assert {path: data for path, data in files.items() if path != prefix + "versions.json"} == {
+            path: data for path, data in published.items() if path != prefix + "versions.json"
+        }
+        *_, kept = json.loads(files[prefix + "versions.json"])["versions"]
+        assert kept["blocked"]["previous_version"] == "kept"
+
+        assert _materialize(instance, tmp_path, hub_server.url, 1000, "allow").success
+        assert not _materialize(instance, tmp_path, hub_server.url, 1000, "block").success
+        files = hub_server.files(REPO)
+        assert sorted(f for f in files if f.startswith(prefix)) == [
+            prefix + "secret_scan.json",
+            prefix + "versions.json",
+        ]
+        history = json.loads(files[prefix + "versions.json"])["versions"]
+        assert [entry.get("blocked", {}).get("previous_version") for entry in history] == [
+            None, "kept", None, "withdrawn"
+        ]  # fmt: skip

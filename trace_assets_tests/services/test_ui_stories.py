@@ -1,7 +1,8 @@
 """The stories test_ui_end_to_end leaves out, read in a real Chromium as a user reads them: the
 sensor exporting a new scope and naming a blocked and a vanished one on its page, a block over a
-published version saying on the run's page that the version before is kept, and a recheck after a
-policy change publishing the blocked scope.
+published version saying on the run's page that the version before is kept, a recheck after a
+policy change publishing the blocked scope, and a block withdrawing a version that holds the keys
+(its run's page, published_shards' events, `status`).
 
 One webserver and one daemon on the project's workspace, the sensor ticking every 5 s with no
 settling wait; the code location's policy redacts, and the block is a run launched with the
@@ -85,6 +86,9 @@ def tick_reason(url: str, sensor: dict[str, str], *parts: str, daemon: ServicePr
         daemon.require_alive()
         time.sleep(2)
     raise AssertionError(f"no tick of {SENSOR} said {parts} within {timeout:.0f}s: {ticks[:3]}")
+
+
+WITHDRAWN_PAGE = "assets/published_shards?view=events&partition="  # its events, for one partition
 
 
 def tick_details(browser: Browser, showing: str, shots: Path, name: str, tries: int = 8) -> str:
@@ -174,7 +178,25 @@ def test_sensor_block_and_recheck_read_in_the_ui(tmp_path):
             _, backfill_text, _ = look_at(
                 browser, f"{url}/runs/b/{backfill_done['backfill_id']}", "100% completed", shots, "story-backfill-page"
             )
-        status = subprocess.run([CLI, "status"], env=env, cwd=tmp_path, capture_output=True, text=True)
+            status = subprocess.run([CLI, "status"], env=env, cwd=tmp_path, capture_output=True, text=True)
+            # (g) A block over a version published with the keys as they are withdraws it.
+            runs = {}
+            for on_secret in ("allow", "block"):
+                runs[on_secret] = client.submit_job_execution(
+                    JOB,
+                    **where,
+                    tags={"dagster/partition": SCOPE},
+                    run_config={"resources": {"trace_config": {"config": {**blocking, "on_secret": on_secret}}}},
+                )
+                wait_for_run(client, runs[on_secret], daemon)
+            withdrawn_reason = failure_tag(url, runs["block"], daemon)
+            _, withdrawn_run_text, _ = look_at(
+                browser, f"{url}/runs/{runs['block']}", "blocked by check", shots, "story-withdrawn-run"
+            )
+            _, shards_text, _ = look_at(
+                browser, f"{url}/{WITHDRAWN_PAGE}{SCOPE}", "withdrawn", shots, "story-withdrawn-published-shards"
+            )
+        withdrawn_status = subprocess.run([CLI, "status"], env=env, cwd=tmp_path, capture_output=True, text=True)
     ARTIFACTS.mkdir(exist_ok=True)
     for shot in shots.iterdir():
         shutil.copyfile(shot, ARTIFACTS / shot.name)
@@ -207,3 +229,16 @@ def test_sensor_block_and_recheck_read_in_the_ui(tmp_path):
     assert status.returncode == 0, status.stderr
     [row] = [line.split() for line in status.stdout.splitlines() if line.startswith(SCOPE)]
     assert row[1] == "published", status.stdout
+    # (g) The withdrawal: the run's line says it, published_shards' events say it after the last
+    # materialization (which Dagster cannot retract), `status` shows nothing published, and the
+    # folder keeps the scan report and the history that records the block.
+    assert "; the version published before is withdrawn: it holds " in withdrawn_reason, withdrawn_reason
+    assert "the version published before is withdrawn" in withdrawn_run_text, withdrawn_run_text[:3000]
+    assert f"withdrawn by run {runs['block']}" in shards_text, shards_text[:3000]
+    [row] = [line.split() for line in withdrawn_status.stdout.splitlines() if line.startswith(SCOPE)]
+    assert row[1] == "blocked" and row[2] == "-", withdrawn_status.stdout
+    folder = tmp_path / "published" / SCOPE
+    assert sorted(p.name for p in folder.iterdir()) == ["secret_scan.json", "versions.json"]
+    assert json.loads((folder / "versions.json").read_text())["versions"][-1]["blocked"]["previous_version"] == (
+        "withdrawn"
+    )

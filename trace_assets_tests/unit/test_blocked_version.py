@@ -1,5 +1,6 @@
 """What a block does to the version published before it (`publishing.blocked_version.decide`):
-kept only when it is shown to hold none of the blocking findings in the clear."""
+kept only when it is shown to hold none of the blocking findings in the clear; and how the scope's
+history (`versions.json`, the card's table) records it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trace_assets.publishing.blocked_version import BlockDecision, PreviousVersion, decide, exported_sources
+from trace_assets.publishing.card import history_prose
+from trace_assets.publishing.targets import published_version
+from trace_assets.publishing.versions import block_entry, history, with_block
 from trace_assets.secret_scan.verdicts import Verdict
 
 LIVE = frozenset({Verdict.LIVE})
@@ -29,6 +33,9 @@ def _decide(report, previous_report, previous, current=None, blocking=None):
 
 def test_nothing_published_before():
     assert _decide(_report(KEY), None, None).previous == PreviousVersion.NONE
+    # a blocked scope's folder: its scan report (which holds the decision) and no trial list
+    withdrawn = {**_report(KEY), "previous_version": {"decision": "withdrawn", "why": "..."}}
+    assert _decide(_report(KEY), withdrawn, None).previous == PreviousVersion.NONE
 
 
 def test_a_version_that_replaced_the_key_is_kept():
@@ -80,3 +87,31 @@ def test_exported_sources_reads_a_trials_table():
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
     assert exported_sources(buffer.getvalue()) == {"t1": "src1"}
+
+
+VERSION = {"version": "v1", "published_at": "2026-12-01 10:00 UTC", "trial_dirs": 3, "scored": 3, "exported": 2,
+           "rows": 2, "objects": 9, "bytes": 900, "options": [], "why": "first published version"}  # fmt: skip
+
+
+def test_a_block_is_an_entry_of_the_history_and_the_card_says_what_became_of_the_version():
+    hostile = "it holds hf_token aaaa (trial a|b`c\n## Injected <script>) in the clear"
+    kept = block_entry("kept", "it holds none of the 1 blocking finding(s) in the clear", ["hf_token"], "12-02")
+    withdrawn = block_entry("withdrawn", hostile, ["hf_token"], "2026-12-03 10:00 UTC")
+    entries = with_block(with_block([VERSION], kept), withdrawn)
+    assert with_block(entries, dict(withdrawn)) == entries  # blocked again the same way: nothing new
+    assert published_version({"versions": [VERSION, kept]}) == "v1"  # kept: still published
+    assert published_version({"versions": entries}) is None  # withdrawn: nothing is
+    left = block_entry("left published", "why", ["hf_token"], "12-04")
+    assert published_version({"versions": [*entries, VERSION, left]}) == "v1"
+
+    again = history(entries, {**VERSION, "version": "v2", "rows": 1})  # compared with v1, not with a block
+    assert again[-1]["why"] == "the same source read again under changed export rules"
+    lines = history_prose(again).splitlines()
+    assert lines[2].startswith("| `v2` |")
+    assert lines[3].startswith(
+        "| blocked | 2026-12-03 10:00 UTC | - | - | - | - | blocked by the secret scan (hf_token); "
+    )
+    assert lines[3].count(" | ") == 6 and "\n" not in lines[3] and "\\|" in lines[3]  # one row, its cells whole
+    assert "the version before was withdrawn: ``it holds" in lines[3]  # the folder's text in a code span
+    assert "the version before was kept: `it holds none of the 1" in lines[4]
+    assert lines[5].startswith("| `v1` |")

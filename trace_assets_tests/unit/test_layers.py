@@ -48,7 +48,7 @@ DEFERRED_IMPORTS = {
     ("publishing/hub/base.py", "huggingface_hub"): (2, HUB),
     ("publishing/hub/batched.py", "huggingface_hub"): (4, HUB),
     ("publishing/hub/batched.py", "httpx2"): (1, "the Hub client's transport loads with it, only to publish"),
-    ("publishing/hub/commit.py", "huggingface_hub"): (3, HUB),
+    ("publishing/hub/commit.py", "huggingface_hub"): (5, HUB),
     ("publishing/hub/reads.py", "huggingface_hub"): (4, HUB),
     ("publishing/hub/naming.py", "huggingface_hub"): (2, HUB),
     ("defs/sensors.py", "trace_assets.store.event_queue"): (

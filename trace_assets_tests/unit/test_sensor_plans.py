@@ -579,3 +579,51 @@ def test_a_fresh_cursor_neither_requests_a_scope_an_export_is_running_for_nor_ca
     plan = plan_tick(None, ["run-a", "run-b"], sources, [], 2200.0, settle=600)
     assert plan.skipped == {"run-a": "export requested, not published yet (run 1 is queued)"}
     assert [key for key, _ in plan.requests] == ["run-b"] and plan.retried == {"run-b": ScopeState.BLOCKED}
+
+
+def test_an_export_someone_else_ran_is_followed_at_the_next_tick_whatever_the_back_off():
+    """Issue 48: a scope the sensor last found published, then run from the UI or the CLI (its run
+    created, started or ended since the last tick: `TickSources.tried`): "exporting" while it runs,
+    then what it did (blocked here), never "published and unchanged" until its re-check."""
+    facts = {"run-a": ScopeFacts(ScopeState.PUBLISHED, "", 2100.0)}
+    listed: list[str] = []
+
+    def listing(key):
+        listed.append(key)
+        return _pages(3, 1_000_000_000)
+
+    def tick(cursor, now, tried=()):
+        sources = TickSources(lambda run: [run], listing, facts.__getitem__, tried)
+        return plan_tick(cursor, ["run-a"], sources, ["run-a"], now, settle=600)
+
+    first = tick(None, 2200.0)
+    assert first.skipped == {"run-a": "published and unchanged"} and listed == ["run-a"]
+    facts["run-a"] = ScopeFacts(ScopeState.EXPORTING, "run 77 is started", 2100.0)
+    untouched = tick(first.cursor, 2260.0)  # no run of it changed: its entry says, no read
+    assert untouched.skipped["run-a"].startswith("published and unchanged; re-checked in")
+    started = tick(first.cursor, 2260.0, tried={"run-a"})
+    assert started.skipped == {"run-a": "export requested, not published yet (run 77 is started)"}
+    still = tick(started.cursor, 2320.0)  # followed while it runs, though no run of it changed since
+    assert still.waiting == {"run-a": Waiting.EXPORTING}
+    facts["run-a"] = ScopeFacts(ScopeState.BLOCKED, BLOCKED.reason, 2100.0)
+    blocked = tick(still.cursor, 2380.0, tried={"run-a"})
+    assert blocked.waiting == {"run-a": Waiting.BLOCKED} and blocked.skipped["run-a"].startswith(BLOCKED.reason)
+    after = tick(blocked.cursor, 2440.0)
+    assert after.waiting == {"run-a": Waiting.BLOCKED} and not after.requests
+    assert listed == ["run-a"]  # no listing for any of it
+
+
+def test_queue_mode_follows_an_export_someone_else_ran_too():
+    facts = {"run-a": ScopeFacts(ScopeState.PUBLISHED, "", 2100.0)}
+    first = plan_tick(
+        None, ["run-a"], TickSources(lambda run: [run], lambda key: _pages(3, 1_000_000_000), facts.__getitem__),
+        ["run-a"], 2200.0, settle=600,
+    )  # fmt: skip
+    facts["run-a"] = ScopeFacts(ScopeState.BLOCKED, BLOCKED.reason, 2100.0)
+
+    def no_listing(key):
+        raise AssertionError(f"{key} listed")
+
+    sources = TickSources(no_listing, no_listing, facts.__getitem__, {"run-a"})
+    plan = plan_queue_tick(first.cursor, [], sources, ["run-a"], 2260.0, settle=600)
+    assert plan.waiting == {"run-a": Waiting.BLOCKED}

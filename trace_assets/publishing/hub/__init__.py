@@ -17,7 +17,7 @@ The names the rest of the project uses are re-exported here.
 
 from trace_assets.publishing.hub.base import HubPublishError, PublishedCommit
 from trace_assets.publishing.hub.batched import RetryPolicy
-from trace_assets.publishing.hub.commit import HeadFiles, SharedFiles, publish_run_folder
+from trace_assets.publishing.hub.commit import HeadFiles, SharedFiles, commit_file, publish_run_folder
 from trace_assets.publishing.hub.naming import (
     DEFAULT_REVISION,
     PLACEHOLDERS,
@@ -46,6 +46,7 @@ __all__ = [
     "SharedFiles",
     "check_hub_access",
     "check_repo_id_template",
+    "commit_file",
     "normalize_path_in_repo",
     "parse_publish_root",
     "publish_run_folder",

@@ -97,7 +97,7 @@ def publish_run_folder(
     check keeps a concurrent publish of another scope from losing either's change. Only the folder
     `path_in_repo` (recursively) and the shared files' folder are listed, not the whole repo.
 
-    `whole_folder` (a scope the secret scan blocked, whose folder keeps its scan report only): every
+    `whole_folder` (a scope the secret scan blocked, whose folder keeps its scan report and history only): every
     file under `path_in_repo` that `local_dir` lacks is deleted, not only stale shards; it needs a
     `path_in_repo`, and `local_dir` needs no shards.
 
@@ -145,6 +145,34 @@ def publish_run_folder(
     # Raised outside the except block so the Hub error, whose request still carries the
     # Authorization header, is not chained onto ours.
     raise HubPublishError(failure, status)
+
+
+def commit_file(
+    repo_id: str,
+    path_in_repo: str,
+    data: bytes,
+    *,
+    token: str | None,
+    revision: str = DEFAULT_REVISION,
+    commit_message: str,
+    endpoint: str | None = None,
+) -> str:
+    """One small file added or replaced in one commit, nothing else touched (a published version's
+    history, say); the commit's URL. A Hub error is `HubPublishError`, as `publish_run_folder`'s."""
+    validate_repo_id(repo_id)
+    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        operation = CommitOperationAdd(path_in_repo=path_in_repo, path_or_fileobj=data)
+        commit = api.create_commit(
+            repo_id, [operation], commit_message=commit_message, repo_type=REPO_TYPE, revision=revision
+        )
+        return str(commit.commit_url)
+    except HfHubHTTPError as error:
+        failure, status = describe_hub_failure(error, repo_id, revision, token), error.response.status_code
+    raise HubPublishError(failure, status)  # outside the except block: see publish_run_folder
 
 
 def _publish(
