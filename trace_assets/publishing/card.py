@@ -472,17 +472,16 @@ def _block_row(entry: dict[str, Any]) -> str:
     """A run the secret scan blocked: the kinds that blocked it, and what became of the version
     before (kept or withdrawn) and why, as the run's failure line said it."""
     block = entry[BLOCK]
-    kinds = ", ".join(str(kind) for kind in block.get("kinds") or []) or "findings"
+    listed = block.get("kinds")
+    kinds = ", ".join(str(kind) for kind in listed) if isinstance(listed, list) and listed else "findings"
     previous = block.get("previous_version")
     said = f"blocked by the secret scan ({kinds}); " + (
         "nothing was published then" if previous == PreviousVersion.NONE else f"the version before was {previous}"
     )
     why = str(block.get("why") or "")  # names a trial: text from the trial folders
-    return (
-        f"| blocked | {entry.get('blocked_at') or 'not recorded'} | - | - | - | - | "
-        + (f"{said}: {code_span(why)}" if why else said).replace("|", "\\|")
-        + " |"
-    )
+    cells = ["blocked", str(entry.get("blocked_at") or "not recorded"), "-", "-", "-", "-"]
+    cells.append(f"{said}: {code_span(why)}" if why else said)
+    return "| " + " | ".join(" ".join(cell.split()).replace("|", "\\|") for cell in cells) + " |"  # one row
 
 
 def _percent(part: int, whole: int) -> str:

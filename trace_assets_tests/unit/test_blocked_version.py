@@ -115,3 +115,10 @@ def test_a_block_is_an_entry_of_the_history_and_the_card_says_what_became_of_the
     assert "the version before was withdrawn: ``it holds" in lines[3]  # the folder's text in a code span
     assert "the version before was kept: `it holds none of the 1" in lines[4]
     assert lines[5].startswith("| `v1` |")
+    # a history read back whose block entry is not as written: still one row
+    odd = {"blocked_at": "a|b\nc", "blocked": {"kinds": 5, "previous_version": ["x"], "why": 7}}
+    [row] = history_prose([odd]).splitlines()[2:]
+    assert (
+        row.startswith("| blocked | a\\|b c | - | - | - | - | blocked by the secret scan (findings); ")
+        and row.count(" | ") == 6
+    )
