@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from pathlib import Path
 
 import s3fs
 
+from trace_assets.core.scope import RunScope
 from trace_assets.defs.resources import ObjectStorage
-from trace_assets.publishing.targets import replace_folder
+from trace_assets.publishing.targets import FolderTarget, replace_folder
+from trace_assets.publishing.versions import block_entry
 from trace_assets.store.s3_options import storage_options
 from trace_assets_tests.support.s3_fixtures import make_s3fs
 
@@ -129,3 +132,34 @@ def test_s3_publish_equals_a_local_publish(tmp_path, s3_endpoint, s3_bucket, mon
             assert deleted[0] == "sessions/README.md" and len(deleted) == 1 + 3 + 70, deleted[:3]
         done = re.search(r"([\d,]+)/([\d,]+) files", progress[-1])  # every file counted, once
         assert done and done[1] == done[2], progress[-1]
+
+
+def test_a_block_on_s3_records_its_history_beside_a_kept_version_and_in_a_withdrawn_ones_folder(
+    tmp_path, s3_endpoint, s3_bucket
+):
+    """A kept version's `versions.json` replaced alone (one PUT, the rest as published); a withdrawal
+    leaves the scan report and that history, nothing else."""
+    fs = make_s3fs(s3_endpoint)
+    options = storage_options(ObjectStorage(endpoint_url=s3_endpoint, region_name="us-east-1"), "s3://")
+    target = FolderTarget(f"s3://{s3_bucket}/published", options)
+    scope = RunScope("run-a")
+    prefix = f"{s3_bucket}/published/run-a"
+    target.publish(_build(tmp_path / "build", "v1", 2), scope)
+    fs.invalidate_cache()
+    published = _s3_objects(fs, prefix)
+    history = [{"version": "v1"}, block_entry("kept", "why", ["hf_token"], "now")]
+    assert target.record_versions(scope, history)
+    fs.invalidate_cache()
+    now = _s3_objects(fs, prefix)
+    assert {k: v for k, v in now.items() if k != "versions.json"} == {
+        k: v for k, v in published.items() if k != "versions.json"
+    }
+    assert json.loads(now["versions.json"])["versions"] == history
+    report = tmp_path / "secret_scan.json"
+    report.write_text('{"verdict": "live"}\n')
+    withdrawn = [*history, block_entry("withdrawn", "it holds it", ["hf_token"], "later")]
+    assert target.publish_blocked(report, scope, withdrawn)
+    fs.invalidate_cache()
+    left = _s3_objects(fs, prefix)
+    assert sorted(left) == ["secret_scan.json", "versions.json"]
+    assert json.loads(left["versions.json"])["versions"] == withdrawn
