@@ -194,8 +194,11 @@ class ScopeFiles:
 
     @property
     def last_version(self) -> dict[str, Any]:
+        """The version published (none for a blocked scope: its history names only withdrawn ones)."""
         entries = (self.versions or {}).get("versions")
-        return (last_version(entries) if isinstance(entries, list) else None) or {}
+        if self.blocked or not isinstance(entries, list):
+            return {}
+        return last_version(entries) or {}
 
 
 # The `configs` key of a header as yaml.dump writes it: its line, then the lines of its value (list

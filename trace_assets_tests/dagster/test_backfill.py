@@ -93,8 +93,8 @@ def test_backfill_across_a_sweep_runs_one_run_per_partition(tmp_path):
             assert not workers.records, run.job_name
     coverage = json.loads((tmp_path / "published" / "sweep-run-1" / "coverage.json").read_text())
     assert coverage["run_id"] == "sweep-run-1" and coverage["exported"] == 28
-    blocked_folder = tmp_path / "published" / "sweep-run-2"  # the blocked republish left only its scan report
-    assert sorted(p.name for p in blocked_folder.iterdir()) == ["secret_scan.json"]
+    blocked_folder = tmp_path / "published" / "sweep-run-2"  # the blocked republish withdrew the version
+    assert sorted(p.name for p in blocked_folder.iterdir()) == ["secret_scan.json", "versions.json"]
 
 
 def test_backfill_calls_carry_the_configured_headers(tmp_path, monkeypatch):

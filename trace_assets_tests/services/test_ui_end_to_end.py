@@ -399,8 +399,8 @@ def test_runs_launched_from_graphql_show_in_the_ui(tmp_path, short_publish_root)
             refresh_id = client.submit_job_execution("refresh_sweep_coverage", **where)
             status = wait_for_run(client, refresh_id, daemon)
             assert status == dg.DagsterRunStatus.SUCCESS, f"run {refresh_id} {status}\n{daemon.log_tail()}"
-        # A blocked scope's published folder keeps its scan report and nothing else.
-        assert [p.name for p in (publish_root / SAMPLE_RUN).iterdir()] == ["secret_scan.json"]
+        # A blocked scope's published folder keeps its scan report and the withdrawn version's history.
+        assert sorted(p.name for p in (publish_root / SAMPLE_RUN).iterdir()) == ["secret_scan.json", "versions.json"]
 
         # One job whoever launched it: the CLI's run is listed on the job's page beside the UI's.
         listed = job_page_runs(webserver.url, repository, JOB)

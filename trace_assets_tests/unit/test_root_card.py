@@ -34,6 +34,7 @@ from trace_assets.publishing.root_card import (
     usual_configs,
 )
 from trace_assets.publishing.targets import FolderTarget, replace_folder
+from trace_assets.publishing.versions import block_entry
 from trace_assets.steps.staging import RunStaging
 from trace_assets_tests.support.helpers import load_published
 from trace_assets_tests.support.scopes import SWEEP_CARD, build_scope_folders
@@ -169,15 +170,20 @@ def test_a_blocked_scope_is_a_row_with_its_verdict_and_no_config(tmp_path):
     root = tmp_path / "published"
     target = FolderTarget(str(root), card=SWEEP_CARD)
     scopes = list(built)
-    for scope in scopes[:2]:
+    for scope in scopes[:3]:
         target.publish(built[scope][0], scope)
     blocked = scopes[2]
     report = tmp_path / "secret_scan.json"
     report.write_text(json.dumps({"verdict": "live", "kinds": {"hf_token": 1}}))
-    target.publish_blocked(report, blocked)
+    withdrawn = json.loads((root / blocked.key / "versions.json").read_text())["versions"]
+    history = [*withdrawn, block_entry("withdrawn", "it holds it", ["hf_token"], "now")]
+    target.publish_blocked(report, blocked, history)  # the withdrawn version's history stays beside the report
 
     card = (root / "README.md").read_text()
     assert blocked.config_name not in _names(card)
+    files = ScopeFiles.of_folder(blocked, root / blocked.key)
+    entry = ScopeEntry.of(files)  # as a blocked folder of its report alone: nothing of the withdrawn version
+    assert files.blocked and entry.config_names == [] and (entry.version, entry.published_at) == ("", "")
     row = _table_row(card, blocked.key)
     assert row[7] == "blocked: live" and row[8] == f"[scan report]({blocked.key}/secret_scan.json)"
     assert "1 blocked by the secret scan" in card
