@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if not run_ids:
         raise ValueError(why_no_runs(trace_config))
-    missing = {key: why_missing(trace_config, RunScope.from_key(key)) for key in run_ids}
+    store = trace_config.parts().store()
+    missing = {key: why_missing(store, RunScope.from_key(key)) for key in run_ids}
     if any(missing.values()):
         raise ValueError("; ".join(f"{key}: {why}" for key, why in missing.items() if why))
     url = args.dagster_url or load(ProcessSettings, os.environ).dagster_url or None

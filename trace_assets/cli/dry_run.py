@@ -21,10 +21,11 @@ def dry_run_runs(run_ids: list[str], trace_config: TraceAssetsConfig) -> int:
 
     parts = trace_config.parts()
     target = parts.publish_target()  # built once, for every scope
+    store = parts.store()  # likewise
     failures = 0
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)  # a run, or a step of one
-        reason = why_missing(trace_config, scope)
+        reason = why_missing(store, scope)
         if reason:
             failures += 1
             say(f"{run_id}: {reason}")

@@ -12,6 +12,7 @@ from trace_assets.settings import PipelineSettings, env_name, flag_of
 if TYPE_CHECKING:
     from trace_assets.defs.resources import TraceAssetsConfig
     from trace_assets.publishing.targets import PublishTarget
+    from trace_assets.store.trace_store import TraceStore
 
 # where the operator sets the traces root, named when it is missing or empty
 ROOT_SOURCE = f"{env_name(PipelineSettings, 'traces_root')}, {flag_of(PipelineSettings, 'traces_root')}"
@@ -56,11 +57,12 @@ def run_exists(trace_config: TraceAssetsConfig, scope: RunScope) -> bool:
     return fs.isdir(f"{root.rstrip('/')}/{scope.source_prefix}")
 
 
-def why_missing(trace_config: TraceAssetsConfig, scope: RunScope) -> str | None:
-    """None when the scope is under the traces root; else what is missing, and what is there instead."""
+def why_missing(store: TraceStore, scope: RunScope) -> str | None:
+    """None when the scope is under the traces root (`store`: one for every scope a command checks,
+    as a store on S3 is a new client, about 0.7 CPU s); else what is missing, and what is there instead."""
     from trace_assets.store.missing import why_missing as missing_from
 
-    return missing_from(trace_config.parts().store(), scope, ROOT_SOURCE)
+    return missing_from(store, scope, ROOT_SOURCE)
 
 
 def why_no_runs(trace_config: TraceAssetsConfig) -> str:
@@ -74,9 +76,10 @@ def why_no_runs(trace_config: TraceAssetsConfig) -> str:
 def preflight(run_ids: list[str], trace_config: TraceAssetsConfig, target: PublishTarget) -> dict[str, str]:
     """Runs that cannot be materialized, with why: not under the traces root, or not publishable to `target`."""
     problems = {}
+    store = trace_config.parts().store()
     for run_id in run_ids:
         scope = RunScope.from_key(run_id)
-        missing = why_missing(trace_config, scope)
+        missing = why_missing(store, scope)
         if missing:
             problems[run_id] = missing
             continue

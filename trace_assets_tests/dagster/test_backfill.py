@@ -38,6 +38,9 @@ def test_backfill_across_a_sweep_runs_one_run_per_partition(tmp_path):
         TRACE_ASSETS_STAGING_ROOT=str(tmp_path / "staging"),
         TRACE_ASSETS_SETTLE_SECONDS="100000",  # keep the sensor from exporting on its own
     )
+    # The instance's schemas first, as `make dev` has them by the time a user runs `backfill`: a
+    # daemon and the CLI creating SQLite schemas at once on a fresh home can leave two alembic heads.
+    subprocess.run([str(BIN / "trace-assets"), "status"], env=env, check=True, capture_output=True, timeout=120)
     daemon = subprocess.Popen(
         [str(BIN / "dagster-daemon"), "run", "-w", str(PROJECT_DIR / "workspace.yaml")],
         cwd=PROJECT_DIR,
