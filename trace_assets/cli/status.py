@@ -4,6 +4,7 @@ scope tried, its state and why (no staging needed; of one traces root's scopes w
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 from typing import TYPE_CHECKING
 
@@ -15,10 +16,20 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trace_assets.defs.sweep import status_text
+    # One read of the instance, then the process ends: no collection of reference cycles while it
+    # reads (importing Dagster and opening the instance make some 200,000 objects, which each full
+    # collection walked again), and what is alive at the end is frozen, which the interpreter's
+    # shutdown collections then leave alone (they took longer than the read; docs/benchmarks.md).
+    gc.disable()
+    try:
+        from trace_assets.defs.sweep import status_text
 
-    traces_root = args.traces_root or variable_text(PipelineSettings, "traces_root", os.environ)
-    print(status_text(get_instance(), traces_root, _store(traces_root) if traces_root else None), end="", flush=True)
+        traces_root = args.traces_root or variable_text(PipelineSettings, "traces_root", os.environ)
+        text = status_text(get_instance(), traces_root, _store(traces_root) if traces_root else None)
+    finally:
+        gc.freeze()
+        gc.enable()
+    print(text, end="", flush=True)
     return 0
 
 

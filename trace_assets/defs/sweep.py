@@ -82,6 +82,7 @@ class ScopeFactsReader:
         self._instance, self._keys, self._one_by_one = instance, list(keys), one_by_one
         self._runs: dict[str, dg.DagsterRun] = {}
         self._publishes: dict[str, dg.EventLogRecord] = {}
+        self._failed_at_publish: dict[str, dg.DagsterEvent] = {}
         self._read: set[str] = set()
         self._facts: dict[str, ScopeFacts] = {}
 
@@ -90,7 +91,9 @@ class ScopeFactsReader:
             return
         unread = [k for k in self._keys if k not in self._read] if len(self._read) >= self._one_by_one else []
         keys = list(dict.fromkeys([key, *unread]))  # `key` itself may be no partition yet (a tick's new one)
-        self._runs.update(latest_export_runs(self._instance, keys))
+        runs = latest_export_runs(self._instance, keys)
+        self._runs.update(runs)
+        self._failed_at_publish.update(failed_at_publish(self._instance, list(runs.values())))
         self._publishes.update(latest_publishes(self._instance, keys))
         self._read.update(keys)
 
@@ -112,7 +115,8 @@ class ScopeFactsReader:
         if run.status == dg.DagsterRunStatus.SUCCESS:
             return ScopeFacts(ScopeState.PUBLISHED, "", published_at)
         if run.status == dg.DagsterRunStatus.FAILURE:
-            state, reason = failure_of(self._instance, run.run_id)
+            failed_step = self._failed_at_publish.get(run.run_id)
+            state, reason = step_failure(failed_step) if failed_step else failure_of(self._instance, run.run_id)
             if state == ScopeState.BLOCKED and _published_version_removed(self._instance, key, run.run_id):
                 published_at = None  # its folder holds the scan report alone now
             return ScopeFacts(state, reason, published_at)
@@ -156,6 +160,37 @@ def _plans_publish(run: dg.DagsterRun) -> bool:
     if not run.asset_selection:  # the whole job
         return run.job_name == EXPORT_JOB
     return PUBLISHED_SHARDS in run.asset_selection
+
+
+def failed_at_publish(instance: dg.DagsterInstance, runs: Sequence[dg.DagsterRun]) -> dict[str, dg.DagsterEvent]:
+    """The failed step of each of `runs` that failed at `published_shards` (by run id), from the run
+    failures the event log keeps across runs, a query a page: a run's own events are in its own
+    database under SQLite, whose opening (its schema checked) took about 40 ms a failed run. A run
+    reaches `published_shards` once every blocking check before it passed, so its failure there
+    is the run's only one; a run that failed before it is read whole (`failure_of`)."""
+    failed = [run.run_id for run in runs if run.status == dg.DagsterRunStatus.FAILURE]
+    found: dict[str, dg.DagsterEvent] = {}
+    for start in range(0, len(failed), KEYS_PER_QUERY):
+        chunk = set(failed[start : start + KEYS_PER_QUERY])
+        created = [r.create_timestamp for r in instance.get_run_records(dg.RunsFilter(run_ids=list(chunk)))]
+        if not created:
+            continue
+        since = min(created).timestamp() - 1  # a run fails after it was created
+        wanted = dg.RunStatusChangeRecordsFilter(dg.DagsterEventType.RUN_FAILURE, after_timestamp=since)
+        cursor, unseen = None, set(chunk)
+        while unseen:
+            page = instance.fetch_run_status_changes(wanted, limit=PAGE, cursor=cursor, ascending=True)
+            for record in page.records:
+                event = record.event_log_entry.dagster_event
+                if record.run_id in unseen and event is not None:
+                    unseen.discard(record.run_id)
+                    step = event.job_failure_data.first_step_failure_event
+                    if step is not None and step.step_key == PUBLISHED_SHARDS.to_python_identifier():
+                        found[record.run_id] = step
+            if not page.has_more:
+                break
+            cursor = page.cursor
+    return found
 
 
 def hidden_text(hidden: int) -> str:
@@ -235,21 +270,27 @@ def failure_of(instance: dg.DagsterInstance, run_id: str) -> tuple[ScopeState, s
             )
     for event in events:
         if event.is_step_failure:
-            data = event.step_failure_data
-            error = data.error
-            while error is not None and error.cause is not None:
-                error = error.cause
-            if data.user_failure_data is not None and data.user_failure_data.description:
-                message = data.user_failure_data.description
-            else:
-                message = error.message if error else "failed"
-            refused = error is not None and error.cls_name == ShrinkRefused.__name__
-            state = ScopeState.REFUSED if refused else ScopeState.FAILED
-            return state, f"step {event.step_key} failed: {failure_line(message)}"
+            return step_failure(event)
     for event in events:
         if event.event_type == dg.DagsterEventType.RUN_FAILURE:
             return ScopeState.FAILED, failure_line(event.message or "run failed")
     return ScopeState.FAILED, "run failed"
+
+
+def step_failure(event: dg.DagsterEvent) -> tuple[ScopeState, str]:
+    """A failed step in one line: its `Failure`'s description or its root error's message (the
+    shrink guard's refusal: `REFUSED`)."""
+    data = event.step_failure_data
+    error = data.error
+    while error is not None and error.cause is not None:
+        error = error.cause
+    if data.user_failure_data is not None and data.user_failure_data.description:
+        message = data.user_failure_data.description
+    else:
+        message = error.message if error else "failed"
+    refused = error is not None and error.cls_name == ShrinkRefused.__name__
+    state = ScopeState.REFUSED if refused else ScopeState.FAILED
+    return state, f"step {event.step_key} failed: {failure_line(message)}"
 
 
 def published_records(instance: dg.DagsterInstance) -> list[ScopeRecord]:

@@ -27,6 +27,13 @@ def available_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def threads_for(items: int, batch_items: int, workers: int) -> int:
+    """`workers`, or 1 when the `items` fit one batch of `batch_items`: one batch has nothing to
+    overlap with (handing a one-trial scope's one batch to a thread cost its scan about 35 ms of
+    CPU, docs/benchmarks.md)."""
+    return workers if items > batch_items else 1
+
+
 def mapped_ahead(
     batches: Iterable[Batch], work: Callable[[Batch], Result], ahead: int, workers: int = 1
 ) -> Iterator[tuple[Batch, Result]]:

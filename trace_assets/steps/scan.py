@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 
 from trace_assets.core.defaults import DEFAULT_WRAP_WIDTH
-from trace_assets.runtime.ahead import available_cores
+from trace_assets.runtime.ahead import available_cores, threads_for
 from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.finder import Finder
 from trace_assets.secret_scan.kinds import parse_pattern_specs
@@ -183,7 +183,9 @@ def scan_run(
     reporter = ProgressReporter("secret_scan_report", "rows", rows.rows, progress or quiet, bar=terminal())
     in_rows: Found = {}
     workers = available_cores()
-    batches = scanner.scan_batches(iter_rows(rows, SCAN_BATCH_ROWS), _scan_rows, workers)
+    batches = scanner.scan_batches(
+        iter_rows(rows, SCAN_BATCH_ROWS), _scan_rows, threads_for(rows.rows, SCAN_BATCH_ROWS, workers)
+    )
     for index, (batch, _) in enumerate(batches):
         record_found(in_rows, index, scanner.last_found)
         reporter.advance(batch.num_rows)

@@ -34,7 +34,7 @@ from trace_assets.harbor.sessions import (
     SkippedSession,
     SlottedText,
 )
-from trace_assets.runtime.ahead import mapped_ahead
+from trace_assets.runtime.ahead import mapped_ahead, threads_for
 from trace_assets.runtime.atomic_files import remove_path, temp_sibling
 from trace_assets.runtime.progress import Progress, ProgressReporter, quiet, terminal
 from trace_assets.secret_scan.scanner import Replaceable, ScanRows, SecretScanner
@@ -387,7 +387,8 @@ def scan_sessions(
         return ScanRows(pl.concat([part.rows for part in parts]), sum(part.known_clean_bytes for part in parts))
 
     index = 0
-    for group, first_row_id in scanner.scan_batches(_scan_groups(folder), read_group, workers):
+    threads = threads_for(total, SCAN_GROUP_BATCHES * SCAN_BATCH_SESSIONS, workers)
+    for group, first_row_id in scanner.scan_batches(_scan_groups(folder), read_group, threads):
         for in_batch in group.found_per_batch(scanner.last_found, scanner.last_found_rows, first_row_id):
             if found is not None:
                 found(index, in_batch)

@@ -100,13 +100,15 @@ class RunStaging:
         the scope's files before and pushes them after a successful block (a step boundary).
         """
         lock_file = self.lock_file.absolute()
+        outermost = lock_file not in _held_locks
         with ExitStack() as held:
-            if lock_file not in _held_locks:
+            if outermost:
                 held.enter_context(hold_lock(lock_file, self.scope.key, log, holder))
                 if self.mirror is not None:
                     held.enter_context(self.mirror.leased(self.scope.key, holder_line(holder).strip(), log))
             _held_locks[lock_file] = _held_locks.get(lock_file, 0) + 1
             held.callback(_end_hold, lock_file)
+            downloaded = 0
             if self.mirror is not None:
                 downloaded, removed_stale = self.mirror.pull(self.scope.key, self.folder, self.mirror_records)
                 if downloaded or removed_stale:
@@ -114,8 +116,12 @@ class RunStaging:
             removed = remove_leftovers(self.folder)
             if removed:
                 log(f"removed {len(removed)} leftover temp file(s) of interrupted attempts in {self.folder}")
-            for path in self.discard_unreadable():
-                log(f"discarded unreadable staged file {path}; it will be rebuilt")
+            # Within a hold only this process writes the folder, each file whole or not at all, so
+            # what the outermost hold found readable (or pulled since) still is: the CLI holds a run's
+            # lock around its eight steps and checks, which each read every staged file's footer again.
+            if outermost or downloaded:
+                for path in self.discard_unreadable():
+                    log(f"discarded unreadable staged file {path}; it will be rebuilt")
             yield self
             if self.mirror is not None:
                 uploaded = self.mirror.push(self.scope.key, self.folder, self.mirror_records)

@@ -16,7 +16,7 @@ from trace_assets.definitions import build_definitions, export_trace_run
 from trace_assets.defs.assets import published_shards, raw_trial_listing
 from trace_assets.defs.partitions import TRACE_RUNS, register_scopes
 from trace_assets.defs.resources import TraceAssetsConfig, config_from_env
-from trace_assets.defs.sweep import latest_export_runs
+from trace_assets.defs.sweep import failed_at_publish, failure_of, latest_export_runs, step_failure
 from trace_assets.defs.sweep_coverage import refresh_sweep_coverage, sweep_coverage, sweep_coverage_after_export
 from trace_assets.settings import DEFAULT_STAGING
 from trace_assets_tests.support.cli_processes import CLI, cli_env, run_cli
@@ -269,8 +269,15 @@ def test_status_shows_every_scope_tried_with_what_went_wrong(tmp_path):
             key: instance.get_latest_planned_materialization_info(published_shards.key, partition=key) for key in keys
         }
         one_by_one = {key: info.run_id for key, info in planned.items() if info is not None}
-        assert {key: run.run_id for key, run in latest_export_runs(instance, keys).items()} == one_by_one
+        latest = latest_export_runs(instance, keys)
+        assert {key: run.run_id for key, run in latest.items()} == one_by_one
         assert len(one_by_one) == len(keys) - 1  # waiting-run: none
+        # the runs that failed at published_shards are read from the run failures' index, as their own
+        # events say; the blocked ones (a check's step failed) from their own events
+        at_publish = failed_at_publish(instance, list(latest.values()))
+        assert sorted(key for key, run in latest.items() if run.run_id in at_publish) == ["failed-run", "refused-run"]
+        for key in ("failed-run", "refused-run"):
+            assert step_failure(at_publish[latest[key].run_id]) == failure_of(instance, latest[key].run_id)
     # the view lists the traces root: the partitions with no traces there say so
     assert "| blocked-run | blocked | - |" in view and "| waiting-run | gone from the traces root |" in view
     assert "| vanished-run | gone from the traces root | 28 / 34 |" in view

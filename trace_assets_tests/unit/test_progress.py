@@ -6,7 +6,7 @@ import io
 import time
 
 from trace_assets.publishing.targets import replace_folder
-from trace_assets.runtime.ahead import mapped_ahead, produced_ahead
+from trace_assets.runtime.ahead import mapped_ahead, produced_ahead, threads_for
 from trace_assets.runtime.progress import BYTES, FileTransfer, ProgressReporter, bytes_text, duration_text
 
 
@@ -133,6 +133,12 @@ def test_mapped_ahead_in_several_threads_answers_in_order():
         return batch * 10
 
     assert list(mapped_ahead(range(8), work, ahead=2, workers=2)) == [(b, b * 10) for b in range(8)]
+
+
+def test_one_batch_worth_is_worked_without_threads():
+    """One batch has nothing to overlap with (a one-trial scope's scan spent more CPU handing it to a
+    thread than finding in it); more than one goes to the workers."""
+    assert [threads_for(items, 256, 2) for items in (0, 1, 256, 257)] == [1, 1, 1, 2]
 
 
 def test_a_failed_fetch_is_raised_at_its_batch():
