@@ -89,11 +89,14 @@ def store_concurrency() -> int:
 
 
 def _home(work: Path, side: Side) -> Path:
+    return fresh_home(work / side.value / "dagster_home")
+
+
+def fresh_home(home: Path) -> Path:
     """A fresh Dagster home with its SQLite schemas made: the daemon and the webserver starting
     together on an empty one would both make them (two alembic heads, neither loads)."""
     import dagster as dg
 
-    home = work / side.value / "dagster_home"
     home.mkdir(parents=True)
     shutil.copyfile(PROJECT_DIR / "dagster.yaml", home / "dagster.yaml")
     with dg.DagsterInstance.from_config(str(home)) as instance:

@@ -1,6 +1,7 @@
-"""A sweep of thousands of one-trial scopes into one publish folder (issue 47, items 1 and 5).
+"""A sweep of thousands of one-trial scopes into one publish root (issue 47, items 1 and 5).
 
-    .venv/bin/python benchmarks/bench_sweep.py cli WORK [--runs 20] [--steps 100]
+    .venv/bin/python benchmarks/bench_sweep.py cli WORK [--runs 20] [--steps 100] [--s3]
+    .venv/bin/python benchmarks/bench_sweep.py backfill WORK [--runs 20] [--steps 100] [--s3]
     .venv/bin/python benchmarks/bench_sweep.py publish WORK [--small 10] [--large 2000] [--pairs 11] [--s3]
     .venv/bin/python benchmarks/bench_sweep.py settled WORK [--repeats 3] [--code CHECKOUT]
 
@@ -14,7 +15,22 @@ the instance database's.
 A scope's wall and CPU are read as its JSON line arrives: the time since the line before, and the
 process's own CPU (/proc/PID/stat) since then. "At the 10th": the mean over scopes 6-15; "at the
 last": over the last 10. A WORK that already holds the materialized sweep is measured again without
-materializing it (`--measure-only`), so the rest can be measured against later code.
+materializing it (`--measure-only`, a folder sweep only), so the rest can be measured against later
+code. A scope that fails (the generator gives some steps a trial that exports no row, which the
+shrink guard refuses to publish) counts like any other.
+
+`backfill`: the same sweep as one `trace-assets backfill RUN... --scope step --wait` that the real
+daemon runs (`dagster-daemon` and `dagster-webserver` started for WORK's fresh Dagster home and up
+before the clock starts, bench_daemon's; the project's dagster.yaml, so its queue and run limits),
+the export sensor kept from requesting. A scope's figures come from the instance afterwards, its
+runs in the order they ended: `wall` the time since the run before ended (the pace, as `cli`'s
+wall), `run` its own start to end, and bench_daemon's phases of it (queued, worker start, code load,
+steps, in run between steps); the runs' CPU is the daemon's run workers' and is not measured. The
+whole sweep's wall is the backfill command's, to `--wait` returning; `failed` counts its failed runs.
+
+`--s3` (`cli` and `backfill`): the traces root (generated locally, then uploaded) and the publish
+root in a bucket of a moto server in its own process, the S3 stand-in, reached through botocore's
+variables (AWS_ENDPOINT_URL_S3 and the fake keys); staging stays in WORK.
 
 `publish`: a scope's `FolderTarget.publish` alone (its folder moved in, the index and the root card
 and its plot written) into a root of `--small` scopes and into one of `--large`, alternating,
@@ -30,8 +46,8 @@ first tick without a cursor (which lists every scope once and reads the instance
 steady one, medians of `--repeats`; `--code` ticks another checkout's code on the same copy, for
 a side-by-side figure.
 
-Then (`cli`), each the median of `--repeats`: `trace-assets status` as a whole process; the
-`refresh_sweep_coverage` job in process (its Parquet file and plot written to the folder); the
+Then (`cli` and `backfill`), each the median of `--repeats`: `trace-assets status` as a whole process; the
+`refresh_sweep_coverage` job in process (its Parquet file and plot written to the root); the
 export sensor's tick in process (`new_trace_runs_sensor`, settle 0): the first one, without a cursor,
 which lists every scope once, and a steady one with the cursor it left, counting the listings the
 tick asked the store for (the root's run folders, a run's step folders, a scope's objects).
@@ -75,17 +91,36 @@ def generate(traces: Path, runs: int, steps: int) -> None:
             )
 
 
-def environment(work: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACE_ASSETS_")}
+def environment(work: Path, s3_url: str | None = None) -> dict[str, str]:
+    """The sweep's settings: traces and publish roots in WORK, or with `s3_url` in the moto server's
+    bucket (botocore's own variables pointing at it); staging stays in WORK."""
+    from trace_assets_tests.support.s3_fixtures import FAKE_ACCESS_KEY, FAKE_SECRET_KEY, REGION
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACE_ASSETS_", "AWS_"))}
+    root = f"s3://{S3_BUCKET}" if s3_url else str(work)
     env.update(
         DAGSTER_HOME=str(work / "dagster_home"),
-        TRACE_ASSETS_TRACES_ROOT=str(work / "traces"),
-        TRACE_ASSETS_PUBLISH_ROOT=str(work / "published"),
+        TRACE_ASSETS_TRACES_ROOT=f"{root}/traces",
+        TRACE_ASSETS_PUBLISH_ROOT=f"{root}/published",
         TRACE_ASSETS_STAGING_ROOT=str(work / "staging"),
         TRACE_ASSETS_ON_SECRET="allow",
         TRACE_ASSETS_SETTLE_SECONDS="0",
     )
+    if s3_url:
+        env.update(
+            AWS_ACCESS_KEY_ID=FAKE_ACCESS_KEY,
+            AWS_SECRET_ACCESS_KEY=FAKE_SECRET_KEY,
+            AWS_DEFAULT_REGION=REGION,
+            AWS_ENDPOINT_URL_S3=s3_url,
+        )
     return env
+
+
+def upload_traces(work: Path, s3_url: str) -> None:
+    """WORK/traces copied to the traces root in the moto server's bucket."""
+    from trace_assets_tests.support.s3_fixtures import make_s3fs, upload_tree
+
+    upload_tree(work / "traces", make_s3fs(s3_url), f"s3://{S3_BUCKET}/traces")
 
 
 def _cpu(pid: int) -> float:
@@ -94,7 +129,7 @@ def _cpu(pid: int) -> float:
     return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLOCK_TICKS
 
 
-def materialize(work: Path, runs: list[str]) -> None:
+def materialize(work: Path, runs: list[str], env: dict[str, str]) -> None:
     """One CLI process for the whole sweep; a line per scope to WORK/scopes.jsonl: its wall and CPU."""
     home = work / "dagster_home"
     home.mkdir(parents=True)
@@ -102,7 +137,7 @@ def materialize(work: Path, runs: list[str]) -> None:
     command = [str(BIN / "trace-assets"), "materialize", *runs, "--scope", "step"]
     with (work / "materialize.log").open("w") as log, (work / "scopes.jsonl").open("w") as out:
         started = time.monotonic()
-        process = subprocess.Popen(command, env=environment(work), stdout=subprocess.PIPE, stderr=log, text=True)
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
         assert process.stdout is not None
         last_wall, last_cpu = started, 0.0
         for line in process.stdout:
@@ -123,6 +158,45 @@ def materialize(work: Path, runs: list[str]) -> None:
     (work / "materialized").write_text(f"{time.monotonic() - started:.1f}\n")
 
 
+def backfill(work: Path, runs: list[str], env: dict[str, str]) -> None:
+    """The sweep as one `trace-assets backfill --wait` the real daemon runs (the project's
+    dagster.yaml: its queue and limits), the daemon and webserver up before the command's clock
+    starts; then a line per scope to WORK/scopes.jsonl from the instance, in the order the runs
+    ended: `wall` the time since the run before ended (the command's start for the first), `run`
+    its start to end, and where a run's time went (bench_daemon's phases: queued, worker start, code
+    load, steps, in run between steps)."""
+    import dagster as dg
+
+    from benchmarks.bench_daemon import _phases, daemon_and_webserver, fresh_home
+
+    home = fresh_home(work / "dagster_home")
+    # the sensor ticks once, at start-up, and requests nothing: every run is the backfill's
+    quiet = {**env, "TRACE_ASSETS_SETTLE_SECONDS": "100000", "TRACE_ASSETS_SENSOR_INTERVAL_SECONDS": "100000"}
+    command = [str(BIN / "trace-assets"), "backfill", *runs, "--scope", "step", "--wait"]
+    with daemon_and_webserver(quiet, work, "backfill") as base, (work / "backfill.log").open("w") as log:
+        started = time.time()  # the instance's clock
+        with (work / "backfill.jsonl").open("w") as out:
+            subprocess.run([*command, "--webserver", base], env=quiet, stdout=out, stderr=log)  # exit 1: a scope failed
+        (work / "materialized").write_text(f"{time.time() - started:.1f}\n")
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        records = [r for r in instance.get_run_records() if r.dagster_run.tags.get("dagster/backfill")]
+        records.sort(key=lambda r: float(r.end_time or 0))
+        with (work / "scopes.jsonl").open("w") as out:
+            last_end = started
+            for record in records:
+                end = float(record.end_time or 0)
+                phases, _ = _phases(instance, record)
+                line = {
+                    "scope": record.dagster_run.tags.get("dagster/partition"),
+                    "status": record.dagster_run.status.value,
+                    "wall": end - last_end,
+                    "run": end - float(record.start_time or 0),
+                    **{name.replace(" ", "_").replace(",", ""): seconds for name, seconds in phases.items()},
+                }
+                out.write(json.dumps(line) + "\n")
+                last_end = end
+
+
 def timed(call: Any, repeats: int) -> tuple[float, Any]:
     times, result = [], None
     for _ in range(repeats):
@@ -132,8 +206,8 @@ def timed(call: Any, repeats: int) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
-def measure(work: Path, repeats: int) -> dict[str, Any]:
-    env = environment(work)
+def measure(work: Path, repeats: int, s3_url: str | None) -> dict[str, Any]:
+    env = environment(work, s3_url)
     os.environ.update(env)
     import dagster as dg
 
@@ -151,11 +225,22 @@ def measure(work: Path, repeats: int) -> dict[str, Any]:
         job = defs.resolve_job_def("refresh_sweep_coverage")
         figures["sweep_coverage_s"], _ = timed(lambda: job.execute_in_process(instance=instance), repeats)
         figures.update(sensor_ticks(defs, instance, 1, repeats))
-    published = work / "published"
-    figures["root_card_kB"] = (published / ROOT_CARD).stat().st_size / 1e3
-    figures["index_kB"] = (published / INDEX).stat().st_size / 1e3
+    figures["root_card_kB"] = published_size(work, ROOT_CARD, s3_url) / 1e3
+    figures["index_kB"] = published_size(work, INDEX, s3_url) / 1e3
     figures["instance_MB"] = sum(f.stat().st_size for f in (work / "dagster_home").rglob("*.db")) / 1e6
     return figures
+
+
+def published_size(work: Path, name: str, s3_url: str | None) -> int:
+    """The bytes of a file at the publish root's top."""
+    if not s3_url:
+        return (work / "published" / name).stat().st_size
+    import boto3
+
+    from trace_assets_tests.support.s3_fixtures import REGION
+
+    client = boto3.client("s3", endpoint_url=s3_url, region_name=REGION)
+    return int(client.head_object(Bucket=S3_BUCKET, Key=f"published/{name}")["ContentLength"])
 
 
 def sensor_ticks(defs: Any, instance: Any, first_repeats: int, repeats: int) -> dict[str, Any]:
@@ -217,18 +302,20 @@ def settled(work: Path, repeats: int) -> dict[str, Any]:
 
 
 def per_scope(work: Path) -> dict[str, float]:
+    """Each of a scope's figures (`materialize`'s or `backfill`'s) at the 10th and the last, and
+    how many of the backfill's runs failed."""
     records = [json.loads(line) for line in (work / "scopes.jsonl").read_text().splitlines()]
     early, late = records[5:15], records[-10:]
     mean = lambda rs, key: statistics.mean(r[key] for r in rs)  # noqa: E731
-    return {
-        "scopes": len(records),
-        "wall_10th_s": mean(early, "wall"),
-        "wall_last_s": mean(late, "wall"),
-        "cpu_10th_s": mean(early, "cpu"),
-        "cpu_last_s": mean(late, "cpu"),
-        "wall_last_over_10th": mean(late, "wall") / mean(early, "wall"),
-        "materialize_s": float((work / "materialized").read_text()),
-    }
+    figures: dict[str, float] = {"scopes": len(records)}
+    if "status" in records[0]:
+        figures["failed"] = sum(r["status"] != "SUCCESS" for r in records)
+    for key in (key for key, value in records[0].items() if isinstance(value, float)):
+        figures[f"{key}_10th_s"] = mean(early, key)
+        figures[f"{key}_last_s"] = mean(late, key)
+    figures["wall_last_over_10th"] = mean(late, "wall") / mean(early, "wall")
+    figures["materialize_s"] = float((work / "materialized").read_text())
+    return figures
 
 
 def one_scope(work: Path) -> Path:
@@ -334,12 +421,15 @@ def publish_pairs(work: Path, small: int, large: int, pairs: int, s3_url: str | 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     modes = parser.add_subparsers(dest="mode", required=True)
-    cli = modes.add_parser("cli")
-    cli.add_argument("work", type=Path)
-    cli.add_argument("--runs", type=int, default=20)
-    cli.add_argument("--steps", type=int, default=100)
-    cli.add_argument("--repeats", type=int, default=3)
+    sweep = argparse.ArgumentParser(add_help=False)
+    sweep.add_argument("work", type=Path)
+    sweep.add_argument("--runs", type=int, default=20)
+    sweep.add_argument("--steps", type=int, default=100)
+    sweep.add_argument("--repeats", type=int, default=3)
+    sweep.add_argument("--s3", action="store_true", help="the traces and publish roots on a moto server")
+    cli = modes.add_parser("cli", parents=[sweep])
     cli.add_argument("--measure-only", action="store_true", help="the sweep is materialized in WORK already")
+    modes.add_parser("backfill", parents=[sweep])
     publish = modes.add_parser("publish")
     publish.add_argument("work", type=Path)
     publish.add_argument("--small", type=int, default=10)
@@ -361,10 +451,18 @@ def main() -> int:
             url = moto(stack) if args.s3 else None
             figures = publish_pairs(args.work, args.small, args.large, args.pairs, url)
     else:
-        if not args.measure_only:
-            generate(args.work / "traces", args.runs, args.steps)
-            materialize(args.work, run_ids(args.runs, args.steps))
-        figures = {**per_scope(args.work), **measure(args.work, args.repeats)}
+        measure_only = args.mode == "cli" and args.measure_only
+        if measure_only and args.s3:
+            parser.error("--measure-only measures a folder: the moto server's objects went with its process")
+        with ExitStack() as stack:
+            url = moto(stack) if args.s3 else None
+            if not measure_only:
+                generate(args.work / "traces", args.runs, args.steps)
+                if url:
+                    upload_traces(args.work, url)
+                through = materialize if args.mode == "cli" else backfill
+                through(args.work, run_ids(args.runs, args.steps), environment(args.work, url))
+            figures = {**per_scope(args.work), **measure(args.work, args.repeats, url)}
     print(json.dumps(figures, indent=1))
     return 0
 
