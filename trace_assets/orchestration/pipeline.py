@@ -115,7 +115,11 @@ def _history_with_block(
     again), and with this block last: a withdrawn version's folder keeps it, a kept one's
     `versions.json` records it. Empty with no history (nothing published before, ever)."""
     try:
-        earlier = earlier_versions(read_published_versions(target, scope), target.published_coverage(scope))
+        published = read_published_versions(target, scope)
+        # the coverage only for a version published before histories were kept (`earlier_versions`)
+        has_history = isinstance(published, dict) and isinstance(published.get("versions"), list)
+        coverage = None if has_history else target.published_coverage(scope)
+        earlier = earlier_versions(published, coverage)
     except ValueError:
         earlier = []
     if not earlier:

@@ -74,6 +74,7 @@ from trace_assets.runtime.atomic_files import (
     is_leftover,
     make_parents,
     remove_path,
+    replaced_atomically,
     sync_tree,
     temp_sibling,
 )
@@ -252,9 +253,7 @@ class FolderTarget:
 
     def publish_blocked(self, scan_report: Path, scope: RunScope, versions: list[dict[str, Any]] | None = None) -> bool:
         with tempfile.TemporaryDirectory() as folder:
-            shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
-            if versions:
-                (Path(folder) / VERSIONS_FILE).write_text(versions_json(versions))
+            _blocked_folder(Path(folder), scan_report, versions)
             this = ScopeFiles.of_folder(scope, Path(folder))
             replace_folder(
                 Path(folder),
@@ -269,10 +268,8 @@ class FolderTarget:
         fs, folder = fsspec.core.url_to_fs(self.location(scope), **self.storage_options)
         path = f"{folder.rstrip('/')}/{VERSIONS_FILE}"
         if isinstance(fs, LocalFileSystem):
-            with tempfile.TemporaryDirectory() as temp:
-                written = Path(temp, VERSIONS_FILE)
-                written.write_text(versions_json(versions))
-                copy_atomically(written, Path(path))  # a rename: readers see the old history or the new
+            with replaced_atomically(Path(path), durable=True) as temp:  # readers see the old history or the new
+                temp.write_text(versions_json(versions))
         else:
             fs.pipe_file(path, versions_json(versions).encode())  # one PUT
         return True
@@ -395,9 +392,7 @@ class HubTarget:
             return False
         repo_id, revision, path = self._place(scope)
         with tempfile.TemporaryDirectory() as folder:
-            shutil.copyfile(scan_report, Path(folder) / SCAN_REPORT_FILE)
-            if versions:
-                (Path(folder) / VERSIONS_FILE).write_text(versions_json(versions))
+            _blocked_folder(Path(folder), scan_report, versions)
             for attempt in range(BLOCKED_COMMIT_ATTEMPTS):
                 try:
                     self._commit_blocked(Path(folder), scope, repo_id, revision, path)
@@ -462,6 +457,13 @@ def choose_target(
         root = parse_publish_root(publish_root)
         return HubTarget(hub, root.repo_id, root.revision, root.path_in_repo, card)
     return FolderTarget(publish_root, storage_options, publish_concurrency, card)
+
+
+def _blocked_folder(folder: Path, scan_report: Path, versions: list[dict[str, Any]] | None) -> None:
+    """What a blocked scope's published folder holds: the scan report, and a withdrawn version's history."""
+    shutil.copyfile(scan_report, folder / SCAN_REPORT_FILE)
+    if versions:
+        (folder / VERSIONS_FILE).write_text(versions_json(versions))
 
 
 def _in_repo(prefix: str, path: str) -> str:
