@@ -51,6 +51,12 @@ def _encoded_triggers(literal: str) -> set[str]:
 _BLOB_TRIGGERS = {"LS0tLS1CRUdJT", "eyJhdXRocyI", "ZXlK"}
 # Where a token may be cut before its literal: a JWT's header (`eyJ`), before the `.eyJ` the prefilter wants.
 _CUT_TOKEN_STARTS = {"eyj"}
+# Below this many bytes of text a batch's candidates are three searches, each led by Rust's literal
+# prefilter, not one alternation: polars compiles a regex for each query, and the alternation's lazy
+# DFA built its states anew each time, 10-25 ms a batch however small (a one-trial scope's rows:
+# 24 against 5 ms for the three); past about 2 MB (generated traces) reading the text once is faster
+# (44 against 78 ms at 12 MB).
+_SPLIT_SEARCH_BELOW = 2 << 20
 _RUST_WORD_START = r"(?-u:\b)"  # an ASCII word boundary, as the prefilter's literals are ASCII
 _URL_RUN = r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){2,}"
 # The first line of the rest of a PEM block cut between two messages (a prompt or a note may come first).
@@ -102,19 +108,31 @@ def _any_literal(literals: set[str], words: frozenset[str]) -> str:
     """Any of `literals` (any case), those that must start a word sharing one copy of that prefix:
     one per literal (~600 vendor words) made the lazy DFA's states huge, rebuilt for every batch
     (4.8x the time of this form)."""
+    return f"(?i:{'|'.join(_literal_parts(literals, words))})"
+
+
+def _literal_parts(literals: set[str], words: frozenset[str]) -> list[str]:
+    """`_any_literal`'s two alternatives: the literals that must start a word, behind one copy of
+    that prefix, and the rest."""
     bounded = {literal for literal in literals if _must_start_word(literal, words)}
     parts = (
         [f"{_word_start(_RUST_WORD_START)}(?:{_literal_alternatives(bounded, '', bounded=False)})"] if bounded else []
     )
     if literals - bounded:
         parts.append(_literal_alternatives(literals - bounded, "", bounded=False))
-    return f"(?i:{'|'.join(parts)})"
+    return parts
 
 
 def _candidate_regex(literals: set[str], triggers: set[str], words: frozenset[str]) -> str:
     """One regex for "holds a literal", Rust's literal prefilter doing the work."""
+    return "|".join(_candidate_alternatives(literals, triggers, words))
+
+
+def _candidate_alternatives(literals: set[str], triggers: set[str], words: frozenset[str]) -> tuple[str, ...]:
+    """`_candidate_regex` as three regexes, a text holding a literal when it matches one: the
+    literals that must start a word, the other literals (any case), the blob triggers."""
     blobs = "|".join(re.escape(trigger) for trigger in sorted(triggers))
-    return f"{_any_literal(literals, words)}|{blobs}"
+    return (*(f"(?i:{part})" for part in _literal_parts(literals, words)), blobs)
 
 
 def _line_join_regex(literals: set[str], triggers: set[str], escaped_newline: bool, shared_start: bool = False) -> str:
@@ -178,6 +196,7 @@ class Finder:
         specific = {literal.lower() for _, kind, rule in self.rules if kind.specific for literal in rule.literals}
         words = frozenset(literal for literal in literals - specific if literal[0].isalnum())
         self.candidate_regex = _candidate_regex(literals, triggers, words)
+        self.candidate_alternatives = _candidate_alternatives(literals, triggers, words)
         self.wrap_width = wrap_width
         # Tokens of known formats and blobs may be cut by a line break; keyword values are not joined.
         token_literals = _CUT_TOKEN_STARTS | {
@@ -198,7 +217,10 @@ class Finder:
 
     def candidates(self, texts: pl.DataFrame) -> pl.DataFrame:
         """The texts holding at least one literal: the only ones filtered rules and views look at."""
-        return texts.filter(pl.col("text").str.contains(self.candidate_regex))
+        text = pl.col("text")
+        if texts["text"].str.len_bytes().sum() < _SPLIT_SEARCH_BELOW:
+            return texts.filter(pl.any_horizontal([text.str.contains(regex) for regex in self.candidate_alternatives]))
+        return texts.filter(text.str.contains(self.candidate_regex))
 
     def _rule_matches(self, texts: pl.DataFrame, hits: pl.DataFrame) -> pl.DataFrame:
         """(text_id, rule, match, secret) for every rule match in `texts` (text_id, text); `hits` are its candidates."""
@@ -268,6 +290,8 @@ class Finder:
         or in a blob it holds.
         """
         candidates = self.candidates(texts)
+        if candidates.is_empty() and not self.unfiltered_rules:  # nothing for any rule or view: 9 ms of queries
+            return [], {}
         raw = self._rule_matches(texts, candidates)
         normalised = self._normalised_hits(candidates)
         blobs = self._blob_hits(candidates)
