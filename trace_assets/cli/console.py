@@ -1,5 +1,5 @@
-"""What the CLI says on stderr: its own lines, and the steps' log as one line a message (`-v` for
-Dagster's full log and stack traces)."""
+"""What the CLI says on stderr: its own lines, and the steps' log lines, each named by its step
+(`-v` for Dagster's full log and stack traces)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def say(message: str) -> None:
 
 
 def one_line_console(verbose: bool) -> dg.LoggerDefinition:
-    """Each step's own messages as one line; Dagster's events and stack traces only with -v."""
+    """Each line of the steps' own messages, named by its step; Dagster's events and stack traces only with -v."""
     import dagster as dg
 
     console = dg.LoggerDefinition(_one_line_logger, config_schema={"verbose": dg.Field(bool, default_value=False)})
@@ -47,7 +47,9 @@ class _OneLine(logging.Formatter):
             return super().format(record)
         meta = getattr(record, "dagster_meta", {}) or {}
         where = meta.get("step_key") or "run"
-        return f"{PREFIX} {where}: {str(meta.get('orig_message', record.getMessage())).splitlines()[0]}"
+        # a step's quick lines come as one message (`HeldLines`): each is a line here, as it was logged
+        lines = str(meta.get("orig_message", record.getMessage())).splitlines() or [""]
+        return "\n".join(f"{PREFIX} {where}: {line}" for line in lines)
 
 
 class _StepMessagesOnly(logging.Filter):

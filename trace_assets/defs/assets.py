@@ -32,6 +32,7 @@ from trace_assets.publishing.targets import (
     read_published_versions,
 )
 from trace_assets.runtime.machine_faults import fault_detail, fault_line
+from trace_assets.runtime.progress import HeldLines
 from trace_assets.secret_scan.verdicts import found_by_category
 from trace_assets.settings import PipelineSettings, env_name
 from trace_assets.steps.free_space import NotEnoughSpace
@@ -50,10 +51,14 @@ def partition_context(context: dg.AssetExecutionContext, trace_config: TraceAsse
     step with one line naming it, where it struck and what is left as it was: the published version,
     unchanged by any step before the publish (which says its own, see `_publish_scope`). The
     exception chain (and a copy's every file) goes to the run's debug log."""
-    ctx = trace_config.parts().scope_context(scope_of(context), context.log.info)
+    lines = HeldLines(context.log.info)  # the step's progress and summary, as one message where it is quick
+    ctx = trace_config.parts().scope_context(scope_of(context), lines)
     try:
         with ctx.staging.locked(context.log.info):
-            yield ctx
+            try:
+                yield ctx
+            finally:
+                lines.flush()
     except NotEnoughSpace as error:
         raise dg.Failure(description=str(error), allow_retries=False) from None
     except dg.Failure:
@@ -107,7 +112,7 @@ def raw_trial_listing(
             if missing is None:
                 raise
             raise dg.Failure(description=missing, allow_retries=False) from None
-    context.log.info(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
+        ctx.progress(f"listed {stats.objects} objects in {stats.trial_dirs} trial folders")
     return dg.MaterializeResult(
         metadata={
             "trial_dirs": dg.MetadataValue.int(stats.trial_dirs),
@@ -181,7 +186,7 @@ def secret_scan_report(
     """Credential-shaped strings in every text column of the rows, with a verdict per finding."""
     with partition_context(context, trace_config) as ctx:
         scanned = scan(ctx)
-    context.log.info(f"secret scan verdict: {scanned.report['verdict']}")
+        ctx.progress(f"secret scan verdict: {scanned.report['verdict']}")
     metadata = scan_metadata(scanned.report, ctx.staging.scan_report)
     if scanned.block is not None:  # blocked: kept or withdrawn, and why
         metadata[PREVIOUS_VERSION] = dg.MetadataValue.text(str(scanned.block.previous))
@@ -251,8 +256,8 @@ def _publish_scope(
             if failure is None:
                 raise
             raise failure from error
-    shards, redactor, to = done.shards, done.redactor, done.published_to
-    context.log.info(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {to}")
+        shards, redactor, to = done.shards, done.redactor, done.published_to
+        ctx.progress(f"published {shards.num_examples} rows in {len(shards.files)} shard(s) to {to}")
     return dg.MaterializeResult(
         metadata={
             **coverage_metadata(done.coverage),

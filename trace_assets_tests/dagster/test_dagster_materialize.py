@@ -12,6 +12,7 @@ import pytest
 from trace_assets.definitions import build_definitions, export_trace_run, trace_runs
 from trace_assets.defs.resources import config_from_env
 from trace_assets.publishing.root_card import ROOT_LOCK
+from trace_assets.runtime.progress import LOG_EVERY_SECONDS
 from trace_assets_tests.support.helpers import DATA, SAMPLE_RUN, SAMPLE_TRACES, comparable, harbor_rows, load_published
 
 
@@ -92,6 +93,32 @@ def test_partition_materializes_and_loads_as_a_dataset(instance, tmp_path):
     )
     expected = harbor_rows(DATA / "harbor_sample" / "harbor-export-last.jsonl", include_subagents=False)
     assert comparable(list(dataset)) == comparable(expected)
+
+
+def test_a_quick_step_stores_its_lines_as_one_message(instance, tmp_path):
+    """Each line of the run log is an event the instance stores: a step done within its first
+    seconds stores its progress and summary lines as one message, each line whole, in order."""
+    result = _materialize(instance, tmp_path, on_secret="allow", on_unverified="keep")
+    assert result.success
+    messages: dict[str, list[str]] = {}
+    took: dict[str, float] = {}
+    for record in instance.all_logs(result.run_id):
+        if record.dagster_event is None and record.step_key:
+            messages.setdefault(record.step_key, []).append(record.user_message)
+        elif record.is_dagster_event and record.dagster_event_type == dg.DagsterEventType.STEP_START:
+            took[record.step_key] = -record.timestamp
+        elif record.is_dagster_event and record.dagster_event_type == dg.DagsterEventType.STEP_SUCCESS:
+            took[record.step_key] += record.timestamp
+    listing = "\n".join(messages["raw_trial_listing"]).splitlines()
+    assert (
+        listing[0].startswith("1,516/1,516 objects (100%)") and listing[-1] == "listed 1516 objects in 36 trial folders"
+    )
+    assert "\n".join(messages["secret_scan_report"]).splitlines()[-1] == "secret scan verdict: live"
+    published = "\n".join(messages["published_shards"]).splitlines()
+    assert published[-1] == f"published 28 rows in 1 shard(s) to {tmp_path / 'published' / SAMPLE_RUN}"
+    assert any(line.startswith("card: README.md") for line in published)
+    quick = [step for step in messages if took[step] < LOG_EVERY_SECONDS]
+    assert quick and all(len(messages[step]) == 1 for step in quick)
 
 
 def test_rematerializing_replaces_the_run_as_a_whole(instance, tmp_path):

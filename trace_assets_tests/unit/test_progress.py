@@ -7,7 +7,7 @@ import time
 
 from trace_assets.publishing.targets import replace_folder
 from trace_assets.runtime.ahead import mapped_ahead, produced_ahead, threads_for
-from trace_assets.runtime.progress import BYTES, FileTransfer, ProgressReporter, bytes_text, duration_text
+from trace_assets.runtime.progress import BYTES, FileTransfer, HeldLines, ProgressReporter, bytes_text, duration_text
 
 
 class Clock:
@@ -28,6 +28,30 @@ def test_figures_give_done_total_rate_and_eta():
     reporter.advance(200)
     reporter.finish()
     assert lines[-1] == "300/300 trials (100%), 50 trials/s, took 0:06"
+
+
+def test_a_quick_steps_lines_go_out_as_one_message_at_its_end():
+    clock, messages = Clock(), []
+    lines = HeldLines(messages.append, clock=clock, hold_for=5)
+    reporter = ProgressReporter("raw_trial_listing", "objects", 6, lines, clock=clock)
+    clock.now += 0.5
+    reporter.advance(6)
+    reporter.finish()
+    lines("listed 6 objects in 1 trial folders")
+    assert messages == []
+    lines.flush()
+    lines.flush()  # nothing held: nothing more
+    assert messages == ["6/6 objects (100%), 12 objects/s, took 0:00\nlisted 6 objects in 1 trial folders"]
+
+
+def test_a_long_steps_lines_pass_through_once_its_first_seconds_are_over():
+    clock, messages = Clock(), []
+    lines = HeldLines(messages.append, clock=clock, hold_for=5)
+    lines("rows: done")  # a quick phase's final line, held
+    clock.now += 6
+    lines("sessions: 10/100")  # past the hold: goes out with what was held
+    lines("sessions: 20/100")
+    assert messages == ["rows: done\nsessions: 10/100", "sessions: 20/100"]
 
 
 def test_without_a_total_there_is_no_share_or_eta():
