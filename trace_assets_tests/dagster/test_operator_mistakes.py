@@ -96,6 +96,9 @@ def test_an_emptied_run_never_replaces_its_good_dataset(tmp_path):
         "only 82.35% of scored trials were exported (threshold 90%)"
     ]
     assert "warning: check export_ratio_above_threshold" in done.stderr
+    # a quick step's lines, stored as one message, are each a line of their own on stderr
+    assert "\n[trace-assets] raw_trial_listing: 1,516/1,516 objects (100%)" in done.stderr
+    assert "\n[trace-assets] raw_trial_listing: listed 1516 objects in 36 trial folders\n" in done.stderr
     published = _snapshot(tmp_path / "published")
 
     # A corrupt staged file (a full disk, a hand edit) is discarded and rebuilt, never fatal.
