@@ -1,7 +1,7 @@
 """Progress of a long step: done/total, rate and ETA, as a bar on a terminal and as log lines.
 
-Steps report through `Progress`, a callable taking one line (assets pass `context.log.info`,
-the CLI's log goes to stderr). A `ProgressReporter` turns counts into those lines every
+Steps report through `Progress`, a callable taking one line (assets pass `context.log.info`
+behind `HeldLines`, the CLI's log goes to stderr). A `ProgressReporter` turns counts into those lines every
 `log_every` seconds and once at the end, never once per batch, and, when stderr is a terminal,
 redraws a bar there in between. The clock is injected, so the figures are tested without waiting.
 """
