@@ -23,7 +23,7 @@ from trace_assets.publishing.dataset_folder import SCAN_REPORT_FILE, TRIALS_FILE
 from trace_assets.publishing.shards import ShardSet
 from trace_assets.publishing.shrink_guard import refuse_worse_version
 from trace_assets.publishing.targets import PublishTarget, published_json, read_published_versions
-from trace_assets.publishing.versions import block_entry, earlier_versions, with_block
+from trace_assets.publishing.versions import block_entry, earlier_versions, has_history, with_block
 from trace_assets.runtime.atomic_files import remove_path, temp_sibling
 from trace_assets.steps.free_space import check_free_space
 from trace_assets.steps.listing import ListingStats, build_listing
@@ -116,9 +116,7 @@ def _history_with_block(
     `versions.json` records it. Empty with no history (nothing published before, ever)."""
     try:
         published = read_published_versions(target, scope)
-        # the coverage only for a version published before histories were kept (`earlier_versions`)
-        has_history = isinstance(published, dict) and isinstance(published.get("versions"), list)
-        coverage = None if has_history else target.published_coverage(scope)
+        coverage = None if has_history(published) else target.published_coverage(scope)  # read only if needed
         earlier = earlier_versions(published, coverage)
     except ValueError:
         earlier = []

@@ -71,9 +71,15 @@ def version_entry(
     }
 
 
+def has_history(published_versions: Any) -> bool:
+    """Whether a published `versions.json` holds a history (else the version before, if any, was
+    published before histories were kept, and its `coverage.json` stands for it)."""
+    return isinstance(published_versions, dict) and isinstance(published_versions.get("versions"), list)
+
+
 def earlier_versions(published_versions: Any, published_coverage: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The published history; a version published before histories existed is one undated entry."""
-    if isinstance(published_versions, dict) and isinstance(published_versions.get("versions"), list):
+    if has_history(published_versions):
         return [v for v in published_versions["versions"] if isinstance(v, dict)]
     if published_coverage:
         return [{"version": None, "published_at": None, **{k: published_coverage.get(k) for k in FIGURES[:4]}}]
