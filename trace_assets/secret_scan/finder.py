@@ -123,14 +123,9 @@ def _literal_parts(literals: set[str], words: frozenset[str]) -> list[str]:
     return parts
 
 
-def _candidate_regex(literals: set[str], triggers: set[str], words: frozenset[str]) -> str:
-    """One regex for "holds a literal", Rust's literal prefilter doing the work."""
-    return "|".join(_candidate_alternatives(literals, triggers, words))
-
-
 def _candidate_alternatives(literals: set[str], triggers: set[str], words: frozenset[str]) -> tuple[str, ...]:
-    """`_candidate_regex` as three regexes, a text holding a literal when it matches one: the
-    literals that must start a word, the other literals (any case), the blob triggers."""
+    """A text holds a literal when it matches one of these: the literals that must start a word,
+    the other literals (any case), the blob triggers."""
     blobs = "|".join(re.escape(trigger) for trigger in sorted(triggers))
     return (*(f"(?i:{part})" for part in _literal_parts(literals, words)), blobs)
 
@@ -195,8 +190,8 @@ class Finder:
         self.unfiltered_rules = [index for index, (_, _, rule) in enumerate(self.rules) if not rule.literals]
         specific = {literal.lower() for _, kind, rule in self.rules if kind.specific for literal in rule.literals}
         words = frozenset(literal for literal in literals - specific if literal[0].isalnum())
-        self.candidate_regex = _candidate_regex(literals, triggers, words)
         self.candidate_alternatives = _candidate_alternatives(literals, triggers, words)
+        self.candidate_regex = "|".join(self.candidate_alternatives)  # the same, one alternation
         self.wrap_width = wrap_width
         # Tokens of known formats and blobs may be cut by a line break; keyword values are not joined.
         token_literals = _CUT_TOKEN_STARTS | {
